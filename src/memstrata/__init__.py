@@ -1,0 +1,48 @@
+"""memstrata: local-first persistent memory for LLM agents."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("memstrata")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+from memstrata.config import Settings, load_settings  # noqa: E402
+from memstrata.errors import (  # noqa: E402
+    ConfigError,
+    EmbeddingError,
+    IdConflict,
+    InvalidInput,
+    MemstrataError,
+    MissingDependency,
+    NotFound,
+    SchemaTooNew,
+    StorageError,
+)
+from memstrata.memory import Memory  # noqa: E402
+from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn  # noqa: E402
+
+__all__ = [
+    "ConfigError",
+    "Deletion",
+    "EmbeddingError",
+    "Hit",
+    "IdConflict",
+    "InvalidInput",
+    "Memory",
+    "MemstrataError",
+    "MissingDependency",
+    "NotFound",
+    "Role",
+    "SchemaTooNew",
+    "Scope",
+    "SearchFilters",
+    "Settings",
+    "StorageError",
+    "TransferReport",
+    "Turn",
+    "__version__",
+    "load_settings",
+]

@@ -1,0 +1,5 @@
+"""``python -m memstrata`` runs the CLI."""
+
+from memstrata.cli import main
+
+main()

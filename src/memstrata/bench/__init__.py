@@ -1,0 +1,1 @@
+"""Benchmarks: they use only the public API and write JSON results."""

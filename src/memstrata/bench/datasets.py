@@ -1,0 +1,104 @@
+"""Benchmark data: LoCoMo read from the shared datasets folder, and synthetic turns."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memstrata.errors import InvalidInput
+
+LOCOMO_RELATIVE = Path("shared") / "datasets" / "locomo" / "locomo10.json"
+
+
+@dataclass(frozen=True, slots=True)
+class DialogTurn:
+    """One LoCoMo turn, ready for ``Memory.add``."""
+
+    conversation: str
+    session: str
+    dia_id: str
+    speaker: str
+    text: str
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One LoCoMo question with the dia_ids of its evidence."""
+
+    conversation: str
+    question: str
+    answer: str
+    category: int
+    evidence: tuple[str, ...] = field(default_factory=tuple)
+
+
+def find_locomo(explicit: Path | None = None) -> Path:
+    """The LoCoMo file: ``explicit``, or ``shared/datasets/…`` beside this or a parent directory."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise InvalidInput(f"no LoCoMo file at {explicit}")
+        return explicit
+    for directory in [Path.cwd(), *Path.cwd().parents]:
+        for candidate in (directory / LOCOMO_RELATIVE, directory.parent / LOCOMO_RELATIVE):
+            if candidate.is_file():
+                return candidate
+    raise InvalidInput(f"cannot find {LOCOMO_RELATIVE}; pass --data /path/to/locomo10.json")
+
+
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+
+
+def parse_session_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → an aware UTC datetime."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise InvalidInput(f"unrecognised LoCoMo session date {text!r}") from exc
+
+
+def load_locomo(path: Path) -> tuple[list[DialogTurn], list[Question]]:
+    """Every turn (image captions appended as text) and every question."""
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    turns: list[DialogTurn] = []
+    questions: list[Question] = []
+    for sample in samples:
+        conversation_id = str(sample["sample_id"])
+        conversation = sample["conversation"]
+        numbers = sorted(int(m.group(1)) for key in conversation if (m := _SESSION_KEY.match(key)))
+        for number in numbers:
+            when = parse_session_date(conversation[f"session_{number}_date_time"])
+            for turn in conversation[f"session_{number}"]:
+                text = turn["text"]
+                if turn.get("blip_caption"):
+                    text = f"{text} [shared an image: {turn['blip_caption']}]"
+                turns.append(DialogTurn(conversation_id, f"session_{number}", turn["dia_id"], turn["speaker"], text, when))
+        for qa in sample["qa"]:
+            answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            questions.append(
+                Question(conversation_id, qa["question"], str(answer), int(qa["category"]), tuple(qa.get("evidence", ())))
+            )
+    return turns, questions
+
+
+_SUBJECTS = ["I", "My sister", "Our team", "The landlord", "My manager", "Grandpa", "The new intern", "We"]
+_VERBS = ["visited", "fixed", "bought", "planned", "cancelled", "painted", "booked", "discussed", "cooked", "reviewed"]
+_OBJECTS = ["the garden shed", "a trip to Porto", "the quarterly report", "a red bicycle", "the kitchen sink",
+            "dinner for six", "the database migration", "a yoga class", "the birthday party", "a used piano"]
+_TAILS = ["last Tuesday", "after work", "with two friends", "for the third time", "despite the rain",
+          "on a tight budget", "before the deadline", "at 7 pm", "in March", "without telling anyone"]
+
+
+def synthetic_texts(count: int, seed: int = 7) -> Iterator[str]:
+    """Plausible chat sentences with numbers, deterministic for a seed, all distinct."""
+    generator = random.Random(seed)
+    for index in range(count):
+        yield (
+            f"{generator.choice(_SUBJECTS)} {generator.choice(_VERBS)} {generator.choice(_OBJECTS)} "
+            f"{generator.choice(_TAILS)}, item {index} cost {generator.randint(5, 900)} euros."
+        )

@@ -1,0 +1,83 @@
+"""What every command shares: options, opening the Memory, printing, exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from memstrata.errors import (
+    ConfigError,
+    EmbeddingError,
+    InvalidInput,
+    MemstrataError,
+    NotFound,
+    StorageError,
+)
+from memstrata.memory import Memory
+
+#: Most specific first; anything else that is a MemstrataError exits 1.
+EXIT_CODES: tuple[tuple[type[MemstrataError], int], ...] = (
+    (InvalidInput, 2),
+    (NotFound, 3),
+    (ConfigError, 4),
+    (StorageError, 5),
+    (EmbeddingError, 6),
+)
+
+HomeOption = Annotated[
+    Path | None,
+    typer.Option("--home", help="Data directory (default: $MEMSTRATA_HOME or the platform's user data dir)."),
+]
+UserOption = Annotated[str, typer.Option("--user", "-u", help="Whose memory (user_id).")]
+SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Session id.")]
+AgentOption = Annotated[str | None, typer.Option("--agent", help="Agent id.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+console = Console()
+error_console = Console(stderr=True)
+
+
+def console_error(message: str) -> None:
+    """Print one error line to stderr."""
+    error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def open_memory(home: Path | None) -> Iterator[Memory]:
+    """Open the Memory for a command and close it afterwards."""
+    memory = Memory(home) if home is not None else Memory()
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums and datetimes as plain JSON values."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(asdict(value))
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as JSON on stdout (machine-readable, no colour)."""
+    typer.echo(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2))

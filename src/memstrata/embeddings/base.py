@@ -1,0 +1,58 @@
+"""The embedder seam: what a model must do for memstrata to index and search text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors.
+
+    Invariants every implementation keeps:
+
+    - ``model_id`` names the model *and* anything that changes its vectors (variant,
+      quantisation, prefixes); vectors with different ids are never compared.
+    - ``dimension`` is fixed for the life of the object.
+    - ``embed_documents(texts)`` returns shape ``(len(texts), dimension)``, row ``i``
+      for ``texts[i]``; ``embed_query(text)`` returns shape ``(dimension,)``.
+      Asymmetric models (e5's ``query:``/``passage:``) apply their prefixes inside.
+    - Every row has unit L2 norm, so a dot product is the cosine similarity.
+    - Failures raise :class:`memstrata.errors.EmbeddingError`; a vector is never
+      silently missing or zero.
+    - Calls may come from several threads; implementations serialise if the engine
+      is not thread-safe.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """Stable identifier stored beside every vector."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts to be stored and searched."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """Embed one search query."""
+        ...
+
+
+def normalize_rows(vectors: Vectors) -> Vectors:
+    """Return ``vectors`` scaled to unit L2 norm per row (zero rows stay zero)."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    normalized: Vectors = (matrix / norms).astype(np.float32, copy=False)
+    return normalized

@@ -1,0 +1,59 @@
+"""Every error memstrata raises, as one tree.
+
+::
+
+    MemstrataError
+    ├── InvalidInput (also ValueError)   bad arguments: empty text, bad role, missing user_id ...
+    │   └── IdConflict                   a caller-supplied id already names different content
+    ├── NotFound (also KeyError)         no item with that id in that scope
+    ├── ConfigError                      a setting or config file is wrong
+    │   └── MissingDependency            an optional package is not installed
+    ├── StorageError                     the store failed or cannot be opened
+    │   └── SchemaTooNew                 the database was written by a newer memstrata
+    └── EmbeddingError                   the embedding model failed to load or to run
+
+Front ends map these once: the CLI to a one-line message and an exit code, the
+server to HTTP statuses. Messages say how to fix the problem.
+"""
+
+from __future__ import annotations
+
+
+class MemstrataError(Exception):
+    """Root of every error memstrata raises on purpose."""
+
+
+class InvalidInput(MemstrataError, ValueError):
+    """The caller passed something memstrata will not store or run; nothing was changed."""
+
+
+class IdConflict(InvalidInput):
+    """A caller-supplied id is already used by different content."""
+
+
+class NotFound(MemstrataError, KeyError):
+    """No item with that id exists in the caller's scope."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; a message should read as a sentence.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class ConfigError(MemstrataError):
+    """A setting, environment variable or config file is wrong."""
+
+
+class MissingDependency(ConfigError):
+    """An optional dependency is needed for the chosen feature but is not installed."""
+
+
+class StorageError(MemstrataError):
+    """The store could not be opened, read or written."""
+
+
+class SchemaTooNew(StorageError):
+    """The database was written by a newer memstrata than this one."""
+
+
+class EmbeddingError(MemstrataError):
+    """The embedding model could not be loaded or failed while embedding."""

@@ -1,0 +1,425 @@
+"""The Memory facade: the public API every front end calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from memstrata import __version__
+from memstrata.config import Settings, load_settings
+from memstrata.embeddings import load_embedder
+from memstrata.embeddings.base import Embedder, Vectors
+from memstrata.errors import IdConflict, InvalidInput, NotFound, StorageError
+from memstrata.ids import IdGenerator
+from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn
+from memstrata.retrieval.fulltext import fts_query
+from memstrata.retrieval.fusion import reciprocal_rank_fusion
+from memstrata.retrieval.vectors import VectorIndex
+from memstrata.storage import open_store
+from memstrata.storage.base import Store
+from memstrata.transfer import header_line, read_export, turn_line
+from memstrata.validation import (
+    check_identifier,
+    check_importance,
+    check_limit,
+    check_metadata,
+    check_role,
+    check_text,
+    check_timestamp,
+    parse_messages,
+)
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` during long work."""
+
+EMBED_BATCH = 64
+SEARCH_MODES = ("hybrid", "fulltext", "vector")
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+class Memory:
+    """Persistent memory for LLM agents: ``add`` what was said, ``search`` before answering.
+
+    >>> with Memory("/tmp/demo-memory") as memory:            # doctest: +SKIP
+    ...     memory.add("I live in Lisbon", user_id="ana")
+    ...     memory.search("where does Ana live?", user_id="ana")[0].content
+    'I live in Lisbon'
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        settings: Settings | None = None,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        **overrides: Any,
+    ) -> None:
+        if path is not None:
+            location = Path(path).expanduser()
+            if location.suffix in _DATABASE_SUFFIXES or location.is_file():
+                overrides.setdefault("home", location.parent)
+                overrides.setdefault("storage_url", f"sqlite:///{location.resolve()}")
+            else:
+                overrides.setdefault("home", location)
+        if settings is None:
+            settings = load_settings(**overrides)
+        elif overrides:
+            settings = load_settings(**{**settings.model_dump(exclude_unset=True), **overrides})
+        self.settings = settings
+        self._embedder = embedder or load_embedder(
+            settings.embedder, threads=settings.embedding_threads, cache_dir=settings.data_dir
+        )
+        self._store = store or open_store(
+            settings.resolved_storage_url, busy_timeout_seconds=settings.busy_timeout_seconds
+        )
+        self._index = VectorIndex(self._embedder.dimension)
+        self._ids = IdGenerator()
+        self._closed = False
+        self.reindex()
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Memory:
+        """Build a Memory from settings (arguments > env > memstrata.toml > defaults)."""
+        return cls(settings=settings, **overrides)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the store; the Memory cannot be used afterwards."""
+        if not self._closed:
+            self._closed = True
+            self._index.drop()
+            self._store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise StorageError("this Memory is closed; open a new one")
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder in use."""
+        return self._embedder
+
+    # -- writing ----------------------------------------------------------------------
+
+    def add(
+        self,
+        messages: str | Sequence[dict[str, Any]] | dict[str, Any],
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timestamp: datetime | str | None = None,
+        id: str | None = None,
+        importance: float | None = None,
+    ) -> list[Turn]:
+        """Store messages verbatim, indexed for search; returns the stored turns.
+
+        ``messages`` is one string (a user message) or a list of ``{"role", "content",
+        "name"?, "id"?}`` dicts. A message whose id exists already with the same content
+        is not stored twice (safe retries); with other content it raises IdConflict.
+        Durable when it returns. Never calls an LLM.
+        """
+        self._require_open()
+        scope = self._scope(user_id, agent_id, session_id)
+        parsed = parse_messages(messages, max_bytes=self.settings.max_text_bytes, default_id=id)
+        shared = check_metadata(metadata)
+        moment = check_timestamp(timestamp) or datetime.now(UTC)
+        weight = check_importance(importance)
+        turns = [
+            Turn(
+                id=message.id or self._ids.new(),
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+                session_id=scope.session_id,
+                role=message.role,
+                name=message.name,
+                content=message.content,
+                created_at=moment,
+                metadata={**shared, **message.metadata},
+                importance=weight,
+            )
+            for message in parsed
+        ]
+        return self._store_turns(turns, {})
+
+    def _store_turns(self, turns: list[Turn], known_vectors: dict[str, Vectors]) -> list[Turn]:
+        """Embed what is new, then write turns and vectors in one transaction."""
+        existing = self._store.get_by_ids([turn.id for turn in turns])
+        for turn in turns:
+            stored = existing.get(turn.id)
+            if stored is not None and not stored.is_same_message(turn):
+                raise IdConflict(f"id {turn.id!r} is already used by a different message; use a new id")
+        fresh = [turn for turn in turns if turn.id not in existing]
+        if fresh:
+            vectors = self._embed([turn.content for turn in fresh], known=[known_vectors.get(t.id) for t in fresh])
+            self._store.insert_turns(fresh, vectors, self._embedder.model_id)
+        return [existing.get(turn.id, turn) for turn in turns]
+
+    def _embed(self, texts: Sequence[str], known: Sequence[Vectors | None] | None = None) -> Vectors:
+        """Embed ``texts``, reusing vectors already known for some of them."""
+        matrix = np.zeros((len(texts), self._embedder.dimension), dtype=np.float32)
+        missing = [i for i in range(len(texts)) if known is None or known[i] is None]
+        for i in range(len(texts)):
+            if known is not None and known[i] is not None:
+                matrix[i] = known[i]
+        for start in range(0, len(missing), EMBED_BATCH):
+            rows = missing[start : start + EMBED_BATCH]
+            matrix[rows] = self._embedder.embed_documents([texts[i] for i in rows])
+        return matrix
+
+    def reindex(self, progress: Progress | None = None, *, fulltext: bool = False) -> int:
+        """Embed every stored turn that has no vector from the current model; how many.
+
+        Runs on open, so a model change (or an import without vectors) never leaves
+        turns unsearchable. ``fulltext=True`` also rebuilds the full-text index.
+        """
+        self._require_open()
+        if fulltext:
+            self._store.rebuild_fulltext()
+        model_id = self._embedder.model_id
+        done = 0
+        while batch := self._store.turns_missing_vectors(model_id, 256):
+            seqs = [seq for seq, _ in batch]
+            self._store.put_vectors(model_id, seqs, self._embed([content for _, content in batch]))
+            done += len(batch)
+            if progress is not None:
+                progress(done, done + len(self._store.turns_missing_vectors(model_id, 1)))
+        if done:
+            self._index.drop()
+        return done
+
+    # -- reading ----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        limit: int = 10,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        roles: Iterable[str | Role] | None = None,
+        after: datetime | str | None = None,
+        before: datetime | str | None = None,
+        mode: str = "hybrid",
+    ) -> list[Hit]:
+        """The turns most relevant to ``query`` in ``user_id``'s memory, best first.
+
+        ``mode="hybrid"`` fuses full-text (BM25) and vector candidates by reciprocal rank
+        fusion; ``"fulltext"`` or ``"vector"`` use one retriever alone. Each hit's ``ranks``
+        says where each retriever placed it. Query text is never parsed as search syntax,
+        so quotes, ``*``, ``NEAR`` or SQL are just words.
+        """
+        if mode not in SEARCH_MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        self._require_open()
+        scope = self._scope(user_id, agent_id, session_id)
+        text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
+        count = check_limit(limit)
+        filters = SearchFilters(
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            roles=tuple(check_role(role) for role in roles or ()),
+            after=check_timestamp(after, "after"),
+            before=check_timestamp(before, "before"),
+        )
+        depth = max(self.settings.search_candidates, count)
+        rankings: dict[str, list[int]] = {}
+        match = fts_query(text) if mode != "vector" else None
+        if match is not None:
+            rankings["fulltext"] = [seq for seq, _ in self._store.fulltext(match, scope.user_id, filters, depth)]
+        if mode != "fulltext":
+            self._sync_index(scope.user_id)
+            allowed = None if filters.is_empty else self._store.filtered_seqs(scope.user_id, filters)
+            query_vector = self._embedder.embed_query(text)
+            rankings["vector"] = [seq for seq, _ in self._index.search(scope.user_id, query_vector, depth, allowed)]
+        fused = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k)
+        # A few spares cover turns another process deleted after this index loaded them.
+        wanted = fused[: count + 8]
+        turns = self._store.get_by_seqs([item.key for item in wanted], scope.user_id)
+        hits = [
+            Hit(
+                id=turns[item.key].id,
+                tier="episodic",
+                content=turns[item.key].content,
+                score=item.score,
+                turn=turns[item.key],
+                source_turn_ids=(turns[item.key].id,),
+                ranks=dict(item.ranks),
+            )
+            for item in wanted
+            if item.key in turns
+        ]
+        return hits[:count]
+
+    def _sync_index(self, user_id: str) -> None:
+        """Load vectors other writers (or this one) stored since the index last looked."""
+        after = self._index.high_water(user_id) or 0
+        batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
+        if len(batch.seqs) or self._index.high_water(user_id) is None:
+            self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water)
+
+    def get(self, turn_id: str, *, user_id: str) -> Turn:
+        """The turn with this id in ``user_id``'s memory; NotFound otherwise."""
+        self._require_open()
+        user = self._user(user_id)
+        identifier = str(check_identifier(turn_id, "id"))
+        found = self._store.get_by_ids([identifier], user).get(identifier)
+        if found is None:
+            raise NotFound(f"no memory with id {identifier!r} for user {user!r}")
+        return found
+
+    def history(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = False,
+    ) -> list[Turn]:
+        """Turns of a user (or one session) in time order, paginated."""
+        self._require_open()
+        scope = self._scope(user_id, agent_id, session_id)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("offset must be a whole number ≥ 0")
+        return self._store.history(scope, limit=check_limit(limit, maximum=10_000), offset=offset, newest_first=newest_first)
+
+    # -- deleting ---------------------------------------------------------------------
+
+    def delete(self, turn_id: str, *, user_id: str) -> None:
+        """Hard-delete one turn of ``user_id`` with its index entries; NotFound if absent."""
+        self._require_open()
+        user = self._user(user_id)
+        identifier = str(check_identifier(turn_id, "id"))
+        seq = self._store.delete(identifier, user)
+        if seq is None:
+            raise NotFound(f"no memory with id {identifier!r} for user {user!r}")
+        self._index.remove(user, np.array([seq], dtype=np.int64))
+
+    def forget(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> Deletion:
+        """Hard-delete everything in a scope (a whole user by default), indexes included."""
+        self._require_open()
+        scope = self._scope(user_id, agent_id, session_id)
+        count = self._store.forget(scope)
+        self._index.drop(scope.user_id)
+        return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
+
+    # -- moving -----------------------------------------------------------------------
+
+    def export(self, path: str | os.PathLike[str], *, user_id: str | None = None, embeddings: bool = False) -> TransferReport:
+        """Write turns (of one user, or all) to JSONL; atomic: the file appears complete or not at all."""
+        self._require_open()
+        user = self._user(user_id) if user_id is not None else None
+        target = Path(path).expanduser()
+        temporary = target.with_name(target.name + ".partial")
+        model_id = self._embedder.model_id
+        turns = vectors = 0
+        try:
+            with temporary.open("w", encoding="utf-8") as handle:
+                handle.write(header_line(model_id))
+                page: list[tuple[int, Turn]] = []
+                for item in self._store.iterate(user):
+                    page.append(item)
+                    if len(page) == 500:
+                        turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
+                        page = []
+                turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temporary.replace(target)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise StorageError(f"cannot write the export to {target}: {exc}") from exc
+        return TransferReport(str(target), turns, vectors)
+
+    def _write_page(
+        self, handle: Any, page: list[tuple[int, Turn]], embeddings: bool, turns: int, vectors: int
+    ) -> tuple[int, int]:
+        model_id = self._embedder.model_id
+        stored = self._store.vectors_for(model_id, [seq for seq, _ in page]) if embeddings else {}
+        for seq, turn in page:
+            vector = stored.get(seq)
+            handle.write(turn_line(turn, model_id=model_id if vector is not None else None, vector=vector))
+            vectors += vector is not None
+        return turns + len(page), vectors
+
+    def import_(self, path: str | os.PathLike[str]) -> TransferReport:
+        """Load a JSONL export; all of it is stored or, on any bad line, none of it.
+
+        Turns keep their ids and times; ones already present unchanged are skipped.
+        Vectors from the same model are reused, the rest are embedded.
+        """
+        self._require_open()
+        source = Path(path).expanduser()
+        try:
+            with source.open("r", encoding="utf-8") as handle:
+                items = read_export(iter(handle), max_bytes=self.settings.max_text_bytes)
+        except FileNotFoundError as exc:
+            raise InvalidInput(f"no such file: {source}") from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{source} is not UTF-8 text") from exc
+        model_id, dimension = self._embedder.model_id, self._embedder.dimension
+        known = {
+            item.turn.id: item.vector
+            for item in items
+            if item.vector is not None and item.model_id == model_id and item.vector.shape == (dimension,)
+        }
+        existing = self._store.get_by_ids([item.turn.id for item in items])
+        turns = [item.turn for item in items]
+        # One transaction for the whole file: validate conflicts first, then write.
+        for turn in turns:
+            stored = existing.get(turn.id)
+            if stored is not None and not stored.is_same_message(turn):
+                raise IdConflict(f"id {turn.id!r} in {source} names a different message than the stored one")
+        fresh = [turn for turn in turns if turn.id not in existing]
+        if fresh:
+            vectors = self._embed([turn.content for turn in fresh], known=[known.get(turn.id) for turn in fresh])
+            self._store.insert_turns(fresh, vectors, model_id)
+        return TransferReport(str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh))
+
+    # -- about ------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        """Where data lives, what is stored, which model embeds it, and versions."""
+        self._require_open()
+        return {
+            "version": __version__,
+            "data_dir": str(self.settings.data_dir),
+            "storage": self._store.location,
+            "embedder": self._embedder.model_id,
+            "dimension": self._embedder.dimension,
+            "counts": self._store.counts(),
+        }
+
+    # -- helpers ----------------------------------------------------------------------
+
+    @staticmethod
+    def _user(user_id: object) -> str:
+        return str(check_identifier(user_id, "user_id"))
+
+    @staticmethod
+    def _scope(user_id: object, agent_id: object, session_id: object) -> Scope:
+        return Scope(
+            str(check_identifier(user_id, "user_id")),
+            check_identifier(agent_id, "agent_id", required=False),
+            check_identifier(session_id, "session_id", required=False),
+        )

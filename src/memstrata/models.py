@@ -1,0 +1,115 @@
+"""The values memstrata stores and returns: frozen, validated elsewhere, free of I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    """Who said a message, in the vocabulary chat APIs already use."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose memory an operation touches: always a user, optionally one agent and session."""
+
+    user_id: str
+    agent_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message, stored verbatim: the episodic ground truth everything else derives from."""
+
+    id: str
+    user_id: str
+    role: Role
+    content: str
+    created_at: datetime
+    session_id: str | None = None
+    agent_id: str | None = None
+    name: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    importance: float | None = None
+
+    @property
+    def scope(self) -> Scope:
+        """The scope the turn belongs to."""
+        return Scope(self.user_id, self.agent_id, self.session_id)
+
+    def is_same_message(self, other: Turn) -> bool:
+        """True when ``other`` is a retry of this message (same scope, role, speaker and text)."""
+        return (
+            self.scope == other.scope
+            and self.role == other.role
+            and self.name == other.name
+            and self.content == other.content
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Optional narrowing of a search inside one user's memory."""
+
+    agent_id: str | None = None
+    session_id: str | None = None
+    roles: tuple[Role, ...] = ()
+    after: datetime | None = None
+    before: datetime | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """True when nothing narrows the search."""
+        return not (self.agent_id or self.session_id or self.roles or self.after or self.before)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the item, its fused score, the tier it came from and why it ranked.
+
+    ``ranks`` maps each retriever that found the item ("fulltext", "vector") to its
+    1-based rank there; ``source_turn_ids`` are the episodic turns the item stands for.
+    """
+
+    id: str
+    tier: str
+    content: str
+    score: float
+    turn: Turn | None = None
+    source_turn_ids: tuple[str, ...] = ()
+    ranks: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """What a ``forget`` removed."""
+
+    user_id: str
+    turns: int
+    agent_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransferReport:
+    """What an export or import moved."""
+
+    path: str
+    turns: int
+    embeddings: int
+    skipped: int = 0
+
+
+def format_time(moment: datetime) -> str:
+    """Fixed-width UTC ISO 8601 text with microseconds, so string order is time order."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")

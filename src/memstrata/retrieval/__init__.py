@@ -1,0 +1,1 @@
+"""Retrieval stages: candidates (full-text, vectors) → fusion → hits."""

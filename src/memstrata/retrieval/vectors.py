@@ -1,0 +1,114 @@
+"""Exact in-memory vector search per user, derived from the store and rebuildable from it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memstrata.embeddings.base import Vectors
+
+Seqs = npt.NDArray[np.int64]
+
+
+@dataclass
+class _Block:
+    """One user's vectors; rows past ``size`` are spare capacity."""
+
+    seqs: Seqs
+    vectors: Vectors
+    size: int = 0
+    high_water: int = 0  # the largest store vector id seen, for catching up
+
+
+class VectorIndex:
+    """Brute-force cosine search (vectors are unit-norm, so a dot product) over each user's turns.
+
+    The store holds every vector; this index is a cache of them per user, loaded on first
+    use and caught up by the caller with everything after ``high_water`` before each
+    search. So a process that died between its store commit and its index update leaves
+    nothing behind: the next process simply loads from the store.
+    """
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._blocks: dict[str, _Block] = {}
+        self._lock = threading.Lock()
+
+    def high_water(self, user_id: str) -> int | None:
+        """The last store vector id loaded for ``user_id``, or ``None`` if never loaded."""
+        block = self._blocks.get(user_id)
+        return None if block is None else block.high_water
+
+    def extend(self, user_id: str, seqs: Seqs, vectors: Vectors, high_water: int) -> None:
+        """Append vectors for turns ``seqs`` and record ``high_water``; known seqs are replaced."""
+        with self._lock:
+            block = self._blocks.get(user_id)
+            if block is None:
+                block = _Block(np.zeros(0, np.int64), np.zeros((0, self.dimension), np.float32))
+                self._blocks[user_id] = block
+            if len(seqs):
+                self._remove_locked(block, seqs)
+                self._append_locked(block, np.asarray(seqs, np.int64), np.asarray(vectors, np.float32))
+            block.high_water = max(block.high_water, high_water)
+
+    def remove(self, user_id: str, seqs: Seqs) -> None:
+        """Forget the vectors of turns ``seqs`` (no-op for unknown ones)."""
+        with self._lock:
+            block = self._blocks.get(user_id)
+            if block is not None:
+                self._remove_locked(block, np.asarray(seqs, np.int64))
+
+    def drop(self, user_id: str | None = None) -> None:
+        """Unload one user's vectors, or everyone's; the next search reloads from the store."""
+        with self._lock:
+            if user_id is None:
+                self._blocks.clear()
+            else:
+                self._blocks.pop(user_id, None)
+
+    def search(
+        self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` most similar turns of ``user_id`` as (seq, cosine), best first."""
+        with self._lock:
+            block = self._blocks.get(user_id)
+            if block is None or block.size == 0 or limit < 1:
+                return []
+            seqs = block.seqs[: block.size]
+            scores = block.vectors[: block.size] @ np.asarray(query, np.float32)
+        if allowed is not None:
+            mask = np.isin(seqs, allowed)
+            seqs, scores = seqs[mask], scores[mask]
+        if len(scores) == 0:
+            return []
+        count = min(limit, len(scores))
+        top = np.argpartition(-scores, count - 1)[:count]
+        top = top[np.lexsort((seqs[top], -scores[top]))]
+        return [(int(seqs[i]), float(scores[i])) for i in top]
+
+    def _append_locked(self, block: _Block, seqs: Seqs, vectors: Vectors) -> None:
+        needed = block.size + len(seqs)
+        if needed > len(block.seqs):
+            capacity = max(needed, 2 * len(block.seqs), 256)
+            grown_seqs = np.zeros(capacity, np.int64)
+            grown_vectors = np.zeros((capacity, self.dimension), np.float32)
+            grown_seqs[: block.size] = block.seqs[: block.size]
+            grown_vectors[: block.size] = block.vectors[: block.size]
+            block.seqs, block.vectors = grown_seqs, grown_vectors
+        block.seqs[block.size : needed] = seqs
+        block.vectors[block.size : needed] = vectors
+        block.size = needed
+
+    def _remove_locked(self, block: _Block, seqs: Seqs) -> None:
+        if block.size == 0 or len(seqs) == 0:
+            return
+        keep = ~np.isin(block.seqs[: block.size], seqs)
+        if keep.all():
+            return
+        kept = int(keep.sum())
+        block.seqs[:kept] = block.seqs[: block.size][keep]
+        block.vectors[:kept] = block.vectors[: block.size][keep]
+        block.size = kept

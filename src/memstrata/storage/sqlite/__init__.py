@@ -1,0 +1,1 @@
+"""The embedded SQLite backend (WAL, FTS5)."""

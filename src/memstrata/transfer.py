@@ -1,0 +1,132 @@
+"""The JSONL export format: a header line, then one line per turn. Lossless both ways."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memstrata.embeddings.base import Vectors
+from memstrata.errors import InvalidInput
+from memstrata.models import Turn, format_time
+from memstrata.validation import (
+    check_identifier,
+    check_importance,
+    check_metadata,
+    check_role,
+    check_text,
+    check_timestamp,
+)
+
+FORMAT_NAME = "memstrata-export"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedTurn:
+    """One turn read back from an export, with its vector if the file carried one."""
+
+    turn: Turn
+    model_id: str | None = None
+    vector: Vectors | None = None
+
+
+def header_line(model_id: str) -> str:
+    """The first line of every export."""
+    return json.dumps({"kind": FORMAT_NAME, "version": FORMAT_VERSION, "embedding_model": model_id}) + "\n"
+
+
+def turn_line(turn: Turn, *, model_id: str | None = None, vector: Vectors | None = None) -> str:
+    """One turn as a JSON line; the vector, when given, as base64 little-endian float32."""
+    record: dict[str, Any] = {
+        "kind": "turn",
+        "id": turn.id,
+        "user_id": turn.user_id,
+        "agent_id": turn.agent_id,
+        "session_id": turn.session_id,
+        "role": turn.role.value,
+        "name": turn.name,
+        "content": turn.content,
+        "created_at": format_time(turn.created_at),
+        "metadata": dict(turn.metadata),
+        "importance": turn.importance,
+    }
+    if vector is not None and model_id is not None:
+        array = np.ascontiguousarray(vector, dtype="<f4")
+        record["embedding"] = {
+            "model_id": model_id,
+            "dimension": int(array.shape[-1]),
+            "vector": base64.b64encode(array.tobytes()).decode("ascii"),
+        }
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
+    """Parse and validate a whole export; any bad line raises InvalidInput naming it."""
+    items: list[ImportedTurn] = []
+    seen_header = False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
+        if not isinstance(record, dict):
+            raise InvalidInput(f"line {number}: expected a JSON object")
+        if not seen_header:
+            if record.get("kind") != FORMAT_NAME:
+                raise InvalidInput(f"line {number}: not a memstrata export (no '{FORMAT_NAME}' header)")
+            if not isinstance(record.get("version"), int) or record["version"] > FORMAT_VERSION:
+                raise InvalidInput(f"line {number}: export format version {record.get('version')!r} is not supported")
+            seen_header = True
+            continue
+        try:
+            items.append(_read_turn(record, max_bytes))
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {number}: {exc}") from exc
+    if not seen_header:
+        raise InvalidInput("the file is empty, not a memstrata export")
+    ids = [item.turn.id for item in items]
+    if len(ids) != len(set(ids)):
+        raise InvalidInput("the export lists the same turn id twice")
+    return items
+
+
+def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
+    if record.get("kind") != "turn":
+        raise InvalidInput(f"unknown record kind {record.get('kind')!r}")
+    created_at = check_timestamp(record.get("created_at"), "created_at")
+    if created_at is None:
+        raise InvalidInput("created_at is required")
+    turn = Turn(
+        id=str(check_identifier(record.get("id"), "id")),
+        user_id=str(check_identifier(record.get("user_id"), "user_id")),
+        agent_id=check_identifier(record.get("agent_id"), "agent_id", required=False),
+        session_id=check_identifier(record.get("session_id"), "session_id", required=False),
+        role=check_role(record.get("role")),
+        name=check_identifier(record.get("name"), "name", required=False),
+        content=check_text(record.get("content"), "content", max_bytes=max_bytes),
+        created_at=created_at,
+        metadata=check_metadata(record.get("metadata")),
+        importance=check_importance(record.get("importance")),
+    )
+    embedding = record.get("embedding")
+    if embedding is None:
+        return ImportedTurn(turn)
+    if not isinstance(embedding, dict):
+        raise InvalidInput("embedding must be an object")
+    try:
+        raw = base64.b64decode(str(embedding["vector"]), validate=True)
+        vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        model_id = str(embedding["model_id"])
+        dimension = int(embedding["dimension"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"embedding is malformed: {exc}") from exc
+    if vector.shape != (dimension,) or not np.all(np.isfinite(vector)):
+        raise InvalidInput("embedding vector does not match its dimension or holds non-finite values")
+    return ImportedTurn(turn, model_id, vector)

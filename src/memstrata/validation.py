@@ -1,0 +1,174 @@
+"""Checks every input must pass before anything is stored; each failure is InvalidInput."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memstrata.errors import InvalidInput
+from memstrata.models import Role
+
+MAX_IDENTIFIER_LENGTH = 256
+MESSAGE_KEYS = frozenset({"role", "content", "name", "id", "metadata"})
+
+
+@dataclass(frozen=True, slots=True)
+class MessageInput:
+    """One validated message waiting to be stored."""
+
+    role: Role
+    content: str
+    name: str | None = None
+    id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def check_identifier(value: object, what: str, *, required: bool = True) -> str | None:
+    """Return ``value`` if it is a usable id/scope string; ``None`` is allowed when not required."""
+    if value is None:
+        if required:
+            raise InvalidInput(f"{what} is required (a non-empty string)")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{what} must not be empty or only whitespace")
+    if len(value) > MAX_IDENTIFIER_LENGTH:
+        raise InvalidInput(f"{what} is longer than {MAX_IDENTIFIER_LENGTH} characters")
+    _check_encodable(value, what)
+    return value
+
+
+def check_text(value: object, what: str, *, max_bytes: int) -> str:
+    """Return ``value`` if it is non-blank UTF-8 text no larger than ``max_bytes``."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{what} must not be empty or only whitespace")
+    size = _check_encodable(value, what)
+    if size > max_bytes:
+        raise InvalidInput(
+            f"{what} is {size:,} bytes, over the limit of {max_bytes:,} "
+            "(raise max_text_bytes / MEMSTRATA_MAX_TEXT_BYTES, or split the text)"
+        )
+    return value
+
+
+def _check_encodable(value: str, what: str) -> int:
+    if "\x00" in value:
+        raise InvalidInput(f"{what} contains a NUL character")
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid Unicode (lone surrogate at position {exc.start})") from exc
+
+
+def check_role(value: object) -> Role:
+    """Return the role named by ``value``."""
+    if isinstance(value, Role):
+        return value
+    if isinstance(value, str):
+        try:
+            return Role(value.strip().lower())
+        except ValueError:
+            pass
+    allowed = ", ".join(role.value for role in Role)
+    raise InvalidInput(f"invalid role {value!r}; expected one of: {allowed}")
+
+
+def check_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
+    """Return a JSON-serialisable dict copy of ``value`` (``None`` → empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"{what} must be a mapping, not {type(value).__name__}")
+    try:
+        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{what} must be JSON-serialisable with string keys: {exc}") from exc
+    if "\x00" in encoded:
+        raise InvalidInput(f"{what} contains a NUL character")
+    decoded: dict[str, Any] = json.loads(encoded)
+    return decoded
+
+
+def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
+    """Return an aware UTC datetime from a datetime or ISO 8601 string with an offset."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(f"{what} {value!r} is not an ISO 8601 date-time") from exc
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{what} must be a datetime or ISO 8601 string, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{what} must be timezone-aware (e.g. datetime.now(timezone.utc))")
+    return value.astimezone(UTC)
+
+
+def check_importance(value: object) -> float | None:
+    """Return an importance in [0, 1], or ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput("importance must be a finite number between 0 and 1")
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput("importance must be between 0 and 1")
+    return float(value)
+
+
+def check_limit(value: object, what: str = "limit", *, maximum: int = 1000) -> int:
+    """Return a positive whole-number limit no larger than ``maximum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{what} must be a whole number")
+    if not 1 <= value <= maximum:
+        raise InvalidInput(f"{what} must be between 1 and {maximum}")
+    return value
+
+
+def parse_messages(messages: object, *, max_bytes: int, default_id: str | None = None) -> list[MessageInput]:
+    """Accept a string (one user message) or a list of ``{"role", "content", "name"?, "id"?}``."""
+    if isinstance(messages, str):
+        content = check_text(messages, "message", max_bytes=max_bytes)
+        return [MessageInput(Role.USER, content, id=check_identifier(default_id, "id", required=False))]
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray):
+        raise InvalidInput("messages must be a string or a list of {'role', 'content'} dicts")
+    if not messages:
+        raise InvalidInput("messages must not be empty")
+    if default_id is not None and len(messages) != 1:
+        raise InvalidInput("id= applies to a single message; give each message its own 'id' key instead")
+    parsed = [_parse_message(item, index, max_bytes) for index, item in enumerate(messages)]
+    if default_id is not None:
+        only = parsed[0]
+        parsed = [MessageInput(only.role, only.content, only.name, check_identifier(default_id, "id"), only.metadata)]
+    ids = [message.id for message in parsed if message.id is not None]
+    if len(ids) != len(set(ids)):
+        raise InvalidInput("two messages in one call have the same id")
+    return parsed
+
+
+def _parse_message(item: object, index: int, max_bytes: int) -> MessageInput:
+    where = f"messages[{index}]"
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"{where} must be a dict with 'role' and 'content', not {type(item).__name__}")
+    unknown = set(item) - MESSAGE_KEYS
+    if unknown:
+        raise InvalidInput(f"{where} has unknown keys {sorted(map(str, unknown))}; allowed: {sorted(MESSAGE_KEYS)}")
+    if "content" not in item:
+        raise InvalidInput(f"{where} has no 'content'")
+    return MessageInput(
+        role=check_role(item.get("role", Role.USER.value)),
+        content=check_text(item["content"], f"{where}.content", max_bytes=max_bytes),
+        name=check_identifier(item.get("name"), f"{where}.name", required=False),
+        id=check_identifier(item.get("id"), f"{where}.id", required=False),
+        metadata=check_metadata(item.get("metadata"), f"{where}.metadata"),
+    )
