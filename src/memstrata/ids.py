@@ -25,8 +25,11 @@ class IdGenerator:
         """Return the next id."""
         with self._lock:
             millis = max(time.time_ns() // 1_000_000, self._last_millis)
-            if millis == self._last_millis:
-                self._last_random = (self._last_random + 1) % (1 << 80)
+            if millis == self._last_millis and self._last_random < (1 << 80) - 1:
+                self._last_random += 1
+            elif millis == self._last_millis:  # random part exhausted: borrow the next millisecond
+                millis += 1
+                self._last_random = 0
             else:
                 self._last_random = int.from_bytes(os.urandom(10), "big")
             self._last_millis = millis

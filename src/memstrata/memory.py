@@ -58,9 +58,11 @@ class Memory:
         *,
         settings: Settings | None = None,
         store: Store | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         **overrides: Any,
     ) -> None:
+        if isinstance(embedder, str):  # the setting's name, not an Embedder object
+            overrides["embedder"], embedder = embedder, None
         if path is not None:
             location = Path(path).expanduser()
             if location.suffix in _DATABASE_SUFFIXES or location.is_file():
@@ -194,13 +196,14 @@ class Memory:
         if fulltext:
             self._store.rebuild_fulltext()
         model_id = self._embedder.model_id
+        total = self._store.count_missing_vectors(model_id)
         done = 0
-        while batch := self._store.turns_missing_vectors(model_id, 256):
+        while total and (batch := self._store.turns_missing_vectors(model_id, 256)):
             seqs = [seq for seq, _ in batch]
             self._store.put_vectors(model_id, seqs, self._embed([content for _, content in batch]))
             done += len(batch)
             if progress is not None:
-                progress(done, done + len(self._store.turns_missing_vectors(model_id, 1)))
+                progress(done, max(total, done))
         if done:
             self._index.drop()
         return done
@@ -301,7 +304,9 @@ class Memory:
         scope = self._scope(user_id, agent_id, session_id)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be a whole number ≥ 0")
-        return self._store.history(scope, limit=check_limit(limit, maximum=10_000), offset=offset, newest_first=newest_first)
+        return self._store.history(
+            scope, limit=check_limit(limit, maximum=10_000), offset=offset, newest_first=newest_first
+        )
 
     # -- deleting ---------------------------------------------------------------------
 
@@ -325,7 +330,9 @@ class Memory:
 
     # -- moving -----------------------------------------------------------------------
 
-    def export(self, path: str | os.PathLike[str], *, user_id: str | None = None, embeddings: bool = False) -> TransferReport:
+    def export(
+        self, path: str | os.PathLike[str], *, user_id: str | None = None, embeddings: bool = False
+    ) -> TransferReport:
         """Write turns (of one user, or all) to JSONL; atomic: the file appears complete or not at all."""
         self._require_open()
         user = self._user(user_id) if user_id is not None else None
@@ -377,6 +384,8 @@ class Memory:
             raise InvalidInput(f"no such file: {source}") from exc
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"{source} is not UTF-8 text") from exc
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {source}: {exc.strerror or exc}") from exc
         model_id, dimension = self._embedder.model_id, self._embedder.dimension
         known = {
             item.turn.id: item.vector
@@ -394,7 +403,9 @@ class Memory:
         if fresh:
             vectors = self._embed([turn.content for turn in fresh], known=[known.get(turn.id) for turn in fresh])
             self._store.insert_turns(fresh, vectors, model_id)
-        return TransferReport(str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh))
+        return TransferReport(
+            str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
+        )
 
     # -- about ------------------------------------------------------------------------
 

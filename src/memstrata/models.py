@@ -112,4 +112,6 @@ class TransferReport:
 
 def format_time(moment: datetime) -> str:
     """Fixed-width UTC ISO 8601 text with microseconds, so string order is time order."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    utc = moment.astimezone(UTC)
+    # strftime's %Y does not zero-pad years before 1000 on every platform.
+    return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.%f+00:00")

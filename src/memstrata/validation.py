@@ -86,15 +86,28 @@ def check_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInput(f"{what} must be a mapping, not {type(value).__name__}")
+    _check_json_value(value, what)
     try:
         encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
-        encoded.encode("utf-8")
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{what} must be JSON-serialisable with string keys: {exc}") from exc
-    if "\x00" in encoded:
-        raise InvalidInput(f"{what} contains a NUL character")
+        raise InvalidInput(f"{what} must be JSON-serialisable: {exc}") from exc
     decoded: dict[str, Any] = json.loads(encoded)
     return decoded
+
+
+def _check_json_value(value: object, what: str) -> None:
+    """Keys must be strings and every string clean text, at any depth."""
+    if isinstance(value, str):
+        _check_encodable(value, what)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"{what} keys must be strings, not {type(key).__name__}")
+            _check_encodable(key, what)
+            _check_json_value(item, what)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_json_value(item, what)
 
 
 def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
@@ -110,7 +123,10 @@ def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
         raise InvalidInput(f"{what} must be a datetime or ISO 8601 string, not {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{what} must be timezone-aware (e.g. datetime.now(timezone.utc))")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise InvalidInput(f"{what} {value.isoformat()} is outside the representable range in UTC") from exc
 
 
 def check_importance(value: object) -> float | None:

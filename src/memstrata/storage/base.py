@@ -93,6 +93,10 @@ class Store(Protocol):
         """Stored vectors of these turns, by seq."""
         ...
 
+    def count_missing_vectors(self, model_id: str) -> int:
+        """How many turns have no ``model_id`` vector."""
+        ...
+
     def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (seq, content) of turns without a ``model_id`` vector."""
         ...

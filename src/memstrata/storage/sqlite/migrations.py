@@ -18,13 +18,15 @@ class Migration:
     sql: str
 
 
+# AUTOINCREMENT: seqs and vector ids are never reused after a delete, so an index that
+# catches up by "ids above the last one seen" can neither miss a row nor mislabel one.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "turns, full-text index, vectors, events",
         """
         CREATE TABLE turns (
-            seq         INTEGER PRIMARY KEY,
+            seq         INTEGER PRIMARY KEY AUTOINCREMENT,
             id          TEXT NOT NULL UNIQUE,
             user_id     TEXT NOT NULL,
             agent_id    TEXT,
@@ -55,7 +57,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
 
         CREATE TABLE turn_vectors (
-            id          INTEGER PRIMARY KEY,
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
             turn_seq    INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
             model_id    TEXT NOT NULL,
             user_id     TEXT NOT NULL,

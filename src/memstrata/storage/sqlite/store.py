@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -44,20 +45,30 @@ class SQLiteStore:
             self._connection = sqlite3.connect(
                 self.location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_seconds
             )
-            self._connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
-            if path is not None:
-                self._connection.execute("PRAGMA journal_mode = WAL")
-            # FULL makes each commit durable against power loss, not just a killed process;
-            # measured at ~0.25 ms per commit here.
-            self._connection.execute("PRAGMA synchronous = FULL")
-            self._connection.execute("PRAGMA foreign_keys = ON")
-            # Deleted content is overwritten, so forget() leaves no readable remains.
-            self._connection.execute("PRAGMA secure_delete = ON")
-            migrate(self._connection, self.location)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the SQLite store at {self.location}: {exc}") from exc
         except OSError as exc:
             raise StorageError(f"cannot create the data directory for {self.location}: {exc}") from exc
+        try:
+            self._configure(busy_timeout_seconds)
+            migrate(self._connection, self.location)
+        except BaseException as exc:
+            self._connection.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"cannot open the SQLite store at {self.location}: {exc}") from exc
+            raise
+
+    def _configure(self, busy_timeout_seconds: float) -> None:
+        connection = self._connection
+        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
+        if self.location != ":memory:":
+            connection.execute("PRAGMA journal_mode = WAL")
+        # FULL makes each commit durable against power loss, not just a killed process;
+        # measured at ~0.25 ms per commit here.
+        connection.execute("PRAGMA synchronous = FULL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten, so forget() leaves no readable remains.
+        connection.execute("PRAGMA secure_delete = ON")
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -73,6 +84,9 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise StorageError(f"reading {self.location} failed: {exc}") from exc
 
+    def _fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
+        return self._read(lambda connection: connection.execute(sql, parameters).fetchall())
+
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one IMMEDIATE transaction: all of it commits, or none."""
         with self._lock:
@@ -86,10 +100,8 @@ class SQLiteStore:
                 connection.execute("COMMIT")
                 return result
             except BaseException as exc:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
                 if isinstance(exc, sqlite3.Error):
                     raise StorageError(f"writing to {self.location} failed: {exc}") from exc
                 raise
@@ -183,21 +195,20 @@ class SQLiteStore:
             f"ORDER BY created_at {direction}, seq {direction} LIMIT ? OFFSET ?"
         )
         return self._read(
-            lambda connection: [
-                _turn_from_row(row) for row in connection.execute(sql, [*parameters, limit, offset])
-            ]
+            lambda connection: [_turn_from_row(row) for row in connection.execute(sql, [*parameters, limit, offset])]
         )
 
     def iterate(self, user_id: str | None = None) -> Iterator[tuple[int, Turn]]:
         """Every turn as (seq, turn), in pages, so memory stays flat on large stores."""
         after = 0
         while True:
+            parameters: list[Any]
             if user_id is None:
                 sql, parameters = f"SELECT {_TURN_COLUMNS} FROM turns WHERE seq > ? ORDER BY seq LIMIT 1000", [after]
             else:
                 sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT 1000"
                 parameters = [user_id, after]
-            rows = self._read(lambda connection: connection.execute(sql, parameters).fetchall())
+            rows = self._fetch_all(sql, parameters)
             if not rows:
                 return
             for row in rows:
@@ -215,8 +226,7 @@ class SQLiteStore:
         )
         return self._read(
             lambda connection: [
-                (int(seq), float(score))
-                for seq, score in connection.execute(sql, [match, user_id, *parameters, limit])
+                (int(seq), float(score)) for seq, score in connection.execute(sql, [match, user_id, *parameters, limit])
             ]
         )
 
@@ -258,6 +268,15 @@ class SQLiteStore:
             return result
 
         return self._read(work)
+
+    def count_missing_vectors(self, model_id: str) -> int:
+        """How many turns have no vector of ``model_id``."""
+        row = self._fetch_all(
+            "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS ("
+            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)",
+            (model_id,),
+        )
+        return int(row[0][0])
 
     def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, str]]:
         """Turns that have no vector of ``model_id`` yet."""

@@ -1,0 +1,244 @@
+"""End-to-end CLI tests: `python -m memstrata` in a subprocess, so exit codes and stderr are real."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memstrata import Memory
+from memstrata.config import DATABASE_FILE_NAME
+from memstrata.embeddings.hashing import HashEmbedder
+
+START = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def run_cli(
+    *args: str, home: Path, embedder: str | None = "hash", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m memstrata args…`` with its own data dir and no stdin."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
+    environment["MEMSTRATA_HOME"] = str(home)
+    environment["COLUMNS"] = "200"  # keep rich tables from wrapping what the tests look for
+    if embedder is not None:
+        environment["MEMSTRATA_EMBEDDER"] = embedder
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "memstrata", *args],
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    """Assert a zero exit and return stdout."""
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result.stdout
+
+
+def seed(home: Path, texts: list[str], *, user: str = "ana", session: str | None = "s1") -> list[str]:
+    """Store ``texts`` one minute apart through the library; return their ids."""
+    with Memory(home, embedder=HashEmbedder()) as memory:
+        return [
+            memory.add(text, user_id=user, session_id=session, timestamp=START + timedelta(minutes=i))[0].id
+            for i, text in enumerate(texts)
+        ]
+
+
+def count_turns(home: Path, user: str | None = None) -> int:
+    """Turns in the data dir's database, read with sqlite3 directly."""
+    connection = sqlite3.connect(home / DATABASE_FILE_NAME)
+    try:
+        if user is None:
+            return int(connection.execute("SELECT COUNT(*) FROM turns").fetchone()[0])
+        return int(connection.execute("SELECT COUNT(*) FROM turns WHERE user_id = ?", (user,)).fetchone()[0])
+    finally:
+        connection.close()
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -> str:
+    """Exit ``code``, one ``error:`` line on stderr, no traceback; return that line."""
+    assert result.returncode == code, f"exit {result.returncode}\nstderr: {result.stderr}"
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    return lines[0]
+
+
+def test_add_json_and_plain(home: Path) -> None:
+    stored = json.loads(
+        ok(run_cli("add", "I moved to Lisbon in May", "--user", "ana", "--session", "s1", "--json", home=home))
+    )
+    assert len(stored) == 1
+    turn: dict[str, Any] = stored[0]
+    assert turn["id"]
+    assert (turn["content"], turn["user_id"], turn["session_id"], turn["role"]) == (
+        "I moved to Lisbon in May",
+        "ana",
+        "s1",
+        "user",
+    )
+
+    output = ok(
+        run_cli("add", "Noted, Lisbon it is.", "--user", "ana", "--role", "assistant", "--id", "m-2", home=home)
+    )
+    assert "stored m-2 for ana" in output
+
+    with Memory(home, embedder=HashEmbedder()) as memory:
+        assert memory.get(turn["id"], user_id="ana").content == "I moved to Lisbon in May"
+        assert memory.get("m-2", user_id="ana").role.value == "assistant"
+
+
+def test_search_json_and_table(home: Path) -> None:
+    ids = seed(home, ["I live in Lisbon near the river", "My cat is called Miso", "I work at a robotics startup"])
+
+    hits = json.loads(ok(run_cli("search", "Lisbon river", "--user", "ana", "--json", home=home)))
+    assert hits[0]["id"] == ids[0]
+    assert hits[0]["content"] == "I live in Lisbon near the river"
+    assert set(hits[0]["ranks"]) == {"fulltext", "vector"}
+    assert hits[0]["score"] > 0
+
+    table = ok(run_cli("search", "cat Miso", "--user", "ana", "--limit", "1", home=home))
+    assert "My cat is called Miso" in table
+    assert "Lisbon" not in table
+
+
+def test_history_json(home: Path) -> None:
+    ids = seed(home, ["first thing", "second thing", "third thing"])
+    seed(home, ["other session"], session="s2")
+    seed(home, ["someone else"], user="bob")
+
+    turns = json.loads(ok(run_cli("history", "--user", "ana", "--session", "s1", "--json", home=home)))
+    assert [turn["id"] for turn in turns] == ids
+    assert [turn["content"] for turn in turns] == ["first thing", "second thing", "third thing"]
+    assert datetime.fromisoformat(turns[0]["created_at"]) == START
+
+
+def test_forget_with_yes(home: Path) -> None:
+    seed(home, ["ana one", "ana two"])
+    seed(home, ["bob one"], user="bob")
+
+    deletion = json.loads(ok(run_cli("forget", "--user", "ana", "--yes", "--json", home=home)))
+    assert (deletion["user_id"], deletion["turns"]) == ("ana", 2)
+    assert count_turns(home, "ana") == 0
+    assert count_turns(home, "bob") == 1
+
+
+def test_forget_without_yes_and_no_stdin_deletes_nothing(home: Path) -> None:
+    seed(home, ["ana one", "ana two"])
+
+    result = run_cli("forget", "--user", "ana", home=home)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert count_turns(home, "ana") == 2
+
+
+def test_export_import_round_trip(home: Path, tmp_path: Path) -> None:
+    seed(home, ["ana fact one", "ana fact two"])
+    seed(home, ["bob fact"], user="bob", session=None)
+    backup = tmp_path / "backup.jsonl"
+
+    exported = json.loads(ok(run_cli("export", str(backup), "--json", home=home)))
+    assert exported["turns"] == 3
+    assert backup.is_file()
+
+    second = tmp_path / "second-home"
+    imported = json.loads(ok(run_cli("import", str(backup), "--home", str(second), "--json", home=tmp_path / "unused")))
+    assert (imported["turns"], imported["skipped"]) == (3, 0)
+    assert not (tmp_path / "unused").exists()  # --home wins over MEMSTRATA_HOME
+
+    with Memory(home, embedder=HashEmbedder()) as source, Memory(second, embedder=HashEmbedder()) as target:
+        for user in ("ana", "bob"):
+            assert target.history(user_id=user) == source.history(user_id=user)
+        assert [hit.content for hit in target.search("fact two", user_id="ana", limit=1)] == ["ana fact two"]
+
+
+def test_info_json(home: Path) -> None:
+    seed(home, ["one", "two"])
+    seed(home, ["three"], user="bob")
+
+    details = json.loads(ok(run_cli("info", "--json", home=home)))
+    assert Path(details["data_dir"]) == home
+    assert details["embedder"] == "hash-bow-384"
+    assert details["dimension"] == 384
+    assert details["counts"]["turns"] == 3
+    assert details["counts"]["users"] == 2
+    assert details["counts"]["vectors[hash-bow-384]"] == 3
+
+
+def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:
+    # Stored with a 64-dimensional embedder, so the CLI's 384-dimensional one has vectors to make.
+    with Memory(home, embedder=HashEmbedder(64)) as memory:
+        memory.add("the quokka smiled at the camera", user_id="ana", id="q")
+    connection = sqlite3.connect(home / DATABASE_FILE_NAME, isolation_level=None)
+    try:
+        connection.execute("INSERT INTO turns_fts(turns_fts) VALUES('delete-all')")
+    finally:
+        connection.close()
+    with Memory(home, embedder=HashEmbedder(64)) as memory:
+        assert memory.search("quokka", user_id="ana", mode="fulltext") == []
+
+    output = ok(run_cli("reindex", "--fulltext", home=home))
+    assert "rebuilt the full-text index" in output
+
+    with Memory(home, embedder=HashEmbedder()) as memory:
+        assert [hit.id for hit in memory.search("quokka", user_id="ana", mode="fulltext")] == ["q"]
+        assert memory.info()["counts"]["vectors[hash-bow-384]"] == 1
+
+
+def test_demo_recalls_all_facts_with_the_default_embedder(home: Path, tmp_path: Path) -> None:
+    demo_home = tmp_path / "demo"
+    output = ok(run_cli("demo", "--home", str(demo_home), home=home, embedder=None))
+    assert "5/5" in output
+    assert (demo_home / DATABASE_FILE_NAME).is_file()
+
+
+def test_bench_ingest_search_writes_json(home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "results" / "bench.json"
+    arguments = ["--source", "synthetic", "--turns", "300", "--queries", "10", "--singles", "5", "--json", str(target)]
+    ok(run_cli("bench", "ingest-search", *arguments, home=home))
+
+    result = json.loads(target.read_text())
+    assert {"benchmark", "machine", "summary"} <= set(result)
+    assert result["benchmark"] == "ingest-search"
+    assert result["embedder"] == "hash-bow-384"
+    assert result["summary"]["turns"] == 300
+    assert len(result["search_ms"]) == 10
+    assert len(result["add_ms"]) == 5
+    for key, value in result["summary"].items():
+        assert isinstance(value, int | float) and not isinstance(value, bool), key
+        assert value > 0, (key, value)
+
+
+def test_invalid_input_exits_2_with_one_line(home: Path) -> None:
+    line = assert_one_line_error(run_cli("add", "   ", "--user", "u", home=home), 2)
+    assert "empty" in line
+
+
+def test_missing_user_is_a_usage_error(home: Path) -> None:
+    result = run_cli("search", "anything", home=home)
+    assert result.returncode == 2
+    assert "--user" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_error_exits_4(home: Path) -> None:
+    line = assert_one_line_error(run_cli("info", home=home, embedder="nope"), 4)
+    assert "nope" in line
+
+
+def test_storage_error_exits_5(home: Path, tmp_path: Path) -> None:
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("just some text, not SQLite\n" * 100)
+    line = assert_one_line_error(run_cli("info", "--home", str(not_a_database), home=home), 5)
+    assert str(not_a_database) in line

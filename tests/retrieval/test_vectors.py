@@ -1,0 +1,214 @@
+"""VectorIndex: exact cosine search per user, checked against a numpy brute-force reference."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstrata.retrieval.vectors import VectorIndex
+
+DIM = 16
+F32 = npt.NDArray[np.float32]
+
+
+def _unit(rng: np.random.Generator, rows: int, dim: int = DIM) -> F32:
+    matrix = rng.standard_normal((rows, dim)).astype(np.float32)
+    normalized: F32 = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    return normalized
+
+
+def _seqs(values: list[int] | range) -> npt.NDArray[np.int64]:
+    return np.asarray(list(values), dtype=np.int64)
+
+
+def _check_against_reference(
+    result: list[tuple[int, float]], seqs: npt.NDArray[np.int64], vectors: F32, query: F32, limit: int
+) -> None:
+    reference = {
+        int(s): float(v) for s, v in zip(seqs, vectors.astype(np.float64) @ query.astype(np.float64), strict=True)
+    }
+    expected_count = min(limit, len(reference))
+    assert len(result) == expected_count
+    returned = [seq for seq, _ in result]
+    assert len(set(returned)) == len(returned)
+    scores = [score for _, score in result]
+    # best first
+    assert all(a >= b for a, b in itertools.pairwise(scores))
+    for seq, score in result:
+        assert score == pytest.approx(reference[seq], abs=1e-5)
+    # the returned items are the top ones (up to float32 rounding on near-ties)
+    best = sorted(reference.values(), reverse=True)[:expected_count]
+    assert scores == pytest.approx(best, abs=1e-5)
+    if expected_count:
+        worst_kept = min(scores)
+        for seq, value in reference.items():
+            if seq not in returned:
+                assert value <= worst_kept + 1e-5
+    # and in exactly the reference order wherever the reference scores are clearly apart
+    order = sorted(reference, key=lambda s: (-reference[s], s))[:expected_count]
+    for position, (mine, theirs) in enumerate(zip(returned, order, strict=True)):
+        if mine != theirs:
+            assert reference[mine] == pytest.approx(reference[theirs], abs=1e-5), position
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    rows=st.integers(min_value=0, max_value=600),
+    limit=st.integers(min_value=1, max_value=700),
+    batches=st.integers(min_value=1, max_value=4),
+)
+def test_search_matches_brute_force_cosine(seed: int, rows: int, limit: int, batches: int) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = _unit(rng, rows)
+    seqs = rng.permutation(np.arange(1, rows + 1, dtype=np.int64) * 3)
+    index = VectorIndex(DIM)
+    for part_seqs, part_vectors in zip(np.array_split(seqs, batches), np.array_split(vectors, batches), strict=True):
+        index.extend("ana", part_seqs, part_vectors, high_water=int(part_seqs.max(initial=0)))
+    query = _unit(rng, 1)[0]
+    _check_against_reference(index.search("ana", query, limit), seqs, vectors, query, limit)
+
+
+def test_best_first_on_a_known_example() -> None:
+    index = VectorIndex(2)
+    angles = np.array([0.0, 0.3, 1.2, 3.0, -0.6])
+    vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    index.extend("ana", _seqs([10, 11, 12, 13, 14]), vectors, high_water=5)
+    result = index.search("ana", np.array([1.0, 0.0], np.float32), 5)
+    assert [seq for seq, _ in result] == [10, 11, 14, 12, 13]
+    assert result[0][1] == pytest.approx(1.0)
+    assert result[-1][1] == pytest.approx(np.cos(3.0))
+    assert [seq for seq, _ in index.search("ana", np.array([1.0, 0.0], np.float32), 2)] == [10, 11]
+
+
+def test_exact_ties_break_by_seq() -> None:
+    index = VectorIndex(2)
+    same = np.tile(np.array([[1.0, 0.0]], np.float32), (4, 1))
+    index.extend("ana", _seqs([9, 3, 7, 5]), same, high_water=1)
+    assert [seq for seq, _ in index.search("ana", np.array([1.0, 0.0], np.float32), 4)] == [3, 5, 7, 9]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    rows=st.integers(min_value=1, max_value=300),
+    limit=st.integers(min_value=1, max_value=50),
+)
+def test_allowed_mask_restricts_to_the_allowed_seqs(seed: int, rows: int, limit: int) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = _unit(rng, rows)
+    seqs = np.arange(1, rows + 1, dtype=np.int64)
+    index = VectorIndex(DIM)
+    index.extend("ana", seqs, vectors, high_water=rows)
+    mask = rng.random(rows) < 0.3
+    allowed = np.concatenate([seqs[mask], np.array([10_000, 10_001], np.int64)])  # unknown seqs are harmless
+    query = _unit(rng, 1)[0]
+    result = index.search("ana", query, limit, allowed)
+    assert {seq for seq, _ in result} <= set(seqs[mask].tolist())
+    _check_against_reference(result, seqs[mask], vectors[mask], query, limit)
+
+
+def test_empty_allowed_gives_nothing() -> None:
+    index = VectorIndex(DIM)
+    index.extend("ana", _seqs([1, 2]), _unit(np.random.default_rng(0), 2), high_water=2)
+    assert index.search("ana", _unit(np.random.default_rng(1), 1)[0], 5, np.zeros(0, np.int64)) == []
+
+
+def test_remove_forgets_only_those_seqs() -> None:
+    rng = np.random.default_rng(1)
+    vectors = _unit(rng, 20)
+    index = VectorIndex(DIM)
+    index.extend("ana", _seqs(range(1, 21)), vectors, high_water=20)
+    index.remove("ana", _seqs([3, 7, 999]))
+    result = index.search("ana", vectors[2], 100)
+    assert {seq for seq, _ in result} == set(range(1, 21)) - {3, 7}
+    index.remove("nobody", _seqs([1]))  # unknown user: no-op
+    index.remove("ana", _seqs([]))
+    assert len(index.search("ana", vectors[0], 100)) == 18
+    # the surviving vectors still belong to their seqs
+    assert index.search("ana", vectors[9], 1)[0][0] == 10
+
+
+def test_drop_one_user_or_everyone() -> None:
+    rng = np.random.default_rng(2)
+    index = VectorIndex(DIM)
+    index.extend("ana", _seqs([1, 2]), _unit(rng, 2), high_water=2)
+    index.extend("bob", _seqs([3]), _unit(rng, 1), high_water=3)
+    index.drop("ana")
+    assert index.high_water("ana") is None
+    assert index.search("ana", _unit(rng, 1)[0], 5) == []
+    assert len(index.search("bob", _unit(rng, 1)[0], 5)) == 1
+    index.drop("ana")  # dropping twice is fine
+    index.drop()
+    assert index.high_water("bob") is None
+    assert index.search("bob", _unit(rng, 1)[0], 5) == []
+
+
+def test_extend_replaces_a_known_seq() -> None:
+    index = VectorIndex(2)
+    index.extend("ana", _seqs([1, 2]), np.array([[1, 0], [0, 1]], np.float32), high_water=2)
+    index.extend("ana", _seqs([1]), np.array([[0, -1]], np.float32), high_water=3)
+    result = index.search("ana", np.array([1.0, 0.0], np.float32), 10)
+    assert sorted(seq for seq, _ in result) == [1, 2]
+    assert dict(result)[1] == pytest.approx(0.0)
+    assert index.search("ana", np.array([0.0, -1.0], np.float32), 1) == [(1, pytest.approx(1.0))]
+
+
+def test_growth_past_the_initial_capacity_keeps_everything() -> None:
+    rng = np.random.default_rng(3)
+    index = VectorIndex(DIM)
+    all_vectors = []
+    for start in range(0, 1000, 170):
+        block = _unit(rng, 170)
+        all_vectors.append(block)
+        index.extend("ana", _seqs(range(start, start + 170)), block, high_water=start + 170)
+    vectors = np.concatenate(all_vectors)
+    seqs = np.arange(0, len(vectors), dtype=np.int64)
+    query = _unit(rng, 1)[0]
+    _check_against_reference(index.search("ana", query, 2000), seqs, vectors, query, 2000)
+    for i in (0, 255, 256, 511, 999):
+        assert index.search("ana", vectors[i], 1)[0][0] == i
+
+
+def test_high_water_tracking() -> None:
+    index = VectorIndex(DIM)
+    assert index.high_water("ana") is None
+    index.extend("ana", _seqs([]), np.zeros((0, DIM), np.float32), high_water=0)
+    assert index.high_water("ana") == 0  # loaded, but nothing there yet
+    assert index.search("ana", _unit(np.random.default_rng(0), 1)[0], 5) == []
+    index.extend("ana", _seqs([1]), _unit(np.random.default_rng(0), 1), high_water=10)
+    assert index.high_water("ana") == 10
+    index.extend("ana", _seqs([2]), _unit(np.random.default_rng(1), 1), high_water=5)
+    assert index.high_water("ana") == 10  # never goes backwards
+    index.extend("ana", _seqs([]), np.zeros((0, DIM), np.float32), high_water=12)
+    assert index.high_water("ana") == 12
+    index.remove("ana", _seqs([1]))
+    assert index.high_water("ana") == 12
+    assert index.high_water("bob") is None
+
+
+def test_users_are_isolated() -> None:
+    index = VectorIndex(2)
+    index.extend("ana", _seqs([1]), np.array([[1.0, 0.0]], np.float32), high_water=1)
+    index.extend("bob", _seqs([2]), np.array([[1.0, 0.0]], np.float32), high_water=2)
+    index.extend("bob", _seqs([1]), np.array([[0.0, 1.0]], np.float32), high_water=3)  # same seq, other user
+    query = np.array([1.0, 0.0], np.float32)
+    assert index.search("ana", query, 10) == [(1, pytest.approx(1.0))]
+    assert [seq for seq, _ in index.search("bob", query, 10)] == [2, 1]
+    assert index.high_water("ana") == 1 and index.high_water("bob") == 3
+    index.remove("bob", _seqs([1]))
+    assert index.search("ana", query, 10) == [(1, pytest.approx(1.0))]
+    assert index.search("carol", query, 10) == []
+    assert index.search("ana", query, 10, _seqs([2])) == []
+
+
+def test_zero_or_negative_limit_returns_nothing() -> None:
+    index = VectorIndex(2)
+    index.extend("ana", _seqs([1]), np.array([[1.0, 0.0]], np.float32), high_water=1)
+    assert index.search("ana", np.array([1.0, 0.0], np.float32), 0) == []
+    assert index.search("ana", np.array([1.0, 0.0], np.float32), -3) == []

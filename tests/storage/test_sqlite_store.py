@@ -1,0 +1,344 @@
+"""The SQLite store: migrations, pragmas, FTS sync, cascades, events and error mapping."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memstrata import ConfigError, IdConflict, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
+from memstrata.storage import open_store
+from memstrata.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
+from memstrata.storage.sqlite.store import SQLiteStore, open_sqlite
+
+MODEL = "test-model"
+DIM = 4
+
+
+def _turn(turn_id: str, content: str, user_id: str = "ana", session_id: str | None = None) -> Turn:
+    return Turn(
+        id=turn_id,
+        user_id=user_id,
+        role=Role.USER,
+        content=content,
+        created_at=datetime(2024, 1, 1, tzinfo=UTC),
+        session_id=session_id,
+    )
+
+
+def _vectors(count: int) -> np.ndarray:
+    return np.eye(count, DIM, dtype=np.float32) if count else np.zeros((0, DIM), np.float32)
+
+
+def _match(store: SQLiteStore, word: str, user_id: str = "ana") -> list[int]:
+    return [seq for seq, _ in store.fulltext(f'"{word}"', user_id, SearchFilters(), 10)]
+
+
+@contextmanager
+def _raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A separate plain connection that commits and closes."""
+    connection = sqlite3.connect(path)
+    try:
+        yield connection
+        connection.commit()
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "store.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore(db_path)
+    yield opened
+    opened.close()
+
+
+# -- migrations ---------------------------------------------------------------------------
+
+
+def test_fresh_database_records_the_latest_version(store: SQLiteStore, db_path: Path) -> None:
+    with _raw(db_path) as connection:
+        rows = connection.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
+    assert [row[0] for row in rows] == [m.version for m in MIGRATIONS]
+    assert rows[-1][0] == LATEST_VERSION
+    assert all(row[1] for row in rows)
+
+
+def test_reopening_applies_nothing_twice(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    with _raw(db_path) as connection:
+        first = connection.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall()
+    store = SQLiteStore(db_path)
+    store.insert_turns([_turn("a", "still here")], _vectors(1), MODEL)
+    store.close()
+    reopened = SQLiteStore(db_path)
+    try:
+        assert reopened.get_by_ids(["a"])["a"].content == "still here"
+    finally:
+        reopened.close()
+    with _raw(db_path) as connection:
+        assert connection.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall() == first
+
+
+def test_newer_schema_raises_schema_too_new_and_leaves_the_file_alone(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.insert_turns([_turn("a", "keep me")], None, MODEL)
+    store.close()
+    with _raw(db_path) as connection:
+        connection.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 'x')",
+            (LATEST_VERSION + 1,),
+        )
+    before = db_path.read_bytes()
+    with pytest.raises(SchemaTooNew) as info:
+        SQLiteStore(db_path)
+    assert isinstance(info.value, StorageError)
+    message = str(info.value)
+    assert "upgrade" in message.lower()
+    assert str(LATEST_VERSION + 1) in message
+    assert db_path.read_bytes() == before
+    with _raw(db_path) as check:
+        assert check.execute("SELECT content FROM turns").fetchall() == [("keep me",)]
+        assert check.execute("SELECT MAX(version) FROM schema_migrations").fetchone() == (LATEST_VERSION + 1,)
+
+
+def test_newer_schema_through_open_store_and_memory(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    with _raw(db_path) as connection:
+        connection.execute("INSERT INTO schema_migrations VALUES (?, 'future', 'x')", (LATEST_VERSION + 5,))
+    with pytest.raises(SchemaTooNew, match="upgrade"):
+        open_store(f"sqlite:///{db_path}")
+    from memstrata import Memory
+    from memstrata.embeddings.hashing import HashEmbedder
+
+    with pytest.raises(SchemaTooNew):
+        Memory(db_path, embedder=HashEmbedder())
+
+
+def test_wal_and_synchronous_full(store: SQLiteStore, db_path: Path) -> None:
+    connection = store._connection
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with _raw(db_path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent in the file
+
+
+# -- full-text index ------------------------------------------------------------------------
+
+
+def test_fts_follows_inserts_and_deletes(store: SQLiteStore) -> None:
+    [seq_a, seq_b] = store.insert_turns(
+        [_turn("a", "the lighthouse keeper"), _turn("b", "a quiet harbour")], _vectors(2), MODEL
+    )
+    assert _match(store, "lighthouse") == [seq_a]
+    assert _match(store, "harbour") == [seq_b]
+    assert _match(store, "keepers") == [seq_a]  # porter stemming
+    assert store.delete("a", "ana") == seq_a
+    assert _match(store, "lighthouse") == []
+    assert _match(store, "harbour") == [seq_b]
+    with store._lock:
+        rows = store._connection.execute("SELECT rowid FROM turns_fts WHERE turns_fts MATCH 'lighthouse'").fetchall()
+    assert rows == []
+
+
+def test_fts_follows_forget(store: SQLiteStore) -> None:
+    store.insert_turns(
+        [_turn("a", "apple pie", session_id="s1"), _turn("b", "apple tart", session_id="s2")], None, MODEL
+    )
+    assert store.forget(Scope("ana", session_id="s1")) == 1
+    assert [store.get_by_seqs([s], "ana")[s].id for s in _match(store, "apple")] == ["b"]
+
+
+def test_fulltext_is_confined_to_the_user(store: SQLiteStore) -> None:
+    store.insert_turns(
+        [_turn("a", "secret recipe", user_id="ana"), _turn("b", "my recipe", user_id="bob")], None, MODEL
+    )
+    assert len(_match(store, "recipe", "ana")) == 1
+    assert len(_match(store, "recipe", "bob")) == 1
+    assert _match(store, "secret", "bob") == []
+    assert store.get_by_seqs(_match(store, "secret", "ana"), "bob") == {}
+
+
+def test_rebuild_fulltext_restores_search_after_delete_all(store: SQLiteStore) -> None:
+    [seq] = store.insert_turns([_turn("a", "the northern lights")], None, MODEL)
+    with store._lock:
+        store._connection.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
+    assert _match(store, "northern") == []
+    store.rebuild_fulltext()
+    assert _match(store, "northern") == [seq]
+
+
+def test_rebuild_fulltext_after_deleting_fts_rows(store: SQLiteStore) -> None:
+    seqs = store.insert_turns([_turn("a", "blue whale"), _turn("b", "blue jay")], None, MODEL)
+    with store._lock:
+        # A contentless-style wipe of one entry leaves the index out of step with the table.
+        store._connection.execute(
+            "INSERT INTO turns_fts (turns_fts, rowid, content) VALUES ('delete', ?, ?)", (seqs[0], "blue whale")
+        )
+    assert _match(store, "whale") == []
+    store.rebuild_fulltext()
+    assert sorted(_match(store, "blue")) == sorted(seqs)
+    assert _match(store, "whale") == [seqs[0]]
+    with store._lock:
+        store._connection.execute("INSERT INTO turns_fts (turns_fts) VALUES ('integrity-check')")
+
+
+# -- vectors, cascades, events -------------------------------------------------------------
+
+
+def test_deleting_a_turn_cascades_its_vectors(store: SQLiteStore) -> None:
+    seqs = store.insert_turns([_turn("a", "one"), _turn("b", "two")], _vectors(2), MODEL)
+    store.put_vectors("other-model", seqs, _vectors(2))
+    assert store.counts() == {"turns": 2, "users": 1, "sessions": 1, f"vectors[{MODEL}]": 2, "vectors[other-model]": 2}
+    store.delete("a", "ana")
+    with store._lock:
+        left = store._connection.execute("SELECT turn_seq FROM turn_vectors ORDER BY id").fetchall()
+    assert {row[0] for row in left} == {seqs[1]}
+    assert store.vectors_for(MODEL, seqs).keys() == {seqs[1]}
+    store.forget(Scope("ana"))
+    with store._lock:
+        assert store._connection.execute("SELECT COUNT(*) FROM turn_vectors").fetchone() == (0,)
+
+
+def test_forget_and_delete_write_events(store: SQLiteStore) -> None:
+    store.insert_turns(
+        [_turn("a", "x", session_id="s1"), _turn("b", "y", session_id="s1"), _turn("c", "z", session_id="s2")],
+        None,
+        MODEL,
+    )
+    assert store.forget(Scope("ana", session_id="s1")) == 2
+    assert store.delete("c", "ana") is not None
+    assert store.delete("c", "ana") is None
+    with store._lock:
+        events = store._connection.execute("SELECT kind, user_id, detail, at FROM events ORDER BY id").fetchall()
+    assert [(kind, user) for kind, user, _, _ in events] == [("forget", "ana"), ("delete", "ana")]
+    assert json.loads(events[0][2]) == {"agent_id": None, "session_id": "s1", "turns": 2}
+    assert json.loads(events[1][2]) == {"turn_id": "c"}
+    assert datetime.fromisoformat(events[0][3]).tzinfo is not None
+
+
+def test_vectors_after_tracks_high_water(store: SQLiteStore) -> None:
+    seqs = store.insert_turns([_turn("a", "one"), _turn("b", "two", user_id="bob")], _vectors(2), MODEL)
+    batch = store.vectors_after(MODEL, "ana", 0)
+    assert batch.seqs.tolist() == [seqs[0]]
+    assert batch.vectors.shape == (1, DIM)
+    np.testing.assert_array_equal(batch.vectors[0], _vectors(2)[0])
+    assert store.vectors_after(MODEL, "ana", batch.high_water).seqs.tolist() == []
+    [seq_c] = store.insert_turns([_turn("c", "three")], _vectors(3)[2:], MODEL)
+    later = store.vectors_after(MODEL, "ana", batch.high_water)
+    assert later.seqs.tolist() == [seq_c] and later.high_water > batch.high_water
+    assert store.vectors_after("unknown-model", "ana", 0).seqs.tolist() == []
+
+
+def test_missing_vectors_and_put_vectors(store: SQLiteStore) -> None:
+    seqs = store.insert_turns([_turn("a", "one"), _turn("b", "two")], None, MODEL)
+    assert store.turns_missing_vectors(MODEL, 10) == [(seqs[0], "one"), (seqs[1], "two")]
+    store.put_vectors(MODEL, seqs, _vectors(2))
+    assert store.turns_missing_vectors(MODEL, 10) == []
+    store.put_vectors(MODEL, [seqs[0], 9999], _vectors(2))  # a vanished turn is skipped
+    assert store.counts()[f"vectors[{MODEL}]"] == 2
+
+
+def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:
+    store.insert_turns([_turn("a", "original")], None, MODEL)
+    with pytest.raises(IdConflict):
+        store.insert_turns([_turn("new", "fresh"), _turn("a", "changed")], _vectors(2), MODEL)
+    assert store.get_by_ids(["new", "a"]).keys() == {"a"}
+    assert store.counts()["turns"] == 1
+    assert store.insert_turns([_turn("a", "original")], None, MODEL) == [1]  # identical retry: skipped
+
+
+def test_turn_round_trips_through_the_row(store: SQLiteStore) -> None:
+    turn = Turn(
+        id="full",
+        user_id="ana",
+        agent_id="agent",
+        session_id="s",
+        role=Role.TOOL,
+        name="calc",
+        content="2 + 2 = 4",
+        created_at=datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
+        metadata={"nested": {"list": [1, 2.5, None, True]}, "é": "ü"},
+        importance=0.25,
+    )
+    store.insert_turns([turn], None, MODEL)
+    assert store.get_by_ids(["full"])["full"] == turn
+    assert store.get_by_ids(["full"], "bob") == {}
+    assert [t for _, t in store.iterate("ana")] == [turn]
+    assert list(store.iterate("bob")) == []
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["postgres://localhost/db", "mysql://x", "memstrata.db", "", "redis:"])
+def test_unknown_scheme_raises_config_error(url: str) -> None:
+    with pytest.raises(ConfigError, match="unsupported storage URL"):
+        open_store(url)
+
+
+def test_sqlite_url_without_a_path_raises_config_error() -> None:
+    with pytest.raises(ConfigError):
+        open_sqlite("sqlite:///")
+
+
+def test_in_memory_url_works() -> None:
+    store = open_store("sqlite:///:memory:")
+    try:
+        assert store.location == ":memory:"
+        [seq] = store.insert_turns([_turn("a", "ephemeral thought")], _vectors(1), MODEL)
+        assert store.fulltext('"ephemeral"', "ana", SearchFilters(), 5)[0][0] == seq
+        assert store.counts()["turns"] == 1
+        assert store.forget(Scope("ana")) == 1
+    finally:
+        store.close()
+
+
+def test_absolute_url_opens_that_file(tmp_path: Path) -> None:
+    target = tmp_path / "nested" / "x.db"
+    store = open_store(f"sqlite:///{target}")
+    store.close()
+    assert target.is_file()
+    assert store.location == str(target)
+
+
+def test_opening_a_directory_raises_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError):
+        SQLiteStore(tmp_path)
+    with pytest.raises(StorageError):
+        open_store(f"sqlite:///{tmp_path}")
+
+
+def test_opening_a_path_under_a_file_raises_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StorageError):
+        SQLiteStore(blocker / "sub" / "x.db")
+
+
+def test_opening_a_non_database_file_raises_storage_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is definitely not an sqlite database" * 100)
+    with pytest.raises(StorageError):
+        SQLiteStore(junk)
+    assert junk.read_bytes() == b"this is definitely not an sqlite database" * 100
+
+
+def test_use_after_close_raises_storage_error(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.close()
+    with pytest.raises(StorageError):
+        store.counts()
+    with pytest.raises(StorageError):
+        store.insert_turns([_turn("a", "x")], None, MODEL)

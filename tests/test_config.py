@@ -1,0 +1,238 @@
+"""Settings precedence (kwargs > env > memstrata.toml > defaults), validation and lazy loading."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstrata import ConfigError, Memory, Settings, load_settings
+from memstrata.config import CONFIG_FILE_NAME
+
+DEFAULTS = Settings.model_fields
+
+
+def _toml(directory: Path, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CONFIG_FILE_NAME
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults(home: Path) -> None:
+    settings = load_settings(home=home)
+    assert settings.max_text_bytes == 1_000_000
+    assert settings.search_candidates == 100
+    assert settings.rrf_k == 60
+    assert settings.embedder == "auto"
+    assert settings.data_dir == home
+    assert settings.resolved_storage_url == f"sqlite:///{home / 'memstrata.db'}"
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["memstrata-table", "top-level"])
+def test_precedence_kwarg_over_env_over_toml_over_default(
+    home: Path, monkeypatch: pytest.MonkeyPatch, table: bool
+) -> None:
+    header = "[memstrata]\n" if table else ""
+    _toml(home, f"{header}max_text_bytes = 111\nsearch_candidates = 11\n")
+    from_toml = load_settings(home=home)
+    assert (from_toml.max_text_bytes, from_toml.search_candidates) == (111, 11)
+
+    monkeypatch.setenv("MEMSTRATA_MAX_TEXT_BYTES", "222")
+    monkeypatch.setenv("MEMSTRATA_SEARCH_CANDIDATES", "22")
+    from_env = load_settings(home=home)
+    assert (from_env.max_text_bytes, from_env.search_candidates) == (222, 22)
+
+    from_kwargs = load_settings(home=home, max_text_bytes=333, search_candidates=33)
+    assert (from_kwargs.max_text_bytes, from_kwargs.search_candidates) == (333, 33)
+
+    # None means "not given": the next source down still applies.
+    assert load_settings(home=home, max_text_bytes=None).max_text_bytes == 222
+
+
+def test_each_setting_comes_from_its_highest_source(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _toml(home, "[memstrata]\nmax_text_bytes = 111\nsearch_candidates = 11\nrrf_k = 7\n")
+    monkeypatch.setenv("MEMSTRATA_SEARCH_CANDIDATES", "22")
+    settings = load_settings(home=home, rrf_k=9)
+    assert settings.max_text_bytes == 111  # toml
+    assert settings.search_candidates == 22  # env
+    assert settings.rrf_k == 9  # kwarg
+    assert settings.busy_timeout_seconds == 30.0  # default
+
+
+def test_toml_found_through_env_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _toml(home, "search_candidates = 44\n")
+    monkeypatch.setenv("MEMSTRATA_HOME", str(home))
+    settings = load_settings()
+    assert settings.search_candidates == 44
+    assert settings.data_dir == home
+
+
+def test_toml_in_another_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _toml(tmp_path / "env-home", "search_candidates = 44\n")
+    monkeypatch.setenv("MEMSTRATA_HOME", str(tmp_path / "env-home"))
+    assert load_settings(home=tmp_path / "kwarg-home").search_candidates == 100
+
+
+def test_toml_accepts_hyphenated_keys(home: Path) -> None:
+    _toml(home, "[memstrata]\nmax-text-bytes = 55\nsearch-candidates = 5\n")
+    settings = load_settings(home=home)
+    assert (settings.max_text_bytes, settings.search_candidates) == (55, 5)
+
+
+def test_memory_reads_the_toml_in_its_directory(home: Path) -> None:
+    _toml(home, '[memstrata]\nembedder = "hash"\nmax_text_bytes = 20\n')
+    with Memory(home) as memory:
+        assert memory.settings.max_text_bytes == 20
+        assert memory.info()["embedder"] == "hash-bow-384"
+        memory.add("x" * 20, user_id="ana")
+        with pytest.raises(ValueError, match="over the limit"):
+            memory.add("x" * 21, user_id="ana")
+    with Memory(home, max_text_bytes=30) as memory:
+        assert memory.settings.max_text_bytes == 30
+
+
+def test_embedder_setting_as_a_memory_keyword(home: Path) -> None:
+    # docs/python-api.md: Memory("./m", max_text_bytes=200_000, embedder="minilm")  # any setting as a keyword
+    with Memory(home, embedder="hash", max_text_bytes=200_000) as memory:
+        assert memory.settings.embedder == "hash"
+        assert memory.info()["embedder"] == "hash-bow-384"
+        memory.add("chosen by name", user_id="ana")
+        assert memory.search("chosen", user_id="ana")
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        Memory(home, embedder="nope")
+
+
+def test_env_values_are_normalised(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSTRATA_EMBEDDER", "  HASH ")
+    assert load_settings(home=home).embedder == "hash"
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_text_bytes", 0),
+        ("max_text_bytes", "lots"),
+        ("search_candidates", 0),
+        ("search_candidates", 10_001),
+        ("embedding_threads", 0),
+        ("embedding_threads", 65),
+        ("rrf_k", 0),
+        ("busy_timeout_seconds", 0),
+        ("busy_timeout_seconds", -1.5),
+    ],
+)
+def test_invalid_value_in_any_source_raises_config_error_naming_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch, setting: str, value: object
+) -> None:
+    with pytest.raises(ConfigError, match=setting):
+        load_settings(home=home, **{setting: value})
+
+    monkeypatch.setenv(f"MEMSTRATA_{setting.upper()}", str(value))
+    with pytest.raises(ConfigError, match=setting):
+        load_settings(home=home)
+    monkeypatch.delenv(f"MEMSTRATA_{setting.upper()}")
+
+    literal = f'"{value}"' if isinstance(value, str) else str(value)
+    _toml(home, f"[memstrata]\n{setting} = {literal}\n")
+    with pytest.raises(ConfigError, match=setting):
+        load_settings(home=home)
+
+
+def test_invalid_env_value_raises_even_when_a_kwarg_overrides_another_setting(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTRATA_RRF_K", "garbage")
+    with pytest.raises(ConfigError, match="rrf_k"):
+        load_settings(home=home, max_text_bytes=5)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_text_bytes = \n",
+        "[memstrata\nmax_text_bytes = 1\n",
+        "max_text_bytes = 1\nmax_text_bytes = 2\n",
+        "this is not toml",
+        "memstrata = 5\n",
+    ],
+    ids=["no-value", "bad-table", "duplicate", "prose", "non-table-section"],
+)
+def test_malformed_toml_raises_config_error(home: Path, text: str) -> None:
+    path = _toml(home, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(home=home)
+    assert str(path) in str(info.value)
+
+
+def test_non_utf8_toml_raises_config_error(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / CONFIG_FILE_NAME).write_bytes(b"max_text_bytes = \xff\xfe\n")
+    with pytest.raises(ConfigError):
+        load_settings(home=home)
+
+
+def test_unknown_keys_rejected(home: Path) -> None:
+    with pytest.raises(ConfigError, match="max_text_byte"):
+        load_settings(home=home, max_text_byte=5)
+    _toml(home, "[memstrata]\nsearch_candidate = 5\n")
+    with pytest.raises(ConfigError, match="search_candidate"):
+        load_settings(home=home)
+    with pytest.raises(ConfigError):
+        Memory(home)
+
+
+def test_data_dir_defaults_to_a_platform_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSTRATA_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # keep the real user dir out of it
+    settings = load_settings()
+    assert settings.home is None
+    assert settings.data_dir.is_absolute()
+    assert settings.data_dir.name == "memstrata"
+    assert settings.resolved_storage_url.endswith(str(Path("memstrata") / "memstrata.db"))
+
+
+def test_toml_in_the_platform_dir_is_read_when_home_is_unset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMSTRATA_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    platform_dir = load_settings().data_dir
+    _toml(platform_dir, "rrf_k = 17\n")
+    assert load_settings().rrf_k == 17
+
+
+def test_home_expands_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _toml(tmp_path / "mem", "rrf_k = 3\n")
+    settings = load_settings(home="~/mem")
+    assert settings.data_dir == tmp_path / "mem"
+    assert settings.rrf_k == 3
+
+
+def test_storage_url_override(home: Path, tmp_path: Path) -> None:
+    settings = load_settings(home=home, storage_url=f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    assert settings.resolved_storage_url == f"sqlite:///{tmp_path / 'elsewhere.db'}"
+
+
+def test_nothing_is_read_at_import_time(tmp_path: Path) -> None:
+    bad_home = tmp_path / "bad-home"
+    _toml(bad_home, "this is [[[ not toml")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
+    env.update(MEMSTRATA_MAX_TEXT_BYTES="garbage", MEMSTRATA_HOME=str(bad_home))
+    script = (
+        "import memstrata, memstrata.memory, memstrata.config, memstrata.cli\n"
+        "from memstrata import ConfigError, load_settings\n"
+        "try:\n"
+        "    load_settings()\n"
+        "except ConfigError:\n"
+        "    print('raised on use')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "raised on use"
+
+
+def test_settings_fields_have_descriptions() -> None:
+    assert all(field.description for field in DEFAULTS.values())

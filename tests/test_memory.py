@@ -1,0 +1,825 @@
+"""The public Memory API end to end on real SQLite files with the deterministic hash embedder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from memstrata import IdConflict, InvalidInput, Memory, MemstrataError, NotFound, Role, StorageError, Turn
+from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.validation import check_text
+
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _count(memory: Memory) -> int:
+    return int(memory.info()["counts"]["turns"])
+
+
+def _ids(hits: list[Any]) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def _seed_two_users(memory: Memory) -> tuple[Turn, Turn]:
+    [ana] = memory.add("I adopted a grey cat called Pixel", user_id="ana")
+    [bob] = memory.add("My bicycle has a flat tyre", user_id="bob")
+    return ana, bob
+
+
+# -- add ------------------------------------------------------------------------------
+
+
+def test_add_string_returns_one_user_turn(memory: Memory) -> None:
+    [turn] = memory.add("I live in Lisbon", user_id="ana")
+    assert turn.role is Role.USER
+    assert turn.content == "I live in Lisbon"
+    assert turn.user_id == "ana"
+    assert turn.session_id is None and turn.agent_id is None and turn.name is None
+    assert turn.metadata == {}
+    assert turn.importance is None
+    assert len(turn.id) == 26
+    assert turn.created_at.tzinfo is not None
+    assert abs(datetime.now(UTC) - turn.created_at) < timedelta(hours=1)
+    assert memory.get(turn.id, user_id="ana") == turn
+    assert _count(memory) == 1
+
+
+def test_add_list_of_dicts_keeps_roles_names_scope_and_metadata(memory: Memory) -> None:
+    turns = memory.add(
+        [
+            {"role": "user", "content": "What's the weather?", "name": "ana", "metadata": {"lang": "en", "k": 1}},
+            {"role": "assistant", "content": "Sunny and warm.", "metadata": {"k": 2}},
+            {"role": "tool", "content": "weather(lisbon) -> 24C", "name": "weather"},
+        ],
+        user_id="ana",
+        session_id="s1",
+        agent_id="helper",
+        metadata={"source": "chat", "k": 0},
+        timestamp="2024-03-01T14:00:00+02:00",
+        importance=0.75,
+    )
+    assert [t.role for t in turns] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    assert [t.name for t in turns] == ["ana", None, "weather"]
+    assert [t.content for t in turns] == ["What's the weather?", "Sunny and warm.", "weather(lisbon) -> 24C"]
+    assert turns[0].metadata == {"source": "chat", "lang": "en", "k": 1}
+    assert turns[1].metadata == {"source": "chat", "k": 2}
+    assert turns[2].metadata == {"source": "chat", "k": 0}
+    for turn in turns:
+        assert turn.session_id == "s1" and turn.agent_id == "helper" and turn.user_id == "ana"
+        assert turn.created_at == T0
+        assert turn.created_at.utcoffset() == timedelta(0)
+        assert turn.importance == 0.75
+    assert len({t.id for t in turns}) == 3
+    assert memory.history(user_id="ana") == turns
+
+
+def test_add_honours_an_aware_datetime_to_the_microsecond(memory: Memory) -> None:
+    moment = datetime(2023, 7, 9, 23, 59, 58, 123456, tzinfo=timezone(timedelta(hours=-7)))
+    [turn] = memory.add("late night note", user_id="ana", timestamp=moment)
+    assert turn.created_at == moment
+    stored = memory.get(turn.id, user_id="ana")
+    assert stored.created_at == moment
+    assert stored.created_at.microsecond == 123456
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(moment=datetime(999, 12, 31, 23, 59), offset_minutes=0)
+@given(
+    moment=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    offset_minutes=st.integers(min_value=-(23 * 60), max_value=23 * 60),
+)
+def test_any_accepted_timestamp_reads_back_unchanged(memory: Memory, moment: datetime, offset_minutes: int) -> None:
+    aware = moment.replace(tzinfo=timezone(timedelta(minutes=offset_minutes)))
+    [turn] = memory.add("a note with a date", user_id="dates", timestamp=aware)
+    assert memory.get(turn.id, user_id="dates").created_at == aware
+
+
+def test_turn_dated_before_year_1000_does_not_break_reading(memory: Memory) -> None:
+    [old] = memory.add("an ancient chronicle", user_id="ana", timestamp=datetime(999, 6, 1, tzinfo=UTC))
+    memory.add("a modern note", user_id="ana", timestamp=T0)
+    assert memory.get(old.id, user_id="ana").created_at == datetime(999, 6, 1, tzinfo=UTC)
+    history = memory.history(user_id="ana")
+    assert [t.content for t in history] == ["an ancient chronicle", "a modern note"]
+    assert memory.search("chronicle", user_id="ana")[0].id == old.id
+
+
+BAD_ADDS: list[tuple[str, Callable[[Memory], object]]] = [
+    ("empty text", lambda m: m.add("", user_id="ana")),
+    ("whitespace text", lambda m: m.add("  \n\t ", user_id="ana")),
+    ("NUL", lambda m: m.add("a\x00b", user_id="ana")),
+    ("surrogate", lambda m: m.add("bad \ud800 text", user_id="ana")),
+    ("too long", lambda m: m.add("x" * 2_000_001, user_id="ana")),
+    ("bad role", lambda m: m.add([{"role": "robot", "content": "beep"}], user_id="ana")),
+    ("no user", lambda m: m.add("hello", user_id=None)),  # type: ignore[arg-type]
+    ("empty user", lambda m: m.add("hello", user_id="")),
+    ("blank user", lambda m: m.add("hello", user_id="   ")),
+    ("int user", lambda m: m.add("hello", user_id=42)),  # type: ignore[arg-type]
+    ("empty session", lambda m: m.add("hello", user_id="ana", session_id="")),
+    ("naive timestamp", lambda m: m.add("hello", user_id="ana", timestamp=datetime(2024, 1, 1))),
+    ("naive iso", lambda m: m.add("hello", user_id="ana", timestamp="2024-01-01T00:00:00")),
+    ("garbage timestamp", lambda m: m.add("hello", user_id="ana", timestamp="last tuesday")),
+    ("metadata object", lambda m: m.add("hello", user_id="ana", metadata={"o": object()})),
+    ("metadata nan", lambda m: m.add("hello", user_id="ana", metadata={"x": float("nan")})),
+    ("unknown key", lambda m: m.add([{"role": "user", "content": "hi", "extra": 1}], user_id="ana")),
+    ("duplicate ids", lambda m: m.add([{"content": "a", "id": "d"}, {"content": "b", "id": "d"}], user_id="ana")),
+    ("id= with several", lambda m: m.add([{"content": "a"}, {"content": "b"}], user_id="ana", id="x")),
+    ("importance", lambda m: m.add("hello", user_id="ana", importance=2)),
+    ("empty list", lambda m: m.add([], user_id="ana")),
+    # The last message is bad: the good first one must not be stored either.
+    ("bad second message", lambda m: m.add([{"content": "fine"}, {"content": ""}], user_id="ana")),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BAD_ADDS], ids=[n for n, _ in BAD_ADDS])
+def test_bad_add_raises_invalid_input_and_changes_nothing(memory: Memory, call: Callable[[Memory], object]) -> None:
+    memory.add("an existing memory", user_id="ana")
+    before = memory.info()["counts"]
+    with pytest.raises(InvalidInput) as info:
+        call(memory)
+    assert isinstance(info.value, ValueError)
+    assert memory.info()["counts"] == before
+    assert [t.content for t in memory.history(user_id="ana")] == ["an existing memory"]
+
+
+def test_max_text_bytes_override_applies(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), max_text_bytes=10) as memory:
+        memory.add("0123456789", user_id="ana")
+        with pytest.raises(InvalidInput, match="over the limit"):
+            memory.add("0123456789a", user_id="ana")
+        assert _count(memory) == 1
+
+
+# -- idempotency -----------------------------------------------------------------------
+
+
+def test_retry_with_id_kwarg_returns_same_turn_without_duplicating(memory: Memory) -> None:
+    [first] = memory.add("Book the dentist for Tuesday", user_id="ana", id="msg-1", session_id="s")
+    [again] = memory.add("Book the dentist for Tuesday", user_id="ana", id="msg-1", session_id="s")
+    assert again == first
+    assert _count(memory) == 1
+    assert len(memory.search("dentist", user_id="ana")) == 1
+
+
+def test_retry_with_per_message_ids_is_idempotent(memory: Memory) -> None:
+    messages = [
+        {"role": "user", "content": "Remember my locker code", "id": "m1"},
+        {"role": "assistant", "content": "Sure, what is it?", "id": "m2"},
+    ]
+    first = memory.add(messages, user_id="ana")
+    again = memory.add(messages, user_id="ana")
+    assert again == first
+    assert [t.id for t in first] == ["m1", "m2"]
+    assert _count(memory) == 2
+
+
+def test_partial_retry_stores_only_the_new_message(memory: Memory) -> None:
+    memory.add([{"content": "first", "id": "m1"}], user_id="ana")
+    turns = memory.add([{"content": "first", "id": "m1"}, {"content": "second", "id": "m2"}], user_id="ana")
+    assert [t.id for t in turns] == ["m1", "m2"]
+    assert _count(memory) == 2
+
+
+@pytest.mark.parametrize(
+    "conflicting",
+    [
+        {"messages": "different text", "user_id": "ana"},
+        {"messages": [{"role": "assistant", "content": "same text", "id": "k"}], "user_id": "ana"},
+        {"messages": [{"content": "same text", "id": "k", "name": "zed"}], "user_id": "ana"},
+        {"messages": "same text", "user_id": "ana", "session_id": "other"},
+        {"messages": "same text", "user_id": "bob"},
+    ],
+    ids=["content", "role", "name", "session", "user"],
+)
+def test_same_id_with_a_different_message_conflicts_and_changes_nothing(
+    memory: Memory, conflicting: dict[str, Any]
+) -> None:
+    [original] = memory.add("same text", user_id="ana", id="k")
+    before = memory.info()["counts"]
+    kwargs = dict(conflicting)
+    messages = kwargs.pop("messages")
+    if isinstance(messages, str):
+        kwargs["id"] = "k"
+    with pytest.raises(IdConflict):
+        memory.add(messages, **kwargs)
+    assert memory.info()["counts"] == before
+    assert memory.get("k", user_id="ana") == original
+    with pytest.raises(NotFound):
+        memory.get("k", user_id="bob")
+
+
+def test_conflict_in_a_batch_stores_none_of_it(memory: Memory) -> None:
+    memory.add("taken", user_id="ana", id="taken")
+    with pytest.raises(IdConflict):
+        memory.add([{"content": "brand new", "id": "new"}, {"content": "not the same", "id": "taken"}], user_id="ana")
+    assert _count(memory) == 1
+    with pytest.raises(NotFound):
+        memory.get("new", user_id="ana")
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+def test_search_finds_the_right_turn(memory: Memory) -> None:
+    memory.add(
+        [
+            {"content": "I moved to Lisbon last spring"},
+            {"content": "My favourite food is spicy ramen"},
+            {"content": "The quarterly report is due on Friday"},
+        ],
+        user_id="ana",
+    )
+    for mode in ("hybrid", "fulltext", "vector"):
+        hits = memory.search("spicy ramen", user_id="ana", mode=mode)
+        assert hits, mode
+        assert hits[0].content == "My favourite food is spicy ramen", mode
+        assert hits[0].tier == "episodic"
+        assert hits[0].turn is not None and hits[0].turn.id == hits[0].id
+        assert hits[0].source_turn_ids == (hits[0].id,)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert set(memory.search("spicy ramen", user_id="ana", mode="fulltext")[0].ranks) == {"fulltext"}
+    assert set(memory.search("spicy ramen", user_id="ana", mode="vector")[0].ranks) == {"vector"}
+    assert set(memory.search("spicy ramen", user_id="ana")[0].ranks) == {"fulltext", "vector"}
+
+
+def test_search_limit(memory: Memory) -> None:
+    memory.add([{"content": f"note number {i} about apples"} for i in range(15)], user_id="ana")
+    assert len(memory.search("apples", user_id="ana", limit=5)) == 5
+    assert len(memory.search("apples", user_id="ana", limit=50)) == 15
+    with pytest.raises(InvalidInput):
+        memory.search("apples", user_id="ana", limit=0)
+
+
+def test_invalid_mode_raises(memory: Memory) -> None:
+    with pytest.raises(InvalidInput, match="mode"):
+        memory.search("x", user_id="ana", mode="semantic")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "a\x00", "\ud800"])
+def test_invalid_query_raises_invalid_input(memory: Memory, query: str) -> None:
+    with pytest.raises(InvalidInput):
+        memory.search(query, user_id="ana")
+
+
+def test_search_with_missing_user_raises(memory: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        memory.search("x", user_id="")
+    with pytest.raises(InvalidInput):
+        memory.search("x", user_id=None)  # type: ignore[arg-type]
+
+
+def test_search_filters(memory: Memory) -> None:
+    memory.add("coffee in the morning session one", user_id="ana", session_id="s1", agent_id="a1", timestamp=T0)
+    memory.add(
+        [{"role": "assistant", "content": "coffee reply from the assistant"}],
+        user_id="ana",
+        session_id="s1",
+        agent_id="a1",
+        timestamp=T0 + timedelta(hours=1),
+    )
+    memory.add(
+        "coffee talk in session two", user_id="ana", session_id="s2", agent_id="a2", timestamp=T0 + timedelta(days=1)
+    )
+    memory.add("coffee without a session", user_id="ana", timestamp=T0 + timedelta(days=2))
+
+    def contents(**kwargs: Any) -> set[str]:
+        results = set()
+        for mode in ("hybrid", "fulltext", "vector"):
+            found = {h.content for h in memory.search("coffee", user_id="ana", mode=mode, **kwargs)}
+            if results:
+                assert found == results, (mode, kwargs)
+            results = found
+        return results
+
+    assert len(contents()) == 4
+    assert contents(session_id="s1") == {"coffee in the morning session one", "coffee reply from the assistant"}
+    assert contents(agent_id="a2") == {"coffee talk in session two"}
+    assert contents(roles=["assistant"]) == {"coffee reply from the assistant"}
+    assert contents(roles=[Role.USER], session_id="s1") == {"coffee in the morning session one"}
+    assert contents(after=T0 + timedelta(days=1)) == {"coffee talk in session two", "coffee without a session"}
+    assert contents(before=T0 + timedelta(hours=1)) == {"coffee in the morning session one"}
+    assert contents(after="2024-03-01T13:00:00+00:00", before="2024-03-02T14:00:00+01:00") == {
+        "coffee reply from the assistant",
+        "coffee talk in session two",
+    }
+    assert contents(session_id="nope") == set()
+    with pytest.raises(InvalidInput):
+        memory.search("coffee", user_id="ana", roles=["robot"])
+    with pytest.raises(InvalidInput):
+        memory.search("coffee", user_id="ana", after=datetime(2024, 1, 1))
+
+
+HOSTILE_QUERIES = [
+    '"',
+    '""',
+    "*",
+    "NEAR(a b)",
+    "a AND OR NOT b",
+    "-x",
+    "col:val",
+    "content:secret",
+    "((((",
+    "))",
+    "'; DROP TABLE turns; --",
+    "^",
+    "^start",
+    "a* b*",
+    "{content}: x",
+    "x NEAR/2 y",
+    "AND",
+    "OR",
+    "NOT",
+    "?",
+    "\\",
+    "%_%",
+    "turns_fts MATCH 'x'",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_search_syntax_in_queries_never_raises(memory: Memory, query: str) -> None:
+    memory.add("a plain note about NEAR and AND words, col val x", user_id="ana")
+    for mode in ("hybrid", "fulltext", "vector"):
+        hits = memory.search(query, user_id="ana", mode=mode)
+        assert isinstance(hits, list)
+    assert _count(memory) == 1
+    assert memory.history(user_id="ana")[0].content.startswith("a plain note")
+
+
+def test_operator_words_are_searched_as_words(memory: Memory) -> None:
+    memory.add("we met NEAR the station", user_id="ana")
+    memory.add("nothing relevant here", user_id="ana")
+    hits = memory.search("NEAR(station)", user_id="ana", mode="fulltext")
+    assert [h.content for h in hits] == ["we met NEAR the station"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(max_size=60))
+def test_search_never_raises_on_arbitrary_text(memory: Memory, query: str) -> None:
+    try:
+        check_text(query, "query", max_bytes=1_000_000)
+    except InvalidInput:
+        return
+    if not memory.history(user_id="ana"):
+        memory.add([{"content": c} for c in ("alpha beta", "gamma delta", "ünïcødé 日本語 text")], user_id="ana")
+    for mode in ("hybrid", "fulltext", "vector"):
+        hits = memory.search(query, user_id="ana", mode=mode, limit=5)
+        assert all(h.turn is not None and h.turn.user_id == "ana" for h in hits)
+
+
+# -- scope isolation ---------------------------------------------------------------------
+
+
+def test_other_users_data_never_visible(memory: Memory) -> None:
+    ana, bob = _seed_two_users(memory)
+    for mode in ("hybrid", "fulltext", "vector"):
+        bob_hits = memory.search(ana.content, user_id="bob", mode=mode, limit=100)
+        assert ana.id not in _ids(bob_hits)
+        assert all(h.turn is not None and h.turn.user_id == "bob" for h in bob_hits)
+        assert ana.id in _ids(memory.search(ana.content, user_id="ana", mode=mode))
+    assert memory.history(user_id="bob") == [bob]
+    assert memory.history(user_id="ana") == [ana]
+    assert memory.history(user_id="carol") == []
+    with pytest.raises(NotFound):
+        memory.get(ana.id, user_id="bob")
+    with pytest.raises(NotFound):
+        memory.delete(ana.id, user_id="bob")
+    assert memory.get(ana.id, user_id="ana") == ana
+    assert ana.id in _ids(memory.search("grey cat", user_id="ana"))
+
+
+def test_user_without_data_sees_nothing_even_for_exact_text(memory: Memory) -> None:
+    ana, _ = _seed_two_users(memory)
+    for mode in ("hybrid", "fulltext", "vector"):
+        assert memory.search(ana.content, user_id="carol", mode=mode) == []
+
+
+def test_isolation_with_identical_content(memory: Memory) -> None:
+    [ana] = memory.add("shared sentence about tea", user_id="ana")
+    [bob] = memory.add("shared sentence about tea", user_id="bob")
+    for mode in ("hybrid", "fulltext", "vector"):
+        assert _ids(memory.search("tea", user_id="ana", mode=mode)) == [ana.id]
+        assert _ids(memory.search("tea", user_id="bob", mode=mode)) == [bob.id]
+    memory.delete(ana.id, user_id="ana")
+    assert _ids(memory.search("tea", user_id="bob")) == [bob.id]
+
+
+def test_forget_cannot_reach_another_user(memory: Memory) -> None:
+    ana, bob = _seed_two_users(memory)
+    deletion = memory.forget(user_id="carol")
+    assert deletion.turns == 0
+    assert memory.history(user_id="ana") == [ana]
+    assert memory.history(user_id="bob") == [bob]
+
+
+# -- get / delete ---------------------------------------------------------------------------
+
+
+def test_get_unknown_id_raises_not_found(memory: Memory) -> None:
+    with pytest.raises(NotFound) as info:
+        memory.get("01ARZ3NDEKTSV4RRFFQ69G5FAV", user_id="ana")
+    assert isinstance(info.value, KeyError)
+    assert isinstance(info.value, MemstrataError)
+    with pytest.raises(InvalidInput):
+        memory.get("", user_id="ana")
+
+
+def test_delete_removes_from_search_history_and_get(memory: Memory) -> None:
+    [keep] = memory.add("my sister lives in Porto", user_id="ana")
+    [gone] = memory.add("my brother lives in Braga", user_id="ana")
+    assert gone.id in _ids(memory.search("brother Braga", user_id="ana"))
+    memory.delete(gone.id, user_id="ana")
+    for mode in ("hybrid", "fulltext", "vector"):
+        assert gone.id not in _ids(memory.search("brother Braga", user_id="ana", mode=mode))
+    assert memory.history(user_id="ana") == [keep]
+    with pytest.raises(NotFound):
+        memory.get(gone.id, user_id="ana")
+    with pytest.raises(NotFound):
+        memory.delete(gone.id, user_id="ana")
+    assert _count(memory) == 1
+
+
+def test_delete_then_reuse_the_id(memory: Memory) -> None:
+    memory.add("first version", user_id="ana", id="x")
+    memory.delete("x", user_id="ana")
+    [turn] = memory.add("second version", user_id="ana", id="x")
+    assert memory.get("x", user_id="ana") == turn
+    assert _ids(memory.search("second version", user_id="ana")) == ["x"]
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+def test_history_order_and_pagination(memory: Memory) -> None:
+    # Added out of order; history sorts by time.
+    for i in (3, 0, 4, 1, 2):
+        memory.add(f"message {i}", user_id="ana", timestamp=T0 + timedelta(minutes=i))
+    contents = [t.content for t in memory.history(user_id="ana")]
+    assert contents == [f"message {i}" for i in range(5)]
+    assert [t.content for t in memory.history(user_id="ana", limit=2)] == ["message 0", "message 1"]
+    assert [t.content for t in memory.history(user_id="ana", limit=2, offset=2)] == ["message 2", "message 3"]
+    assert [t.content for t in memory.history(user_id="ana", limit=2, offset=4)] == ["message 4"]
+    assert memory.history(user_id="ana", offset=5) == []
+    newest = [t.content for t in memory.history(user_id="ana", newest_first=True)]
+    assert newest == [f"message {i}" for i in reversed(range(5))]
+    assert [t.content for t in memory.history(user_id="ana", newest_first=True, limit=2, offset=1)] == [
+        "message 3",
+        "message 2",
+    ]
+
+
+def test_history_ties_keep_insertion_order(memory: Memory) -> None:
+    turns = memory.add([{"content": f"same time {i}"} for i in range(5)], user_id="ana", timestamp=T0)
+    assert memory.history(user_id="ana") == turns
+    assert memory.history(user_id="ana", newest_first=True) == list(reversed(turns))
+
+
+def test_history_by_session_and_agent(memory: Memory) -> None:
+    memory.add("s1 a", user_id="ana", session_id="s1", agent_id="x")
+    memory.add("s2 b", user_id="ana", session_id="s2", agent_id="y")
+    assert [t.content for t in memory.history(user_id="ana", session_id="s1")] == ["s1 a"]
+    assert [t.content for t in memory.history(user_id="ana", agent_id="y")] == ["s2 b"]
+    assert memory.history(user_id="ana", session_id="s1", agent_id="y") == []
+
+
+@pytest.mark.parametrize("kwargs", [{"limit": 0}, {"limit": 10_001}, {"offset": -1}, {"offset": True}, {"offset": 1.5}])
+def test_history_bad_paging_raises(memory: Memory, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        memory.history(user_id="ana", **kwargs)
+
+
+# -- forget -----------------------------------------------------------------------------------
+
+
+def test_forget_user_removes_everything_of_that_user_only(memory: Memory) -> None:
+    memory.add("ana likes hiking in the mountains", user_id="ana", session_id="s1")
+    memory.add("ana likes hiking on weekends", user_id="ana", session_id="s2")
+    [bob] = memory.add("bob likes hiking too", user_id="bob")
+    assert memory.search("hiking", user_id="ana")  # loads ana's vectors into the index
+    deletion = memory.forget(user_id="ana")
+    assert deletion.turns == 2 and deletion.user_id == "ana" and deletion.session_id is None
+    for mode in ("hybrid", "fulltext", "vector"):
+        assert memory.search("hiking", user_id="ana", mode=mode) == []
+        assert _ids(memory.search("hiking", user_id="bob", mode=mode)) == [bob.id]
+    assert memory.history(user_id="ana") == []
+    counts = memory.info()["counts"]
+    assert counts["turns"] == 1
+    assert counts["users"] == 1
+    assert counts[f"vectors[{memory.embedder.model_id}]"] == 1
+
+
+def test_forget_one_session_only(memory: Memory) -> None:
+    memory.add("session one talks about trains", user_id="ana", session_id="s1")
+    [kept] = memory.add("session two talks about trains", user_id="ana", session_id="s2")
+    [other] = memory.add("bob session one trains", user_id="bob", session_id="s1")
+    assert memory.search("trains", user_id="ana")
+    deletion = memory.forget(user_id="ana", session_id="s1")
+    assert deletion.turns == 1 and deletion.session_id == "s1"
+    assert memory.history(user_id="ana") == [kept]
+    for mode in ("hybrid", "fulltext", "vector"):
+        assert _ids(memory.search("trains", user_id="ana", mode=mode)) == [kept.id]
+    assert memory.history(user_id="bob") == [other]
+
+
+def test_forget_requires_a_user(memory: Memory) -> None:
+    memory.add("x", user_id="ana")
+    with pytest.raises(InvalidInput):
+        memory.forget(user_id="")
+    assert _count(memory) == 1
+
+
+# -- export / import ---------------------------------------------------------------------------
+
+
+def _populate(memory: Memory) -> list[Turn]:
+    turns = memory.add(
+        [
+            {"role": "user", "content": "I'm allergic to peanuts", "name": "ana", "metadata": {"tags": ["health"]}},
+            {"role": "assistant", "content": "Noted: no peanuts.", "metadata": {"confidence": 0.9, "nested": {"a": 1}}},
+        ],
+        user_id="ana",
+        session_id="s1",
+        agent_id="chef",
+        timestamp=datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        importance=0.9,
+        metadata={"channel": "web"},
+    )
+    turns += memory.add("Ünïcode ✓ and emoji 🥜 survive", user_id="ana", id="custom-id")
+    turns += memory.add("bob's only memory", user_id="bob", timestamp=datetime(2020, 1, 1, 0, 0, 0, 1, tzinfo=UTC))
+    return turns
+
+
+def _all_turns(memory: Memory) -> list[Turn]:
+    return [t for user in ("ana", "bob") for t in memory.history(user_id=user, limit=10_000)]
+
+
+@pytest.mark.parametrize("embeddings", [False, True])
+def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path, embeddings: bool) -> None:
+    originals = _populate(memory)
+    target = tmp_path / "export.jsonl"
+    report = memory.export(target, embeddings=embeddings)
+    assert report.turns == 4
+    assert report.embeddings == (4 if embeddings else 0)
+    assert not (tmp_path / "export.jsonl.partial").exists()
+    lines = target.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0])["kind"] == "memstrata-export"
+    assert all(("embedding" in json.loads(line)) == embeddings for line in lines[1:])
+
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        imported = fresh.import_(target)
+        assert (imported.turns, imported.skipped) == (4, 0)
+        assert imported.embeddings == (4 if embeddings else 0)
+        copied = _all_turns(fresh)
+        assert copied == _all_turns(memory)
+        by_id = {t.id: t for t in copied}
+        for original in originals:
+            twin = by_id[original.id]
+            for field in (
+                "id",
+                "user_id",
+                "agent_id",
+                "session_id",
+                "role",
+                "name",
+                "content",
+                "metadata",
+                "importance",
+                "created_at",
+            ):
+                assert getattr(twin, field) == getattr(original, field), field
+            assert twin.created_at.microsecond == original.created_at.microsecond
+        counts = fresh.info()["counts"]
+        assert counts["turns"] == 4
+        assert counts[f"vectors[{fresh.embedder.model_id}]"] == 4
+        assert fresh.search("peanuts allergy", user_id="ana", mode="vector")
+        assert _ids(fresh.search("allergic", user_id="ana", mode="fulltext")) == [originals[0].id]
+
+        again = fresh.import_(target)
+        assert (again.turns, again.skipped) == (0, 4)
+        assert fresh.info()["counts"]["turns"] == 4
+
+
+def test_export_of_one_user(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)
+    report = memory.export(tmp_path / "bob.jsonl", user_id="bob")
+    assert report.turns == 1
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        fresh.import_(tmp_path / "bob.jsonl")
+        assert fresh.history(user_id="ana") == []
+        assert fresh.history(user_id="bob") == memory.history(user_id="bob")
+
+
+def test_import_of_vectors_from_another_model_reembeds(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)
+    memory.export(tmp_path / "e.jsonl", embeddings=True)
+    with Memory(tmp_path / "other", embedder=HashEmbedder(dimension=32)) as fresh:
+        report = fresh.import_(tmp_path / "e.jsonl")
+        assert (report.turns, report.embeddings) == (4, 0)
+        assert fresh.info()["counts"]["vectors[hash-bow-32]"] == 4
+        assert fresh.search("peanuts", user_id="ana", mode="vector")
+
+
+def _write_export_with_bad_middle_line(memory: Memory, tmp_path: Path, bad: str) -> Path:
+    _populate(memory)
+    source = tmp_path / "good.jsonl"
+    memory.export(source)
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert len(lines) == 5
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join([*lines[:3], bad + "\n", *lines[3:]]), encoding="utf-8")
+    return broken
+
+
+def _bad_turn_line(**changes: Any) -> str:
+    record = {
+        "kind": "turn",
+        "id": "bad-1",
+        "user_id": "ana",
+        "agent_id": None,
+        "session_id": None,
+        "role": "user",
+        "name": None,
+        "content": "valid",
+        "created_at": "2024-01-01T00:00:00.000000+00:00",
+        "metadata": {},
+        "importance": None,
+    }
+    record.update(changes)
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"kind": "turn", "id": ',
+        "not json at all",
+        _bad_turn_line(content=""),
+        _bad_turn_line(content="   "),
+        _bad_turn_line(role="robot"),
+        _bad_turn_line(created_at="2024-01-01T00:00:00"),
+        _bad_turn_line(created_at=None),
+        _bad_turn_line(user_id=""),
+        _bad_turn_line(importance=7),
+        _bad_turn_line(kind="mystery"),
+        _bad_turn_line(embedding={"model_id": "m", "dimension": 3, "vector": "not base64!"}),
+        "[1, 2, 3]",
+    ],
+    ids=[
+        "truncated",
+        "text",
+        "empty",
+        "blank",
+        "role",
+        "naive",
+        "no-time",
+        "no-user",
+        "importance",
+        "kind",
+        "embedding",
+        "array",
+    ],
+)
+def test_import_with_one_bad_line_imports_nothing(memory: Memory, tmp_path: Path, bad: str) -> None:
+    broken = _write_export_with_bad_middle_line(memory, tmp_path, bad)
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        with pytest.raises(InvalidInput, match="line 4"):
+            fresh.import_(broken)
+        assert fresh.info()["counts"]["turns"] == 0
+
+
+def test_import_with_a_duplicated_id_imports_nothing(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)
+    source = tmp_path / "good.jsonl"
+    memory.export(source)
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "dup.jsonl").write_text("".join([*lines, lines[1]]), encoding="utf-8")
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        with pytest.raises(InvalidInput):
+            fresh.import_(tmp_path / "dup.jsonl")
+        assert fresh.info()["counts"]["turns"] == 0
+
+
+def test_import_conflicting_with_stored_turn_imports_nothing(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)
+    memory.export(tmp_path / "e.jsonl")
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        fresh.add("something else entirely", user_id="ana", id="custom-id")
+        with pytest.raises(IdConflict):
+            fresh.import_(tmp_path / "e.jsonl")
+        assert fresh.info()["counts"]["turns"] == 1
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "\n\n",
+        '{"kind": "something-else", "version": 1}\n',
+        '{"kind": "memstrata-export", "version": 99}\n',
+        '{"kind": "memstrata-export", "version": "1"}\n',
+        "id,user_id,content\n1,ana,hello\n",
+        _bad_turn_line() + "\n",
+    ],
+    ids=["empty", "blank", "other-kind", "future-version", "string-version", "csv", "no-header"],
+)
+def test_non_export_file_raises_invalid_input(memory: Memory, tmp_path: Path, content: str) -> None:
+    path = tmp_path / "not-an-export.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInput):
+        memory.import_(path)
+    assert _count(memory) == 0
+
+
+def test_import_of_binary_or_missing_file_raises_invalid_input(memory: Memory, tmp_path: Path) -> None:
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00\x81garbage")
+    with pytest.raises(InvalidInput):
+        memory.import_(binary)
+    with pytest.raises(InvalidInput):
+        memory.import_(tmp_path / "missing.jsonl")
+    assert _count(memory) == 0
+
+
+def test_import_of_a_directory_raises_a_memstrata_error(memory: Memory, tmp_path: Path) -> None:
+    with pytest.raises(MemstrataError):
+        memory.import_(tmp_path)
+
+
+def test_export_to_an_unwritable_place_raises_storage_error(memory: Memory, tmp_path: Path) -> None:
+    memory.add("x", user_id="ana")
+    with pytest.raises(StorageError):
+        memory.export(tmp_path / "no" / "such" / "dir" / "e.jsonl")
+
+
+# -- lifecycle ------------------------------------------------------------------------------------
+
+
+def test_reopen_keeps_data_and_search(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder()) as first:
+        [turn] = first.add("the spare key is under the blue flowerpot", user_id="ana", metadata={"k": "v"})
+        first.add("unrelated note about taxes", user_id="ana")
+    with Memory(home, embedder=HashEmbedder()) as second:
+        assert second.get(turn.id, user_id="ana") == turn
+        assert second.info()["counts"]["turns"] == 2
+        for mode in ("hybrid", "fulltext", "vector"):
+            assert second.search("blue flowerpot key", user_id="ana", mode=mode)[0].id == turn.id
+        [new] = second.add("the car is parked on level three", user_id="ana")
+        assert second.search("parked car", user_id="ana")[0].id == new.id
+
+
+def test_memory_opened_on_a_db_file_path(tmp_path: Path) -> None:
+    database = tmp_path / "custom" / "mine.db"
+    with Memory(database, embedder=HashEmbedder()) as memory:
+        memory.add("stored in a named file", user_id="ana")
+        assert memory.info()["storage"] == str(database.resolve())
+    assert database.is_file()
+    with Memory(database, embedder=HashEmbedder()) as memory:
+        assert memory.search("named file", user_id="ana")
+
+
+CLOSED_CALLS: list[tuple[str, Callable[[Memory, Path], object]]] = [
+    ("add", lambda m, p: m.add("x", user_id="ana")),
+    ("search", lambda m, p: m.search("x", user_id="ana")),
+    ("get", lambda m, p: m.get("x", user_id="ana")),
+    ("history", lambda m, p: m.history(user_id="ana")),
+    ("delete", lambda m, p: m.delete("x", user_id="ana")),
+    ("forget", lambda m, p: m.forget(user_id="ana")),
+    ("export", lambda m, p: m.export(p / "e.jsonl")),
+    ("import", lambda m, p: m.import_(p / "e.jsonl")),
+    ("info", lambda m, p: m.info()),
+    ("reindex", lambda m, p: m.reindex()),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in CLOSED_CALLS], ids=[n for n, _ in CLOSED_CALLS])
+def test_methods_after_close_raise_storage_error(
+    home: Path, tmp_path: Path, call: Callable[[Memory, Path], object]
+) -> None:
+    memory = Memory(home, embedder=HashEmbedder())
+    memory.add("x", user_id="ana", id="x")
+    memory.close()
+    memory.close()  # closing twice is harmless
+    with pytest.raises(StorageError):
+        call(memory, tmp_path)
+
+
+def test_catch_up_reindexes_for_a_new_model_on_open(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(dimension=384)) as first:
+        turns = first.add([{"content": f"travel plan number {i} to Kyoto"} for i in range(5)], user_id="ana")
+        turns += first.add("bob goes to Oslo", user_id="bob")
+        assert first.info()["counts"]["vectors[hash-bow-384]"] == 6
+    with Memory(home, embedder=HashEmbedder(dimension=64)) as second:
+        counts = second.info()["counts"]
+        assert counts["vectors[hash-bow-64]"] == 6
+        assert counts["turns"] == 6
+        assert second.info()["dimension"] == 64
+        assert second.reindex() == 0  # nothing left to do
+        hits = second.search("travel plan Kyoto", user_id="ana", mode="vector", limit=10)
+        assert {h.id for h in hits} == {t.id for t in turns[:5]}
+        assert _ids(second.search("Oslo", user_id="bob", mode="vector")) == [turns[5].id]
