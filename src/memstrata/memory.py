@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -83,6 +85,8 @@ class Memory:
         )
         self._index = VectorIndex(self._embedder.dimension)
         self._ids = IdGenerator()
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
         self._closed = False
         self.reindex()
 
@@ -97,6 +101,8 @@ class Memory:
         """Release the store; the Memory cannot be used afterwards."""
         if not self._closed:
             self._closed = True
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
             self._index.drop()
             self._store.close()
 
@@ -246,13 +252,21 @@ class Memory:
         depth = max(self.settings.search_candidates, count)
         rankings: dict[str, list[int]] = {}
         match = fts_query(text) if mode != "vector" else None
-        if match is not None:
-            rankings["fulltext"] = [seq for seq, _ in self._store.fulltext(match, scope.user_id, filters, depth)]
         if mode != "fulltext":
             self._sync_index(scope.user_id)
-            allowed = None if filters.is_empty else self._store.filtered_seqs(scope.user_id, filters)
+        allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(scope.user_id, filters)
+        # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
+        # this thread embeds the query and scans the vectors: latency is the slower of the two.
+        pending = (
+            self._background().submit(self._store.fulltext, match, scope.user_id, filters, depth)
+            if match is not None
+            else None
+        )
+        if mode != "fulltext":
             query_vector = self._embedder.embed_query(text)
             rankings["vector"] = [seq for seq, _ in self._index.search(scope.user_id, query_vector, depth, allowed)]
+        if pending is not None:
+            rankings = {"fulltext": [seq for seq, _ in pending.result()], **rankings}
         fused = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k)
         # A few spares cover turns another process deleted after this index loaded them.
         wanted = fused[: count + 8]
@@ -271,6 +285,13 @@ class Memory:
             if item.key in turns
         ]
         return hits[:count]
+
+    def _background(self) -> ThreadPoolExecutor:
+        """One worker thread for the full-text half of a search, started on first use."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstrata-search")
+            return self._executor
 
     def _sync_index(self, user_id: str) -> None:
         """Load vectors other writers (or this one) stored since the index last looked."""

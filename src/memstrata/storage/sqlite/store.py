@@ -146,9 +146,10 @@ class SQLiteStore:
             result: dict[int, Turn] = {}
             for chunk in _chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
+                # "+user_id" keeps SQLite on the primary key: the user index would scan every turn.
                 rows = connection.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND seq IN ({marks})",
-                    [user_id, *chunk],
+                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE seq IN ({marks}) AND +user_id = ?",
+                    [*chunk, user_id],
                 )
                 for row in rows:
                     result[int(row[0])] = _turn_from_row(row)
