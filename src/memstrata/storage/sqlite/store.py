@@ -6,6 +6,7 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,13 +63,28 @@ class SQLiteStore:
         connection = self._connection
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
         if self.location != ":memory:":
-            connection.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal(busy_timeout_seconds)
         # FULL makes each commit durable against power loss, not just a killed process;
         # measured at ~0.25 ms per commit here.
         connection.execute("PRAGMA synchronous = FULL")
         connection.execute("PRAGMA foreign_keys = ON")
         # Deleted content is overwritten, so forget() leaves no readable remains.
         connection.execute("PRAGMA secure_delete = ON")
+
+    def _enable_wal(self, busy_timeout_seconds: float) -> None:
+        """Switch to WAL; the switch ignores the busy timeout, so retry while another opener holds the lock."""
+        deadline = time.monotonic() + busy_timeout_seconds
+        while True:
+            try:
+                mode = self._connection.execute("PRAGMA journal_mode = WAL").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+                continue
+            if mode and str(mode[0]).lower() == "wal":
+                return
+            raise StorageError(f"{self.location} cannot use write-ahead logging (journal mode stays {mode[0]!r})")
 
     # -- plumbing ---------------------------------------------------------------------
 
