@@ -20,7 +20,7 @@ from memstrata.embeddings.base import Embedder, Vectors
 from memstrata.errors import IdConflict, InvalidInput, NotFound, StorageError
 from memstrata.ids import IdGenerator
 from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn
-from memstrata.retrieval.fulltext import fts_query
+from memstrata.retrieval.fulltext import fts_query, indexed_text
 from memstrata.retrieval.fusion import reciprocal_rank_fusion
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store
@@ -176,7 +176,7 @@ class Memory:
                 raise IdConflict(f"id {turn.id!r} is already used by a different message; use a new id")
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
-            vectors = self._embed([turn.content for turn in fresh], known=[known_vectors.get(t.id) for t in fresh])
+            vectors = self._embed([indexed_text(t) for t in fresh], known=[known_vectors.get(t.id) for t in fresh])
             self._store.insert_turns(fresh, vectors, self._embedder.model_id)
         return [existing.get(turn.id, turn) for turn in turns]
 
@@ -206,7 +206,7 @@ class Memory:
         done = 0
         while total and (batch := self._store.turns_missing_vectors(model_id, 256)):
             seqs = [seq for seq, _ in batch]
-            self._store.put_vectors(model_id, seqs, self._embed([content for _, content in batch]))
+            self._store.put_vectors(model_id, seqs, self._embed([indexed_text(turn) for _, turn in batch]))
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))
@@ -422,7 +422,7 @@ class Memory:
                 raise IdConflict(f"id {turn.id!r} in {source} names a different message than the stored one")
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
-            vectors = self._embed([turn.content for turn in fresh], known=[known.get(turn.id) for turn in fresh])
+            vectors = self._embed([indexed_text(turn) for turn in fresh], known=[known.get(turn.id) for turn in fresh])
             self._store.insert_turns(fresh, vectors, model_id)
         return TransferReport(
             str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)

@@ -243,7 +243,10 @@ def test_vectors_after_tracks_high_water(store: SQLiteStore) -> None:
 
 def test_missing_vectors_and_put_vectors(store: SQLiteStore) -> None:
     seqs = store.insert_turns([_turn("a", "one"), _turn("b", "two")], None, MODEL)
-    assert store.turns_missing_vectors(MODEL, 10) == [(seqs[0], "one"), (seqs[1], "two")]
+    assert [(seq, turn.content) for seq, turn in store.turns_missing_vectors(MODEL, 10)] == [
+        (seqs[0], "one"),
+        (seqs[1], "two"),
+    ]
     store.put_vectors(MODEL, seqs, _vectors(2))
     assert store.turns_missing_vectors(MODEL, 10) == []
     store.put_vectors(MODEL, [seqs[0], 9999], _vectors(2))  # a vanished turn is skipped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -46,10 +47,68 @@ def ingest_search(
     result = run_ingest_search(options, console=console)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(__import__("json").dumps(result, indent=2) + "\n")
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
     table = Table("measure", "value", title=f"ingest-search, {turns:,} turns ({result['embedder']})")
     for key, value in result["summary"].items():
         table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
     console.print(table)
     if json_out is None:
         print_json(result)
+
+
+@app.command("locomo")
+def locomo(
+    data: Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")] = None,
+    conversations: Annotated[
+        str | None, typer.Option(help="Which conversations, e.g. 1-5 or 1,3,7 (default: all).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
+    embedder: Annotated[str | None, typer.Option(help="Embedder name (default: settings).")] = None,
+    threads: Annotated[int | None, typer.Option(help="Embedding threads (default: settings).")] = None,
+    embedder_baseline: Annotated[bool, typer.Option(help="Also time the bare embedder on the same turns.")] = True,
+    home: Annotated[Path | None, typer.Option(help="Data directory (default: a temporary one).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here as JSON.")] = None,
+    details: Annotated[Path | None, typer.Option(help="Write one JSON line per question here.")] = None,
+) -> None:
+    """LoCoMo evidence retrieval: recall@5/10/20, hit@10, NDCG@10 per category, hybrid vs BM25 vs dense.
+
+    Example: memstrata bench locomo --conversations 1-5 --json results/locomo.json
+    """
+    from memstrata.bench.locomo import MODES, LocomoOptions, parse_conversations, run_locomo
+    from memstrata.errors import InvalidInput
+
+    try:
+        chosen = parse_conversations(conversations)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    options = LocomoOptions(
+        data=data,
+        conversations=chosen,
+        limit=limit,
+        embedder=embedder,
+        threads=threads,
+        home=home,
+        embedder_baseline=embedder_baseline,
+    )
+    report, records = run_locomo(options, console=console)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(report, indent=2) + "\n")
+    if details is not None:
+        details.parent.mkdir(parents=True, exist_ok=True)
+        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    for split, by_mode in report["retrieval"].items():
+        table = Table("mode / category", "n", "R@5", "R@10", "R@20", "hit@10", "NDCG@10", title=f"LoCoMo, {split}")
+        for mode in MODES:
+            for group, scores in by_mode[mode].items():
+                if scores:
+                    table.add_row(
+                        f"{mode} · {group}",
+                        str(int(scores["questions"])),
+                        *(f"{scores[key]:.3f}" for key in ("recall@5", "recall@10", "recall@20", "hit@10", "ndcg@10")),
+                    )
+        console.print(table)
+    latency = ", ".join(
+        f"{mode} p50 {v['p50']:.1f} ms / p95 {v['p95']:.1f} ms" for mode, v in report["latency_ms"].items()
+    )
+    console.print(f"{report['turns']} turns ingested in {report['ingest_seconds']:.1f} s; search latency: {latency}")

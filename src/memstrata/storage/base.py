@@ -97,8 +97,8 @@ class Store(Protocol):
         """How many turns have no ``model_id`` vector."""
         ...
 
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` (seq, content) of turns without a ``model_id`` vector."""
+    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
+        """Up to ``limit`` (seq, turn) of turns without a ``model_id`` vector."""
         ...
 
     def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:

@@ -42,18 +42,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX turns_by_session ON turns (user_id, session_id, created_at, seq);
 
         CREATE VIRTUAL TABLE turns_fts USING fts5 (
-            content, content='turns', content_rowid='seq',
+            content, name, content='turns', content_rowid='seq',
             tokenize='porter unicode61 remove_diacritics 2'
         );
         CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns BEGIN
-            INSERT INTO turns_fts (rowid, content) VALUES (new.seq, new.content);
+            INSERT INTO turns_fts (rowid, content, name) VALUES (new.seq, new.content, new.name);
         END;
         CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
-            INSERT INTO turns_fts (turns_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+            INSERT INTO turns_fts (turns_fts, rowid, content, name) VALUES ('delete', old.seq, old.content, old.name);
         END;
-        CREATE TRIGGER turns_fts_update AFTER UPDATE OF content ON turns BEGIN
-            INSERT INTO turns_fts (turns_fts, rowid, content) VALUES ('delete', old.seq, old.content);
-            INSERT INTO turns_fts (rowid, content) VALUES (new.seq, new.content);
+        CREATE TRIGGER turns_fts_update AFTER UPDATE OF content, name ON turns BEGIN
+            INSERT INTO turns_fts (turns_fts, rowid, content, name) VALUES ('delete', old.seq, old.content, old.name);
+            INSERT INTO turns_fts (rowid, content, name) VALUES (new.seq, new.content, new.name);
         END;
 
         CREATE TABLE turn_vectors (

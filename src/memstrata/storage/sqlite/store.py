@@ -295,19 +295,15 @@ class SQLiteStore:
         )
         return int(row[0][0])
 
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, str]]:
-        """Turns that have no vector of ``model_id`` yet."""
-        return self._read(
-            lambda connection: [
-                (int(seq), str(content))
-                for seq, content in connection.execute(
-                    "SELECT t.seq, t.content FROM turns t WHERE NOT EXISTS ("
-                    " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)"
-                    " ORDER BY t.seq LIMIT ?",
-                    (model_id, limit),
-                )
-            ]
+    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
+        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
+        rows = self._fetch_all(
+            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE NOT EXISTS ("
+            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)"
+            " ORDER BY t.seq LIMIT ?",
+            (model_id, limit),
         )
+        return [(int(row[0]), _turn_from_row(row)) for row in rows]
 
     def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
         """Store vectors for existing turns; a turn deleted meanwhile is skipped."""

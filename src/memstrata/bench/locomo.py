@@ -1,0 +1,217 @@
+"""The LoCoMo retrieval benchmark, run through the public Memory API only."""
+
+from __future__ import annotations
+
+import re
+import resource
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+
+from memstrata import Memory
+from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
+from memstrata.bench.ingest_search import machine, percentile
+from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
+
+MODES = ("hybrid", "fulltext", "vector")
+CUTOFFS = (5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TUNING_CONVERSATIONS = 5  # methods are chosen on the first five; six to ten are held out
+_DIA_ID = re.compile(r"D\d+:\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class LocomoOptions:
+    """What to run; ``None`` means the Memory's own setting."""
+
+    data: Path | None = None
+    conversations: tuple[int, ...] = ()
+    limit: int | None = None
+    embedder: str | None = None
+    threads: int | None = None
+    home: Path | None = None
+    embedder_baseline: bool = True
+
+
+def parse_conversations(text: str | None) -> tuple[int, ...]:
+    """'1-5' or '1,3,7' → 1-based conversation numbers; empty means all."""
+    if not text:
+        return ()
+    numbers: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise ValueError(f"cannot read conversations {text!r}; use e.g. 1-5 or 1,3,7")
+        numbers.extend(range(int(low), int(high or low) + 1))
+    return tuple(sorted(set(numbers)))
+
+
+def turn_id(turn: DialogTurn) -> str:
+    """The caller-supplied id each LoCoMo turn is stored under."""
+    return f"{turn.conversation}:{turn.dia_id}"
+
+
+def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Ingest the chosen conversations, ask their questions in every mode, score the ranks.
+
+    Returns the report and one record per question (its evidence and each mode's ranking).
+    """
+    console = console or Console(stderr=True)
+    turns, questions = load_locomo(find_locomo(options.data))
+    order = list(dict.fromkeys(turn.conversation for turn in turns))
+    chosen = [order[n - 1] for n in options.conversations if 0 < n <= len(order)] or order
+    number_of = {conversation: order.index(conversation) + 1 for conversation in order}
+    turns = [turn for turn in turns if turn.conversation in chosen]
+    questions = [q for q in questions if q.conversation in chosen and q.category in CATEGORIES]
+    overrides: dict[str, Any] = {}
+    if options.embedder:
+        overrides["embedder"] = options.embedder
+    if options.threads:
+        overrides["embedding_threads"] = options.threads
+    with (
+        tempfile.TemporaryDirectory(prefix="memstrata-locomo-") as scratch,
+        Memory(options.home or Path(scratch), **overrides) as memory,
+    ):
+        embed_seconds = _time_embedder(memory, turns) if options.embedder_baseline else None
+        ingest_seconds = _ingest(memory, turns, console)
+        known = {turn_id(turn) for turn in turns}
+        records = _ask(memory, questions, known, options.limit, number_of, console)
+        report = _report(memory, records, len(turns), ingest_seconds, embed_seconds, chosen, number_of)
+        return report, records
+
+
+def _time_embedder(memory: Memory, turns: list[DialogTurn]) -> float:
+    started = time.perf_counter()
+    texts = [turn.text for turn in turns]
+    for start in range(0, len(texts), 64):
+        memory.embedder.embed_documents(texts[start : start + 64])
+    return time.perf_counter() - started
+
+
+def _ingest(memory: Memory, turns: list[DialogTurn], console: Console) -> float:
+    sessions: dict[tuple[str, str], list[DialogTurn]] = defaultdict(list)
+    for turn in turns:
+        sessions[(turn.conversation, turn.session)].append(turn)
+    started = time.perf_counter()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("ingesting LoCoMo", total=len(turns))
+        for (conversation, session), session_turns in sessions.items():
+            for start in range(0, len(session_turns), 64):
+                chunk = session_turns[start : start + 64]
+                memory.add(
+                    [{"role": "user", "content": t.text, "name": t.speaker, "id": turn_id(t)} for t in chunk],
+                    user_id=conversation,
+                    session_id=session,
+                    timestamp=chunk[0].timestamp + timedelta(seconds=start),
+                )
+                progress.update(task, advance=len(chunk))
+    return time.perf_counter() - started
+
+
+def _ask(
+    memory: Memory,
+    questions: list[Question],
+    known: set[str],
+    limit: int | None,
+    number_of: dict[str, int],
+    console: Console,
+) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    usable = []
+    for question in questions:
+        evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in _DIA_ID.findall(e)})
+        evidence = [e for e in evidence if e in known]
+        if evidence:
+            usable.append((question, evidence))
+    usable = usable[:limit] if limit else usable
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("asking", total=len(usable))
+        for question, evidence in usable:
+            record: dict[str, Any] = {
+                "conversation": question.conversation,
+                "conversation_number": number_of[question.conversation],
+                "category": question.category,
+                "question": question.question,
+                "evidence": evidence,
+            }
+            for mode in MODES:
+                started = time.perf_counter()
+                hits = memory.search(question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode)
+                elapsed = (time.perf_counter() - started) * 1000
+                ranked = [hit.id for hit in hits]
+                record[mode] = {"ranked": ranked, "ms": elapsed}
+            records.append(record)
+            progress.update(task, advance=1)
+    return records
+
+
+def _scores(records: Sequence[dict[str, Any]], mode: str) -> dict[str, float]:
+    if not records:
+        return {}
+    result: dict[str, float] = {"questions": float(len(records))}
+    for k in CUTOFFS:
+        result[f"recall@{k}"] = statistics.fmean(recall_at(r[mode]["ranked"], r["evidence"], k) for r in records)
+    result["hit@10"] = statistics.fmean(hit_at(r[mode]["ranked"], r["evidence"], 10) for r in records)
+    result["ndcg@10"] = statistics.fmean(ndcg_at(r[mode]["ranked"], r["evidence"], 10) for r in records)
+    return result
+
+
+def _report(
+    memory: Memory,
+    records: list[dict[str, Any]],
+    turn_count: int,
+    ingest_seconds: float,
+    embed_seconds: float | None,
+    chosen: list[str],
+    number_of: dict[str, int],
+) -> dict[str, Any]:
+    splits = {
+        "all": records,
+        "conversations 1-5": [r for r in records if r["conversation_number"] <= TUNING_CONVERSATIONS],
+        "conversations 6-10": [r for r in records if r["conversation_number"] > TUNING_CONVERSATIONS],
+    }
+    retrieval: dict[str, Any] = {}
+    for split, subset in splits.items():
+        if not subset:
+            continue
+        retrieval[split] = {
+            mode: {
+                "overall": _scores(subset, mode),
+                **{
+                    f"category {c} ({name})": _scores([r for r in subset if r["category"] == c], mode)
+                    for c, name in CATEGORIES.items()
+                    if any(r["category"] == c for r in subset)
+                },
+            }
+            for mode in MODES
+        }
+    latencies = {mode: [r[mode]["ms"] for r in records] for mode in MODES}
+    return {
+        "benchmark": "locomo-retrieval",
+        "measured_at": datetime.now(UTC).isoformat(),
+        "machine": machine(),
+        "embedder": memory.embedder.model_id,
+        "settings": memory.settings.model_dump(mode="json", exclude={"home", "storage_url"}),
+        "conversations": [number_of[c] for c in chosen],
+        "turns": turn_count,
+        "questions": len(records),
+        "ingest_seconds": ingest_seconds,
+        "embedder_only_seconds": embed_seconds,
+        "ingest_vs_embedder": ingest_seconds / embed_seconds if embed_seconds else None,
+        "latency_ms": {
+            mode: {"p50": statistics.median(values), "p95": percentile(values, 0.95)}
+            for mode, values in latencies.items()
+            if values
+        },
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "retrieval": retrieval,
+    }
