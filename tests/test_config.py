@@ -25,7 +25,7 @@ def _toml(directory: Path, text: str) -> Path:
 def test_defaults(home: Path) -> None:
     settings = load_settings(home=home)
     assert settings.max_text_bytes == 1_000_000
-    assert settings.search_candidates == 100
+    assert settings.search_candidates == 20
     assert settings.rrf_k == 60
     assert settings.embedder == "auto"
     assert settings.data_dir == home
