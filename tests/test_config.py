@@ -74,7 +74,10 @@ def test_toml_found_through_env_home(home: Path, monkeypatch: pytest.MonkeyPatch
 def test_toml_in_another_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _toml(tmp_path / "env-home", "search_candidates = 44\n")
     monkeypatch.setenv("MEMSTRATA_HOME", str(tmp_path / "env-home"))
-    assert load_settings(home=tmp_path / "kwarg-home").search_candidates == 100
+    assert (
+        load_settings(home=tmp_path / "kwarg-home").search_candidates
+        == Settings.model_fields["search_candidates"].default
+    )
 
 
 def test_toml_accepts_hyphenated_keys(home: Path) -> None:

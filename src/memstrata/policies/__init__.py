@@ -1,0 +1,1 @@
+"""Pure memory policies: importance, heat and consolidation, with `now` always passed in."""
