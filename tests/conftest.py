@@ -31,6 +31,6 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def memory(home: Path) -> Iterator[Memory]:
-    """A Memory with the fast deterministic embedder (no meaning, just shared words)."""
-    with Memory(home, embedder=HashEmbedder()) as opened:
+    """A Memory with the fast deterministic embedder; tier work runs only on flush()."""
+    with Memory(home, embedder=HashEmbedder(), background=False) as opened:
         yield opened

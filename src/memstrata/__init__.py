@@ -18,6 +18,7 @@ from memstrata.errors import (
     MemstrataError,
     MissingDependency,
     NotFound,
+    ProviderError,
     SchemaTooNew,
     StorageError,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "MemstrataError",
     "MissingDependency",
     "NotFound",
+    "ProviderError",
     "Role",
     "SchemaTooNew",
     "Scope",

@@ -39,6 +39,17 @@ class Settings(BaseSettings):
     search_candidates: int = Field(default=20, ge=1, le=10_000, description="Candidates per retriever.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
+    working_capacity: int = Field(
+        default=10, ge=1, le=10_000, description="Exchanges kept per session in working memory."
+    )
+    background: bool = Field(default=True, description="Run tier work in a background thread (else on flush()).")
+    midterm_capacity: int = Field(default=200, ge=1, description="Active mid-term segments per user before eviction.")
+    promote_heat: float = Field(default=5.0, description="Segment heat that promotes it to a long-term scene.")
+    segment_similarity: float = Field(
+        default=0.8, ge=-1.0, le=1.0, description="Cosine at which an exchange joins an existing segment."
+    )
+    consolidate_every: int = Field(default=50, ge=1, description="Consolidate after this many new turns.")
+    consolidate_tokens: int = Field(default=4000, ge=1, description="…or once unconsolidated words exceed this.")
 
     @field_validator("embedder")
     @classmethod

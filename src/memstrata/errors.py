@@ -10,7 +10,8 @@
     │   └── MissingDependency            an optional package is not installed
     ├── StorageError                     the store failed or cannot be opened
     │   └── SchemaTooNew                 the database was written by a newer memstrata
-    └── EmbeddingError                   the embedding model failed to load or to run
+    ├── EmbeddingError                   the embedding model failed to load or to run
+    └── ProviderError                    an LLM provider failed or answered unusably
 
 Front ends map these once: the CLI to a one-line message and an exit code, the
 server to HTTP statuses. Messages say how to fix the problem.
@@ -57,3 +58,7 @@ class SchemaTooNew(StorageError):
 
 class EmbeddingError(MemstrataError):
     """The embedding model could not be loaded or failed while embedding."""
+
+
+class ProviderError(MemstrataError):
+    """An LLM provider failed, timed out, or returned something unusable."""

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,12 +19,20 @@ from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder, Vectors
 from memstrata.errors import IdConflict, InvalidInput, NotFound, StorageError
 from memstrata.ids import IdGenerator
+from memstrata.llms.base import LLM
+from memstrata.llms.none import NoLLM
+from memstrata.memory_tiers import TierViews
 from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn
+from memstrata.policies.consolidation import ConsolidationPolicy
+from memstrata.policies.heat import HeatPolicy
 from memstrata.retrieval.fulltext import fts_query, indexed_text
 from memstrata.retrieval.fusion import reciprocal_rank_fusion
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store
 from memstrata.storage.base import Store
+from memstrata.storage.sqlite.store import SQLiteStore
+from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
+from memstrata.tiers.worker import Worker
 from memstrata.transfer import header_line, read_export, turn_line
 from memstrata.validation import (
     check_identifier,
@@ -45,7 +53,7 @@ SEARCH_MODES = ("hybrid", "fulltext", "vector")
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
-class Memory:
+class Memory(TierViews):
     """Persistent memory for LLM agents: ``add`` what was said, ``search`` before answering.
 
     >>> with Memory("/tmp/demo-memory") as memory:            # doctest: +SKIP
@@ -61,6 +69,7 @@ class Memory:
         settings: Settings | None = None,
         store: Store | None = None,
         embedder: Embedder | str | None = None,
+        llm: LLM | None = None,
         **overrides: Any,
     ) -> None:
         if isinstance(embedder, str):  # the setting's name, not an Embedder object
@@ -89,6 +98,26 @@ class Memory:
         self._executor_lock = threading.Lock()
         self._closed = False
         self.reindex()
+        self._llm: LLM = llm or NoLLM()
+        policy = HierarchyPolicy(
+            working_capacity=settings.working_capacity,
+            segment_similarity=settings.segment_similarity,
+            heat=HeatPolicy(promote_threshold=settings.promote_heat, midterm_capacity=settings.midterm_capacity),
+            consolidation=ConsolidationPolicy(
+                every_turns=settings.consolidate_every, token_threshold=settings.consolidate_tokens
+            ),
+        )
+        store_with_tiers = cast(SQLiteStore, self._store)
+        self._hierarchy = Hierarchy(store_with_tiers, self._embedder, self._llm, policy, self._ids)
+        self._worker = Worker(
+            lambda: store_with_tiers.claim_job(policy.job_lease_seconds),
+            self._hierarchy.run,
+            store_with_tiers.finish_job,
+            lambda job_id, error, retry: store_with_tiers.fail_job(job_id, error, retry=retry),
+            max_attempts=policy.max_attempts,
+        )
+        if settings.background:
+            self._worker.start()
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Memory:
@@ -100,6 +129,7 @@ class Memory:
     def close(self) -> None:
         """Release the store; the Memory cannot be used afterwards."""
         if not self._closed:
+            self._worker.stop()
             self._closed = True
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
@@ -177,8 +207,16 @@ class Memory:
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed([indexed_text(t) for t in fresh], known=[known_vectors.get(t.id) for t in fresh])
-            self._store.insert_turns(fresh, vectors, self._embedder.model_id)
+            self._store.insert_turns(
+                fresh, vectors, self._embedder.model_id, working_capacity=self.settings.working_capacity
+            )
+            self._after_enqueue()
         return [existing.get(turn.id, turn) for turn in turns]
+
+    def _after_enqueue(self) -> None:
+        """Nudge the background worker (when there is one) about new jobs."""
+        if self.settings.background:
+            self._worker.wake()
 
     def _embed(self, texts: Sequence[str], known: Sequence[Vectors | None] | None = None) -> Vectors:
         """Embed ``texts``, reusing vectors already known for some of them."""
@@ -228,13 +266,17 @@ class Memory:
         after: datetime | str | None = None,
         before: datetime | str | None = None,
         mode: str = "hybrid",
+        tiers: bool = True,
     ) -> list[Hit]:
         """The turns most relevant to ``query`` in ``user_id``'s memory, best first.
 
         ``mode="hybrid"`` fuses full-text (BM25) and vector candidates by reciprocal rank
-        fusion; ``"fulltext"`` or ``"vector"`` use one retriever alone. Each hit's ``ranks``
-        says where each retriever placed it. Query text is never parsed as search syntax,
-        so quotes, ``*``, ``NEAR`` or SQL are just words.
+        fusion; ``"fulltext"`` or ``"vector"`` use one retriever alone over the turns. With
+        ``tiers`` (the default) a hybrid search covers the derived tiers too: long-term cells and scenes, mid-term
+        segment summaries and consolidation summaries, each hit naming its ``tier`` and the
+        ``source_turn_ids`` it stands for. Each hit's ``ranks`` says where each retriever
+        placed it. Query text is never parsed as search syntax, so quotes, ``*``, ``NEAR`` or
+        SQL are just words. Segments whose turns are found get a visit (their heat rises).
         """
         if mode not in SEARCH_MODES:
             raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
@@ -250,41 +292,57 @@ class Memory:
             before=check_timestamp(before, "before"),
         )
         depth = max(self.settings.search_candidates, count)
-        rankings: dict[str, list[int]] = {}
+        rankings: dict[str, list[tuple[str, int]]] = {}
         match = fts_query(text) if mode != "vector" else None
         if mode != "fulltext":
             self._sync_index(scope.user_id)
         allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(scope.user_id, filters)
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
+        # Derived items (cells, segment and consolidation summaries) have no session or role,
+        # so a filtered search stays on the episodic turns.
+        with_derived = tiers and filters.is_empty and mode == "hybrid"
         pending = (
-            self._background().submit(self._store.fulltext, match, scope.user_id, filters, depth)
+            self._background().submit(self._fulltext_candidates, match, scope.user_id, filters, depth, with_derived)
             if match is not None
             else None
         )
         if mode != "fulltext":
             query_vector = self._embedder.embed_query(text)
-            rankings["vector"] = [seq for seq, _ in self._index.search(scope.user_id, query_vector, depth, allowed)]
+            found = self._index.search(scope.user_id, query_vector, depth, allowed)
+            rankings["vector"] = [("turn", seq) for seq, _ in found]
         if pending is not None:
-            rankings = {"fulltext": [seq for seq, _ in pending.result()], **rankings}
+            rankings = {**pending.result(), **rankings}
         fused = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k)
         # A few spares cover turns another process deleted after this index loaded them.
         wanted = fused[: count + 8]
-        turns = self._store.get_by_seqs([item.key for item in wanted], scope.user_id)
-        hits = [
-            Hit(
-                id=turns[item.key].id,
-                tier="episodic",
-                content=turns[item.key].content,
-                score=item.score,
-                turn=turns[item.key],
-                source_turn_ids=(turns[item.key].id,),
-                ranks=dict(item.ranks),
-            )
-            for item in wanted
-            if item.key in turns
-        ]
-        return hits[:count]
+        turns = self._store.get_by_seqs([seq for kind, seq in (i.key for i in wanted) if kind == "turn"], scope.user_id)
+        derived = self._store.derived_items(
+            [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], scope.user_id
+        )
+        hits: list[Hit] = []
+        for item in wanted:
+            kind, seq = item.key
+            if kind == "turn" and seq in turns:
+                turn = turns[seq]
+                hits.append(Hit(turn.id, "episodic", turn.content, item.score, turn, (turn.id,), dict(item.ranks)))
+            elif kind == "derived" and seq in derived:
+                item_id, tier, content, sources = derived[seq]
+                hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks)))
+        hits = hits[:count]
+        visited = [seq for seq, turn in turns.items() if any(hit.turn is turn for hit in hits)]
+        if visited:
+            self._store.enqueue_job("visit", scope.user_id, {"seqs": visited})
+            self._after_enqueue()
+        return hits
+
+    def _fulltext_candidates(
+        self, match: str, user_id: str, filters: SearchFilters, depth: int, with_derived: bool
+    ) -> dict[str, list[tuple[str, int]]]:
+        found = {"fulltext": [("turn", seq) for seq, _ in self._store.fulltext(match, user_id, filters, depth)]}
+        if with_derived:
+            found["derived"] = [("derived", seq) for seq, _ in self._store.derived_fulltext(match, user_id, depth)]
+        return found
 
     def _background(self) -> ThreadPoolExecutor:
         """One worker thread for the full-text half of a search, started on first use."""
@@ -423,7 +481,8 @@ class Memory:
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed([indexed_text(turn) for turn in fresh], known=[known.get(turn.id) for turn in fresh])
-            self._store.insert_turns(fresh, vectors, model_id)
+            self._store.insert_turns(fresh, vectors, model_id, working_capacity=self.settings.working_capacity)
+            self._after_enqueue()
         return TransferReport(
             str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
         )

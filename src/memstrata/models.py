@@ -115,3 +115,130 @@ def format_time(moment: datetime) -> str:
     utc = moment.astimezone(UTC)
     # strftime's %Y does not zero-pad years before 1000 on every platform.
     return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.%f+00:00")
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A typed long-term memory (fact, preference, task, decision, plan, risk) with validity.
+
+    ``valid_to`` is set when a newer cell about the same subject and attribute superseded
+    it; ``superseded_by`` names that cell. Superseded cells are kept as history.
+    """
+
+    id: str
+    user_id: str
+    kind: str
+    subject: str
+    attribute: str
+    value: str
+    content: str
+    salience: float
+    valid_from: datetime
+    source_turn_id: str
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    scene_id: str | None = None
+
+    @property
+    def is_current(self) -> bool:
+        """True until a newer cell supersedes it."""
+        return self.valid_to is None
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A mid-term topic segment built from exchanges that left working memory."""
+
+    id: str
+    user_id: str
+    summary: str
+    keywords: tuple[str, ...]
+    visits: int
+    turn_count: int
+    heat: float
+    state: str
+    created_at: datetime
+    last_activity: datetime
+    session_id: str | None = None
+    promoted_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A recurring interaction pattern of a user, scored by frequency and recency."""
+
+    key: str
+    description: str
+    count: int
+    first_seen: datetime
+    last_seen: datetime
+    score: float
+    evidence: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EntityNode:
+    """A named entity seen in a user's memory."""
+
+    name: str
+    kind: str
+    mentions: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EntityEdge:
+    """Two entities mentioned together, and how often."""
+
+    source: str
+    target: str
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """The entities a query touches, their neighbours, and the edges between them."""
+
+    nodes: tuple[EntityNode, ...]
+    edges: tuple[EntityEdge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidation:
+    """One "sleep" summary of a cluster of turns, with its token-efficiency score (TES)."""
+
+    id: str
+    user_id: str
+    summary: str
+    source_turn_ids: tuple[str, ...]
+    compression_ratio: float
+    entity_preservation: float
+    tes: float
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEvent:
+    """An audit-log entry: promotion, eviction, consolidation, supersession, deletion."""
+
+    at: datetime
+    kind: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """Everything an operator tunes thresholds by, for one user."""
+
+    user_id: str
+    counts: Mapping[str, int]
+    working: tuple[Turn, ...]
+    segments: tuple[Segment, ...]
+    profile: Mapping[str, str]
+    cells: tuple[Cell, ...]
+    patterns: tuple[Pattern, ...]
+    entities: tuple[EntityNode, ...]
+    consolidations: tuple[Consolidation, ...]
+    events: tuple[MemoryEvent, ...]
+    pending_jobs: int

@@ -114,6 +114,8 @@ def _ingest(memory: Memory, turns: list[DialogTurn], console: Console) -> float:
                     timestamp=chunk[0].timestamp + timedelta(seconds=start),
                 )
                 progress.update(task, advance=len(chunk))
+        progress.update(task, description="background tier work")
+        memory.flush(timeout=None)
     return time.perf_counter() - started
 
 
@@ -147,7 +149,9 @@ def _ask(
                 started = time.perf_counter()
                 hits = memory.search(question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode)
                 elapsed = (time.perf_counter() - started) * 1000
-                ranked = [hit.id for hit in hits]
+                # A derived hit (cell, summary) stands for the turns it links to, at its own rank.
+                ranked = list(dict.fromkeys(turn_id for hit in hits for turn_id in hit.source_turn_ids))
+                ranked = ranked[: max(CUTOFFS)]
                 record[mode] = {"ranked": ranked, "ms": elapsed}
             records.append(record)
             progress.update(task, advance=1)

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from memstrata.cli import bench, demo, memory_commands
+from memstrata.cli import bench, demo, memory_commands, tier_commands
 from memstrata.cli.common import EXIT_CODES, console_error
 from memstrata.errors import MemstrataError
 
@@ -18,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
 )
 memory_commands.register(app)
+tier_commands.register(app)
 demo.register(app)
 app.add_typer(bench.app, name="bench")
 

@@ -20,6 +20,7 @@ from memstrata.errors import (
     InvalidInput,
     MemstrataError,
     NotFound,
+    ProviderError,
     StorageError,
 )
 from memstrata.memory import Memory
@@ -31,6 +32,7 @@ EXIT_CODES: tuple[tuple[type[MemstrataError], int], ...] = (
     (ConfigError, 4),
     (StorageError, 5),
     (EmbeddingError, 6),
+    (ProviderError, 7),
 )
 
 HomeOption = Annotated[

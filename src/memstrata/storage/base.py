@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,17 @@ class VectorBatch:
     seqs: Seqs
     vectors: Vectors
     high_water: int
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A unit of background work taken from the durable queue."""
+
+    id: int
+    kind: str
+    user_id: str
+    payload: dict[str, Any]
+    attempts: int
 
 
 class Store(Protocol):
@@ -45,8 +56,13 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections; further calls fail."""
 
-    def insert_turns(self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str) -> list[int]:
+    def insert_turns(
+        self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str, *, working_capacity: int | None = None
+    ) -> list[int]:
         """Store new turns (and their vectors) atomically; return their seqs.
+
+        With ``working_capacity`` the same transaction updates the working set and queues
+        the background jobs for the new turns.
 
         A turn whose id exists already is not written again: an identical one is skipped,
         a different one raises :class:`memstrata.errors.IdConflict` and nothing is written.
@@ -107,6 +123,18 @@ class Store(Protocol):
 
     def rebuild_fulltext(self) -> None:
         """Recreate the full-text index from the turns."""
+        ...
+
+    def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
+        """Queue background work durably."""
+        ...
+
+    def derived_fulltext(self, match: str, user_id: str, limit: int) -> list[tuple[int, float]]:
+        """Full-text candidates among current derived items (cells, summaries), best first."""
+        ...
+
+    def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:
+        """(id, tier, content, source turn ids) of derived items, by seq."""
         ...
 
     def counts(self) -> dict[str, int]:

@@ -17,7 +17,9 @@ import numpy as np
 
 from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Role, Scope, SearchFilters, Turn, format_time
-from memstrata.storage.base import Seqs, VectorBatch, Vectors
+from memstrata.storage.base import Job, Seqs, VectorBatch, Vectors
+from memstrata.storage.sqlite import queue
+from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
 
 T = TypeVar("T")
@@ -34,7 +36,7 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
 
 
-class SQLiteStore:
+class SQLiteStore(KnowledgeMixin):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
@@ -124,14 +126,27 @@ class SQLiteStore:
 
     # -- turns ------------------------------------------------------------------------
 
-    def insert_turns(self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str) -> list[int]:
-        """Store new turns and their vectors atomically; identical re-sends are skipped."""
+    def insert_turns(
+        self,
+        turns: Sequence[Turn],
+        vectors: Vectors | None,
+        model_id: str,
+        *,
+        working_capacity: int | None = None,
+    ) -> list[int]:
+        """Store new turns and their vectors atomically; identical re-sends are skipped.
+
+        With ``working_capacity``, the same transaction adds the new turns to their
+        session's working set (moving overflow to a mid-term job) and queues a
+        ``process`` job for them, so background work is never lost.
+        """
         if vectors is not None and len(vectors) != len(turns):
             raise StorageError("insert_turns needs exactly one vector per turn")
 
         def work(connection: sqlite3.Connection) -> list[int]:
             existing = _fetch_by_ids(connection, [turn.id for turn in turns], None)
             seqs: list[int] = []
+            fresh: list[tuple[int, Turn]] = []
             for index, turn in enumerate(turns):
                 found = existing.get(turn.id)
                 if found is not None:
@@ -144,8 +159,15 @@ class SQLiteStore:
                 )
                 seq = int(cursor.lastrowid or 0)
                 seqs.append(seq)
+                fresh.append((seq, turn))
                 if vectors is not None:
                     _insert_vector(connection, model_id, seq, turn.user_id, vectors[index])
+            if fresh and working_capacity is not None:
+                now = datetime.now(UTC)
+                queue.track_working(connection, fresh, working_capacity, now)
+                for user_id in dict.fromkeys(turn.user_id for _, turn in fresh):
+                    mine = [seq for seq, turn in fresh if turn.user_id == user_id]
+                    queue.enqueue(connection, "process", user_id, {"seqs": mine}, now)
             return seqs
 
         return self._write(work)
@@ -182,6 +204,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 return None
+            _purge_for_turns(connection, user_id, [int(row[0])])
             connection.execute("DELETE FROM turns WHERE seq = ?", (row[0],))
             _record_event(connection, "delete", user_id, {"turn_id": turn_id})
             return int(row[0])
@@ -193,6 +216,11 @@ class SQLiteStore:
         where, parameters = _scope_clause(scope)
 
         def work(connection: sqlite3.Connection) -> int:
+            if scope.agent_id is None and scope.session_id is None:
+                purge_derived(connection, scope.user_id, None)
+            else:
+                seqs = [int(r[0]) for r in connection.execute(f"SELECT seq FROM turns WHERE {where}", parameters)]
+                _purge_for_turns(connection, scope.user_id, seqs)
             cursor = connection.execute(f"DELETE FROM turns WHERE {where}", parameters)
             count = max(cursor.rowcount, 0)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
@@ -202,6 +230,55 @@ class SQLiteStore:
         count = self._write(work)
         self._read(lambda connection: connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
         return count
+
+    def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
+        """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
+        table, time_column, where = {
+            "episodic": ("turns", "created_at", "1 = 1"),
+            "midterm": ("segments", "last_activity", "state = 'archived'"),
+            "longterm": ("cells", "valid_to", "valid_to IS NOT NULL"),
+        }[tier]
+        key = "seq" if tier == "episodic" else "id"
+
+        def work(connection: sqlite3.Connection) -> int:
+            doomed: set[Any] = set()
+            if cutoff is not None:
+                doomed |= {
+                    row[0]
+                    for row in connection.execute(
+                        f"SELECT {key} FROM {table} WHERE user_id = ? AND {where} AND {time_column} < ?",
+                        (user_id, format_time(cutoff)),
+                    )
+                }
+            if keep_last is not None:
+                doomed |= {
+                    row[0]
+                    for row in connection.execute(
+                        f"SELECT {key} FROM {table} WHERE user_id = ? AND {where}"
+                        f" ORDER BY {time_column} DESC, rowid DESC LIMIT -1 OFFSET ?",
+                        (user_id, keep_last),
+                    )
+                }
+            items = sorted(doomed)
+            if tier == "episodic":
+                _purge_for_turns(connection, user_id, items)
+            for start in range(0, len(items), _CHUNK):
+                chunk = items[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                if tier != "episodic":
+                    connection.execute(f"DELETE FROM derived WHERE id IN ({marks})", chunk)
+                connection.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", chunk)
+            if items:
+                detail = {
+                    "tier": tier,
+                    "items": len(items),
+                    "cutoff": cutoff and format_time(cutoff),
+                    "keep_last": keep_last,
+                }
+                _record_event(connection, "retention", user_id, detail)
+            return len(items)
+
+        return self._write(work)
 
     def history(self, scope: Scope, *, limit: int, offset: int = 0, newest_first: bool = False) -> list[Turn]:
         """Turns of ``scope`` in time order (ties in insertion order)."""
@@ -231,6 +308,43 @@ class SQLiteStore:
             for row in rows:
                 yield int(row[0]), _turn_from_row(row)
             after = int(rows[-1][0])
+
+    # -- background jobs --------------------------------------------------------------
+
+    def claim_job(self, lease_seconds: float) -> Job | None:
+        """Take the next job to run (or one a crashed worker left), leased for a while."""
+        return self._write(lambda connection: queue.claim(connection, lease_seconds, datetime.now(UTC)))
+
+    def finish_job(self, job_id: int) -> None:
+        """Mark a job done."""
+        self._write(
+            lambda connection: connection.execute(
+                "UPDATE jobs SET state = 'done', finished_at = ?, lease_until = NULL WHERE id = ?",
+                (format_time(datetime.now(UTC)), job_id),
+            )
+        )
+
+    def fail_job(self, job_id: int, error: str, *, retry: bool) -> None:
+        """Record a failure; the job is tried again later, or parked as failed."""
+        state = "pending" if retry else "failed"
+        self._write(
+            lambda connection: connection.execute(
+                "UPDATE jobs SET state = ?, error = ?, lease_until = NULL WHERE id = ?", (state, error[:2000], job_id)
+            )
+        )
+
+    def count_jobs(self, user_id: str | None = None) -> int:
+        """Jobs not finished yet (pending or running)."""
+        sql = "SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')"
+        parameters: list[Any] = []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            parameters.append(user_id)
+        return int(self._fetch_all(sql, parameters)[0][0])
+
+    def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
+        """Queue background work durably."""
+        return self._write(lambda connection: queue.enqueue(connection, kind, user_id, payload, datetime.now(UTC)))
 
     # -- retrieval --------------------------------------------------------------------
 
@@ -399,6 +513,29 @@ def _insert_vector(connection: sqlite3.Connection, model_id: str, seq: int, user
         "INSERT INTO turn_vectors (turn_seq, model_id, user_id, dimension, vector) VALUES (?, ?, ?, ?, ?)",
         (seq, model_id, user_id, int(array.shape[-1]), array.tobytes()),
     )
+
+
+def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[int]) -> None:
+    """Drop what was derived from ``seqs``; the other turns of a dropped segment go back to mid-term."""
+    if not seqs:
+        return
+    gone = set(seqs)
+    remaining: list[int] = []
+    for chunk_start in range(0, len(seqs), _CHUNK):
+        chunk = seqs[chunk_start : chunk_start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        remaining.extend(
+            int(row[0])
+            for row in connection.execute(
+                "SELECT DISTINCT turn_seq FROM segment_turns WHERE segment_id IN"
+                f" (SELECT segment_id FROM segment_turns WHERE turn_seq IN ({marks}))",
+                chunk,
+            )
+            if int(row[0]) not in gone
+        )
+    purge_derived(connection, user_id, seqs)
+    if remaining:
+        queue.enqueue(connection, "midterm", user_id, {"seqs": sorted(set(remaining))}, datetime.now(UTC))
 
 
 def _record_event(connection: sqlite3.Connection, kind: str, user_id: str | None, detail: dict[str, Any]) -> None:

@@ -1,0 +1,92 @@
+"""Commands over the memory hierarchy: inspect, consolidate."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memstrata.cli.common import HomeOption, JsonOption, UserOption, console, open_memory, print_json
+from memstrata.models import Inspection
+
+
+def register(app: typer.Typer) -> None:
+    """Attach this module's commands to the root app."""
+    app.command()(inspect)
+    app.command()(consolidate)
+
+
+def inspect(
+    user: UserOption,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Rows per section.")] = 10,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show every tier of a user's memory: counts, working set, segments, profile, cells, log.
+
+    Example: memstrata inspect --user ana --json
+    """
+    with open_memory(home) as memory:
+        memory.flush()
+        report = memory.inspect(user_id=user, limit=limit)
+    if as_json:
+        print_json(report)
+    else:
+        _print(report)
+
+
+def _print(report: Inspection) -> None:
+    counts = Table("tier", "items", title=f"memory of {report.user_id} ({report.pending_jobs} jobs pending)")
+    for name, count in report.counts.items():
+        counts.add_row(name, str(count))
+    console.print(counts)
+    if report.profile:
+        profile = Table("trait", "value", title="profile")
+        for key, value in report.profile.items():
+            profile.add_row(key, value)
+        console.print(profile)
+    if report.cells:
+        cells = Table("kind", "subject", "attribute", "value", "valid", title="long-term cells")
+        for cell in report.cells:
+            until = cell.valid_to.strftime("%Y-%m-%d") if cell.valid_to else "now"
+            cells.add_row(cell.kind, cell.subject, cell.attribute, cell.value, f"{cell.valid_from:%Y-%m-%d} → {until}")
+        console.print(cells)
+    if report.segments:
+        segments = Table("heat", "visits", "turns", "state", "summary", title="mid-term segments")
+        for segment in report.segments:
+            segments.add_row(
+                f"{segment.heat:.2f}", str(segment.visits), str(segment.turn_count), segment.state, segment.summary
+            )
+        console.print(segments)
+    if report.patterns:
+        patterns = Table("score", "count", "pattern", title="procedural patterns")
+        for pattern in report.patterns:
+            patterns.add_row(f"{pattern.score:.2f}", str(pattern.count), pattern.description)
+        console.print(patterns)
+    if report.entities:
+        console.print("entities: " + ", ".join(f"{e.name} ({e.kind}, {e.mentions})" for e in report.entities))
+    for consolidation in report.consolidations:
+        console.print(f"consolidation TES {consolidation.tes:.3f}: {consolidation.summary}", highlight=False)
+    if report.events:
+        events = Table("when", "event", "detail", title="event log")
+        for event in report.events:
+            events.add_row(f"{event.at:%Y-%m-%d %H:%M:%S}", event.kind, str(dict(event.detail)))
+        console.print(events)
+
+
+def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Run "sleep" now: cluster unconsolidated turns and summarise each cluster, with its TES.
+
+    Example: memstrata consolidate --user ana
+    """
+    with open_memory(home) as memory:
+        made = memory.consolidate(user_id=user)
+    if as_json:
+        print_json(made)
+        return
+    for item in made:
+        console.print(
+            f"[bold]{len(item.source_turn_ids)} turns[/] → {item.summary}  (TES {item.tes:.3f})", highlight=False
+        )
+    console.print(f"{len(made)} consolidations")

@@ -1,0 +1,1 @@
+"""Deterministic offline extractors: memory cells, named entities and interaction patterns, without an LLM."""

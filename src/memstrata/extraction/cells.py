@@ -1,0 +1,339 @@
+"""Typed memory cells from first-person statements, by rules: the extractor used when no LLM is configured.
+
+A cell says one thing about its subject: ``attribute`` is the key that decides supersession.
+Single-valued attributes (location, employer, job, name, age, favourite:<thing> ...) come out
+the same for conflicting statements, so the newer value retires the older one. Multi-valued
+ones carry their object in the key ("likes:hiking", "relationship:sister:anna", "task:<what>"),
+so unrelated items never retire each other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memstrata.extraction.cell_grammar import CellKind, Rule, Shape
+from memstrata.extraction.cell_rules import RULES
+from memstrata.extraction.gazetteers import CAPITALISED_STOPWORDS, word_set
+
+__all__ = ["CellKind", "ExtractedCell", "extract_cells", "profile_updates"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedCell:
+    """One typed statement about a subject, with the sentence it came from and a salience in [0, 1]."""
+
+    kind: CellKind
+    subject: str
+    attribute: str
+    value: str
+    text: str
+    salience: float
+    is_single_valued: bool
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+_CLAUSE_BOUNDARY = re.compile(r"[,;:]|\b(?:but|and|because|so|although|though|while|however|then)\b", re.IGNORECASE)
+_NEGATION_OR_CONDITION = re.compile(
+    r"\b(?:not|never|no\s+longer|nor|hardly|if|unless|whether|wish|wonder)\b|n't\b", re.IGNORECASE
+)
+_NEGATED_VALUE = re.compile(r"\b(?:anymore|any\s+more|no\s+more|no\s+longer)\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,;]")
+_SUBORDINATE_TAIL = re.compile(
+    r"\s+(?:because|but|since|which|who|whom|whose|where|when|whenever|while|though|although|if|unless|until|"
+    r"so\s+that|so\s+(?:i|we|you|they|he|she|it)|as\s+well\s+as|'cause|cause|cuz|coz|cos|whereas|except|"
+    r"even\s+though|and\s+(?:i|we)|but\s+(?:i|we))\b.*$|\s+[-–—]+(?:\s.*)?$",
+    re.IGNORECASE | re.DOTALL,
+)
+_COORDINATE_TAIL = re.compile(r"\s*,.*$|\s+(?:and|or|&)\s+(?=[a-z]).*$", re.DOTALL)
+_PREPOSITION_TAIL = re.compile(
+    r"\s+(?:with|for|near|since|after|before|during|until|in|on|at|by|from|as|to|because)\s+.*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_NUMBER_WORD = r"(?:a|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several|many|\d+)"
+_TRAILING_FILLER = re.compile(
+    r"\s+(?:now|right\s+now|at\s+the\s+moment|these\s+days|nowadays|currently|recently|lately|too|as\s+well|already|"
+    r"again|though|actually|still|a\s+lot|so\s+much|very\s+much|really|haha|lol|for\s+now|yesterday|today|tonight|"
+    r"tomorrow|ever\s+since|(?:last|this|next)\s+(?:week|weekend|month|year|summer|winter|spring|fall|autumn|night|"
+    r"time)|"
+    + _NUMBER_WORD
+    + r"\s+(?:days?|weeks?|months?|years?)\s+ago|(?:in|since)\s+\d{4}|for\s+"
+    + _NUMBER_WORD
+    + r"\s+(?:days?|weeks?|months?|years?))\s*$",
+    re.IGNORECASE,
+)
+_LEADING_FILLER = re.compile(
+    r"^(?:(?:honestly|definitely|probably|well|oh|yeah|so|and|but|actually|really|also|plus|i\s+think|"
+    r"i\s+guess)\s*,?\s+)+",
+    re.IGNORECASE,
+)
+_LEADING_ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
+_KEY_LEADING = re.compile(
+    r"^(?:(?:a|an|the|my|our|your|his|her|their|some|any|this|that|these|those|more|lots\s+of|a\s+lot\s+of|to|"
+    r"both|all)\s+)+",
+    re.IGNORECASE,
+)
+_LIST_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+|\s*/\s*", re.IGNORECASE)
+_EDGE_JUNK = re.compile(r"^[^\w]+|[^\w]+$")
+_POSSESSIVE = re.compile(r"'s$")
+_KEY_WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
+_INTENSIFIER = re.compile(r"\b(?:really|absolutely|definitely|always|so\s+much|hate|adore)\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(?:maybe|might|probably|perhaps|kinda|sort\s+of|hoping|thinking)\b", re.IGNORECASE)
+
+_EMPTY_VALUES = word_set("""
+    it that this you them him her those these what how when why where there here so too one some all everything
+    something anything nothing someone everyone anyone me myself us yourself whatever which who doing being
+    stuff things lot lots to
+    """)
+_EMPTY_STARTS = ("that ", "this ", "them ", "what ", "how ", "when ", "why ", "where ", "the way ")
+_PRONOUN_SUBJECTS = word_set("i you he she it we they there")
+# Words that cannot carry a plan or a task on their own: "keep it up", "make it happen", "do it too".
+_LIGHT_WORDS = word_set(
+    "do make keep get go try have take give it that this them too up happen there again more out on so then"
+)
+_EMPTY_VERBS = word_set("think say believe imagine know see hear admit agree confess guess wonder tell thank")
+_SINGLE_RELATIONS = word_set("wife husband partner spouse boyfriend girlfriend fiance mother father boss")
+_RELATION_SYNONYMS = {
+    "mum": "mother",
+    "mom": "mother",
+    "stepmom": "stepmother",
+    "dad": "father",
+    "stepdad": "stepfather",
+    "bf": "boyfriend",
+    "gf": "girlfriend",
+    "fiancé": "fiance",
+    "fiancée": "fiance",
+    "fiancee": "fiance",
+    "neighbour": "neighbor",
+    "grandma": "grandmother",
+    "grandpa": "grandfather",
+}
+_RELATION_ADJECTIVES = word_set("older younger little big baby twin best oldest youngest eldest")
+_ANIMAL_SYNONYMS = {"puppy": "dog", "pup": "dog", "kitten": "cat", "kitty": "cat", "bunny": "rabbit"}
+_SPELLING = {"colour": "color", "flavour": "flavor", "favourite": "favorite"}
+_MAX_PHRASE_WORDS = 6
+_MAX_CLAUSE_WORDS = 14
+_MAX_LIST_ITEMS = 5
+
+
+def extract_cells(text: str, *, role: str = "user", speaker: str | None = None) -> list[ExtractedCell]:
+    """Facts, preferences, tasks, decisions, plans and risks stated in the first person by a user message."""
+    if str(role).strip().casefold() != "user":
+        return []
+    subject = speaker.strip() if speaker and speaker.strip() else "user"
+    cells: list[ExtractedCell] = []
+    seen: set[tuple[CellKind, str, str]] = set()
+    for sentence in _sentences(text):
+        matchable = sentence.replace("’", "'").replace("‘", "'")
+        claimed: list[tuple[CellKind, int, int]] = []
+        for rule in RULES:
+            for match in rule.pattern.finditer(matchable):
+                if _is_negated_or_asked(matchable, match):
+                    continue
+                for attribute, value in _readings(rule, match, sentence):
+                    identity = (rule.kind, attribute, value.casefold())
+                    span = _value_span(sentence, match, value)
+                    if identity in seen or _overlaps(claimed, rule.kind, span):
+                        continue
+                    seen.add(identity)
+                    claimed.append((rule.kind, *span))
+                    single = rule.is_single_valued or _is_single_relation(attribute)
+                    salience = _salience(rule, sentence[match.start() : match.end()])
+                    cells.append(ExtractedCell(rule.kind, subject, attribute, value, sentence, salience, single))
+    return cells
+
+
+def profile_updates(cells: Sequence[ExtractedCell]) -> dict[str, str]:
+    """Stable traits for a profile: attribute → value of single-valued facts and preferences, later cells winning.
+
+    Pass the cells of one subject; a multi-party transcript needs one call per speaker.
+    """
+    return {
+        cell.attribute: cell.value
+        for cell in cells
+        if cell.is_single_valued and cell.kind in (CellKind.FACT, CellKind.PREFERENCE)
+    }
+
+
+def _sentences(text: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE_BREAK.split(text) if part and part.strip()]
+
+
+def _value_span(sentence: str, match: re.Match[str], value: str) -> tuple[int, int]:
+    """Where a cleaned value sits in the sentence (the whole match when it was rewritten)."""
+    start = match.start("value") if match.groupdict().get("value") is not None else match.start()
+    position = sentence.casefold().find(value.casefold(), start)
+    return (position, position + len(value)) if position >= 0 else (match.start(), match.end())
+
+
+def _overlaps(claimed: list[tuple[CellKind, int, int]], kind: CellKind, span: tuple[int, int]) -> bool:
+    """Whether an earlier reading of the same kind already covers part of this stretch of the sentence."""
+    start, end = span
+    return any(seen == kind and start < seen_end and seen_start < end for seen, seen_start, seen_end in claimed)
+
+
+def _is_negated_or_asked(sentence: str, match: re.Match[str]) -> bool:
+    """A denial, a condition or a question in the clause around the match makes no statement."""
+    prefix = sentence[: match.start()]
+    boundaries = list(_CLAUSE_BOUNDARY.finditer(prefix))
+    clause_start = boundaries[-1].end() if boundaries else 0
+    if _NEGATION_OR_CONDITION.search(prefix[clause_start:]):
+        return True
+    rest = sentence[match.start() :]
+    end = _CLAUSE_END.search(rest, match.end() - match.start())
+    clause = rest[: end.start()] if end else rest
+    return clause.rstrip().endswith("?")
+
+
+def _readings(rule: Rule, match: re.Match[str], sentence: str) -> list[tuple[str, str]]:
+    """The (attribute, value) pairs one match yields: none if the value is empty or negated, several for lists."""
+    groups = match.groupdict()
+    raw = sentence[match.start("value") : match.end("value")] if groups.get("value") is not None else None
+    if raw is not None and _NEGATED_VALUE.search(raw):
+        return []
+    if rule.shape is Shape.LIST:
+        values = _list_values(raw or "")
+    elif rule.shape is Shape.PHRASE:
+        values = _phrase_value(raw or "")
+    elif rule.shape is Shape.CLAUSE:
+        values = _clause_value(raw or "")
+    elif rule.shape is Shape.NAME:
+        values = _name_value(raw)
+    else:
+        values = [raw.strip()] if raw and raw.strip() else []
+    attribute_template = rule.attribute
+    if "{animal}" in attribute_template:
+        animal = _animal(groups.get("animal") or "")
+        if not values:
+            return [(f"pet:{animal}", animal)]
+        attribute_template = "pet:{animal}:{key}"
+    readings = []
+    for value in values:
+        if rule.attribute in ("diet", "marital_status"):
+            value = value.casefold()
+        attribute = _fill(attribute_template, groups, value)
+        if attribute.startswith("relationship:") and not _is_single_relation(attribute):
+            attribute = f"{attribute}:{_key(value)}"
+        readings.append((attribute, value))
+    return readings
+
+
+def _fill(template: str, groups: dict[str, str | None], value: str) -> str:
+    replacements = {
+        "{key}": _key(value),
+        "{thing}": _thing(groups.get("thing") or ""),
+        "{relation}": _relation(groups.get("relation") or ""),
+        "{animal}": _animal(groups.get("animal") or ""),
+        "{date}": " ".join((groups.get("date") or "").casefold().split()),
+    }
+    for placeholder, replacement in replacements.items():
+        template = template.replace(placeholder, replacement)
+    return template
+
+
+def _phrase_value(raw: str) -> list[str]:
+    value = _SUBORDINATE_TAIL.sub("", raw)
+    value = _COORDINATE_TAIL.sub("", value)
+    value = _PREPOSITION_TAIL.sub("", value)
+    value = _tidy(value)
+    return [value] if _is_meaningful(value, _MAX_PHRASE_WORDS) else []
+
+
+def _list_values(raw: str) -> list[str]:
+    values: list[str] = []
+    for item in _LIST_SEPARATOR.split(_SUBORDINATE_TAIL.sub("", raw))[:_MAX_LIST_ITEMS]:
+        value = _tidy(_PREPOSITION_TAIL.sub("", item) if len(item.split()) > _MAX_PHRASE_WORDS else item)
+        if value.casefold().startswith("to "):
+            value = value[3:].strip()
+            if value.split(" ", 1)[0].casefold() in _EMPTY_VERBS:
+                continue
+        if _is_meaningful(value, _MAX_PHRASE_WORDS) and value.casefold() not in (v.casefold() for v in values):
+            values.append(value)
+    return values
+
+
+def _clause_value(raw: str) -> list[str]:
+    value = _SUBORDINATE_TAIL.sub("", raw)
+    value = _COORDINATE_TAIL.sub("", value) if "," in value else value
+    value = _tidy(value, keep_time=True)
+    words = value.split()
+    if words and words[0].casefold() in _EMPTY_VERBS:
+        return []
+    value = " ".join(words[:_MAX_CLAUSE_WORDS])
+    if all(word.casefold() in _LIGHT_WORDS for word in _KEY_WORD.findall(value)):
+        return []
+    return [value] if _is_meaningful(value, _MAX_CLAUSE_WORDS) else []
+
+
+def _name_value(raw: str | None) -> list[str]:
+    words: list[str] = []
+    for word in (raw or "").split():
+        word = _POSSESSIVE.sub("", word)
+        if word.casefold() in CAPITALISED_STOPWORDS or len(word) < 2:
+            break
+        words.append(word)
+    return [" ".join(words)] if words else []
+
+
+def _tidy(value: str, *, keep_time: bool = False) -> str:
+    value = _EDGE_JUNK.sub("", " ".join(value.split()))
+    value = _LEADING_FILLER.sub("", value)
+    if not keep_time:
+        previous = None
+        while previous != value:
+            previous, value = value, _TRAILING_FILLER.sub("", value)
+        value = _LEADING_ARTICLE.sub("", value)
+    return _EDGE_JUNK.sub("", value)
+
+
+def _is_meaningful(value: str, max_words: int) -> bool:
+    folded = value.casefold()
+    if not folded or folded in _EMPTY_VALUES or folded.startswith(_EMPTY_STARTS):
+        return False
+    if re.split(r"['\s]", folded, maxsplit=1)[0] in _PRONOUN_SUBJECTS:
+        return False  # a clause with its own subject ("it'd be great"), not a thing
+    return len(folded.split()) <= max_words and any(character.isalnum() for character in folded)
+
+
+def _key(value: str) -> str:
+    """A normalised key for a value: case-folded words without determiners or a trailing time, at most six."""
+    text = value
+    previous = None
+    while previous != text:
+        previous, text = text, _TRAILING_FILLER.sub("", text)
+    text = _KEY_LEADING.sub("", text.strip())
+    words = [word.casefold() for word in _KEY_WORD.findall(text)]
+    return " ".join(words[:_MAX_PHRASE_WORDS]) or value.casefold()
+
+
+def _thing(raw: str) -> str:
+    words = [_SPELLING.get(word, word) for word in _key(raw).split()]
+    return " ".join(words)
+
+
+def _relation(raw: str) -> str:
+    words = [word for word in raw.casefold().split() if word not in _RELATION_ADJECTIVES]
+    word = words[-1] if words else raw.casefold()
+    return _RELATION_SYNONYMS.get(word, word)
+
+
+def _animal(raw: str) -> str:
+    word = " ".join(raw.casefold().split())
+    if word.endswith("s") and not word.endswith("ss") and word != "fish":
+        word = word[:-1]
+    return _ANIMAL_SYNONYMS.get(word, word)
+
+
+def _is_single_relation(attribute: str) -> bool:
+    parts = attribute.split(":")
+    return len(parts) == 2 and parts[0] == "relationship" and parts[1] in _SINGLE_RELATIONS
+
+
+def _salience(rule: Rule, matched: str) -> float:
+    score = rule.salience
+    if _INTENSIFIER.search(matched):
+        score += 0.05
+    if _HEDGE.search(matched):
+        score -= 0.1
+    return min(1.0, max(0.0, round(score, 3)))

@@ -1,0 +1,1 @@
+"""LLM providers behind one seam; ``none`` is the offline default."""

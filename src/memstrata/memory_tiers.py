@@ -1,0 +1,159 @@
+"""The tier half of the Memory API: flush, consolidate, inspect, profile, cells, patterns, graph, prune."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from memstrata.errors import InvalidInput, StorageError
+from memstrata.extraction.entities import extract_entities
+from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
+from memstrata.policies.importance import recency_decay
+from memstrata.validation import check_identifier, check_limit
+
+if TYPE_CHECKING:
+    from memstrata.config import Settings
+    from memstrata.storage.sqlite.store import SQLiteStore
+    from memstrata.tiers.hierarchy import Hierarchy
+    from memstrata.tiers.worker import Worker
+
+PATTERN_HALF_LIFE_SECONDS = 30 * 24 * 3600.0
+PRUNABLE_TIERS = ("episodic", "midterm", "longterm")
+
+
+class TierViews:
+    """Mixed into Memory: everything about the derived tiers."""
+
+    settings: Settings
+    _hierarchy: Hierarchy
+    _worker: Worker
+
+    @property
+    def _tiers(self) -> SQLiteStore:
+        return self._store  # type: ignore[attr-defined, no-any-return]
+
+    def _checked_user(self, user_id: object) -> str:
+        self._require_open()  # type: ignore[attr-defined]
+        return str(check_identifier(user_id, "user_id"))
+
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Wait until background tier work queued so far is done (tests and benchmarks use it)."""
+        self._require_open()  # type: ignore[attr-defined]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if not self.settings.background:
+                self._worker.drain()
+            elif not self._worker.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                raise StorageError("background work did not finish in time; call flush() again or raise timeout")
+            if self._tiers.count_jobs() == 0:
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                raise StorageError("background work did not finish in time; another process may hold the jobs")
+            time.sleep(0.05)
+
+    def consolidate(self, *, user_id: str) -> list[Consolidation]:
+        """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
+        user = self._checked_user(user_id)
+        self.flush()
+        return self._hierarchy.consolidate(user)
+
+    def profile(self, *, user_id: str) -> dict[str, str]:
+        """The user's stable traits and preferences (key → value)."""
+        return self._tiers.profile(self._checked_user(user_id))
+
+    def cells(
+        self,
+        *,
+        user_id: str,
+        attribute: str | None = None,
+        subject: str | None = None,
+        include_superseded: bool = False,
+        limit: int = 100,
+    ) -> list[Cell]:
+        """Long-term memory cells, newest first; ``include_superseded`` shows what was said before."""
+        user = self._checked_user(user_id)
+        return self._tiers.cells(
+            user,
+            subject=subject,
+            attribute=attribute,
+            include_superseded=include_superseded,
+            limit=check_limit(limit, maximum=10_000),
+        )
+
+    def patterns(self, *, user_id: str, query: str | None = None, limit: int = 10) -> list[Pattern]:
+        """Recurring interaction patterns, by frequency × recency; those matching ``query`` first."""
+        user = self._checked_user(user_id)
+        now = datetime.now(UTC)
+        words = set((query or "").lower().split())
+        found = [
+            Pattern(
+                key,
+                description,
+                count,
+                first,
+                last,
+                count * recency_decay((now - last).total_seconds(), PATTERN_HALF_LIFE_SECONDS),
+                evidence,
+            )
+            for key, description, count, first, last, evidence in self._tiers.pattern_rows(user)
+        ]
+        found.sort(key=lambda p: (-(len(words & set(p.description.lower().split())) > 0), -p.score, p.key))
+        return found[: check_limit(limit, maximum=1000)]
+
+    def graph(self, *, user_id: str, query: str, limit: int = 20) -> Subgraph:
+        """The entities ``query`` mentions, their neighbours, and the edges between them."""
+        user = self._checked_user(user_id)
+        names = {entity.name for entity in extract_entities(query)}
+        names |= {word.strip(".,?!'\"").lower() for word in query.split() if len(word) > 2}
+        matched = self._tiers.entities(user, names=sorted(names), limit=limit)
+        edges = self._tiers.neighbours(user, [node.name for node in matched], limit)
+        wanted = {node.name for node in matched} | {e.source for e in edges} | {e.target for e in edges}
+        nodes = self._tiers.entities(user, names=sorted(wanted), limit=limit * 2)
+        return Subgraph(tuple(nodes), tuple(edges))
+
+    def inspect(self, *, user_id: str, limit: int = 20) -> Inspection:
+        """Each tier of a user: counts, working set, hot segments, profile, cells, patterns, entities, log."""
+        user = self._checked_user(user_id)
+        store = self._tiers
+        working = store.get_by_seqs(store.working_seqs(user), user)
+        return Inspection(
+            user_id=user,
+            counts=store.tier_counts(user),
+            working=tuple(working[seq] for seq in sorted(working)),
+            segments=tuple(store.segments(user, limit=limit)),
+            profile=store.profile(user),
+            cells=tuple(store.cells(user, include_superseded=True, limit=limit * 5)),
+            patterns=tuple(self.patterns(user_id=user, limit=limit)),
+            entities=tuple(store.entities(user, limit=limit)),
+            consolidations=tuple(store.consolidations(user, limit=limit)),
+            events=tuple(store.events(user, limit=limit * 2)),
+            pending_jobs=store.count_jobs(user),
+        )
+
+    def prune(
+        self,
+        *,
+        user_id: str,
+        tier: str,
+        older_than: timedelta | None = None,
+        keep_last: int | None = None,
+    ) -> int:
+        """Retention: explicitly delete a tier's items older than ``older_than`` or beyond the newest ``keep_last``.
+
+        ``episodic`` deletes turns (and what was derived from them); ``midterm`` deletes
+        archived segments; ``longterm`` deletes superseded cells. Every deletion is
+        recorded in the audit log. Returns how many items went.
+        """
+        user = self._checked_user(user_id)
+        if tier not in PRUNABLE_TIERS:
+            raise InvalidInput(f"tier must be one of {', '.join(PRUNABLE_TIERS)}, not {tier!r}")
+        if older_than is None and keep_last is None:
+            raise InvalidInput("give older_than, keep_last, or both")
+        if keep_last is not None and (isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0):
+            raise InvalidInput("keep_last must be a whole number ≥ 0")
+        cutoff = datetime.now(UTC) - older_than if older_than is not None else None
+        count = self._tiers.prune(user, tier, cutoff, keep_last)
+        if tier == "episodic" and count:
+            self._index.drop(user)  # type: ignore[attr-defined]
+        return count

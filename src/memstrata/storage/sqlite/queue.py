@@ -1,0 +1,87 @@
+"""The durable job queue and the working set, kept in the same SQLite file as the turns."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from memstrata.models import Role, Turn, format_time
+from memstrata.storage.base import Job
+
+
+def enqueue(connection: sqlite3.Connection, kind: str, user_id: str, payload: dict[str, Any], now: datetime) -> int:
+    """Add a pending job inside the caller's transaction."""
+    cursor = connection.execute(
+        "INSERT INTO jobs (kind, user_id, payload, created_at) VALUES (?, ?, ?, ?)",
+        (kind, user_id, json.dumps(payload, sort_keys=True), format_time(now)),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def track_working(
+    connection: sqlite3.Connection, turns: Sequence[tuple[int, Turn]], capacity: int, now: datetime
+) -> None:
+    """Put new turns into their session's working set; move overflowing exchanges to mid-term.
+
+    An exchange starts at each user message. When a session holds more than ``capacity``
+    exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
+    is queued in the same transaction: nothing is ever dropped.
+    """
+    touched: set[tuple[str, str]] = set()
+    for seq, turn in turns:
+        key = (turn.user_id, turn.session_id or "")
+        row = connection.execute(
+            "SELECT MAX(exchange) FROM working_items WHERE user_id = ? AND session_key = ?", key
+        ).fetchone()
+        latest = row[0]
+        exchange = 0 if latest is None else int(latest) + (1 if turn.role is Role.USER else 0)
+        connection.execute(
+            "INSERT OR IGNORE INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (?, ?, ?, ?)",
+            (seq, key[0], key[1], exchange),
+        )
+        touched.add(key)
+    for user_id, session_key in touched:
+        exchanges = [
+            int(row[0])
+            for row in connection.execute(
+                "SELECT DISTINCT exchange FROM working_items WHERE user_id = ? AND session_key = ? ORDER BY exchange",
+                (user_id, session_key),
+            )
+        ]
+        overflow = exchanges[: max(0, len(exchanges) - capacity)]
+        if not overflow:
+            continue
+        marks = ",".join("?" * len(overflow))
+        seqs = [
+            int(row[0])
+            for row in connection.execute(
+                f"SELECT turn_seq FROM working_items WHERE user_id = ? AND session_key = ? AND exchange IN ({marks})"
+                " ORDER BY turn_seq",
+                (user_id, session_key, *overflow),
+            )
+        ]
+        connection.execute(
+            f"DELETE FROM working_items WHERE user_id = ? AND session_key = ? AND exchange IN ({marks})",
+            (user_id, session_key, *overflow),
+        )
+        enqueue(connection, "midterm", user_id, {"seqs": seqs}, now)
+
+
+def claim(connection: sqlite3.Connection, lease_seconds: float, now: datetime) -> Job | None:
+    """Take the oldest pending job, or one whose worker's lease ran out (it crashed)."""
+    row = connection.execute(
+        "SELECT id FROM jobs WHERE state = 'pending' OR (state = 'running' AND lease_until < ?) ORDER BY id LIMIT 1",
+        (format_time(now),),
+    ).fetchone()
+    if row is None:
+        return None
+    lease = format_time(now + timedelta(seconds=lease_seconds))
+    claimed = connection.execute(
+        "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until = ? WHERE id = ?"
+        " RETURNING id, kind, user_id, payload, attempts",
+        (lease, row[0]),
+    ).fetchone()
+    return Job(int(claimed[0]), str(claimed[1]), str(claimed[2]), json.loads(claimed[3]), int(claimed[4]))

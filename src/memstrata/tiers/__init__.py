@@ -1,0 +1,1 @@
+"""The memory hierarchy's logic: policies applied to what the store holds, off the write path."""

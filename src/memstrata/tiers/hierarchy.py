@@ -1,0 +1,317 @@
+"""Moves memories through the tiers: importance, cells, profile, entities, patterns, segments, sleep."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
+from memstrata.extraction.cells import extract_cells, profile_updates
+from memstrata.extraction.entities import entity_names, extract_entities
+from memstrata.extraction.patterns import observe_patterns
+from memstrata.ids import IdGenerator
+from memstrata.llms.base import LLM
+from memstrata.models import Cell, Consolidation, Role, Segment, Turn
+from memstrata.policies.consolidation import (
+    ConsolidationPolicy,
+    dbscan,
+    extractive_summary,
+    should_consolidate,
+    token_efficiency,
+)
+from memstrata.policies.heat import HeatPolicy, choose_evictions, segment_heat, should_promote
+from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
+from memstrata.prompts import render
+from memstrata.retrieval.fulltext import STOPWORDS, indexed_text
+from memstrata.storage.base import Job
+from memstrata.storage.sqlite.store import SQLiteStore
+
+KEYWORDS_PER_SEGMENT = 6
+NOVELTY_WINDOW = 50
+_WORD_CHARACTERS = str.maketrans({character: " " for character in ".,;:!?()[]{}\"'`“”’*/\\"})
+
+
+@dataclass(frozen=True, slots=True)
+class HierarchyPolicy:
+    """Every knob of the hierarchy, with named defaults."""
+
+    working_capacity: int = 10
+    segment_similarity: float = 0.8
+    heat: HeatPolicy = field(default_factory=HeatPolicy)
+    consolidation: ConsolidationPolicy = field(default_factory=ConsolidationPolicy)
+    importance: ImportanceWeights = field(default_factory=ImportanceWeights)
+    job_lease_seconds: float = 120.0
+    max_attempts: int = 3
+
+
+def keywords(texts: Sequence[str], count: int = KEYWORDS_PER_SEGMENT) -> tuple[str, ...]:
+    """The most frequent content words, for labelling a segment."""
+    words = Counter(
+        word
+        for text in texts
+        for word in text.lower().translate(_WORD_CHARACTERS).split()
+        if len(word) > 2 and word not in STOPWORDS and not word.isdigit()
+    )
+    return tuple(word for word, _ in words.most_common(count))
+
+
+class Hierarchy:
+    """Runs the background jobs that derive every tier from the episodic turns."""
+
+    def __init__(
+        self, store: SQLiteStore, embedder: Embedder, llm: LLM, policy: HierarchyPolicy, ids: IdGenerator
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._llm = llm
+        self.policy = policy
+        self._ids = ids
+        self._running_importance: dict[str, float] = {}
+        self._lock = threading.Lock()  # one job at a time touches the tiers of this process
+
+    def run(self, job: Job) -> None:
+        """Do one queued job."""
+        with self._lock:
+            if job.kind == "process":
+                self.process(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
+            elif job.kind == "midterm":
+                self.to_midterm(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
+            elif job.kind == "consolidate":
+                self.consolidate(job.user_id)
+            elif job.kind == "visit":
+                self._visit(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
+            else:
+                raise ValueError(f"unknown job kind {job.kind!r}")
+
+    # -- new turns --------------------------------------------------------------------
+
+    def process(self, user_id: str, seqs: Sequence[int]) -> None:
+        """Importance, cells and profile, entities and patterns for newly stored turns."""
+        turns = self._store.get_by_seqs(list(seqs), user_id)
+        vectors = self._store.vectors_for(self._embedder.model_id, list(turns))
+        scores: dict[int, float] = {}
+        for seq in sorted(turns):
+            turn = turns[seq]
+            found = extract_entities(turn.content, known_people=[turn.name] if turn.name else ())
+            if found:
+                self._store.add_entities(user_id, seq, [(e.name, e.kind.value) for e in found], turn.created_at)
+            if turn.importance is None:
+                scores[seq] = self._importance(user_id, seq, turn, len(found), vectors.get(seq))
+            if turn.role is Role.USER:
+                self._remember_cells(user_id, seq, turn)
+                previous = self._store.previous_user_text(user_id, turn.session_id, seq)
+                for pattern in observe_patterns(turn.content, previous_user_text=previous):
+                    self._store.observe_pattern(
+                        user_id, pattern.key, pattern.description, pattern.evidence, turn.created_at
+                    )
+        if scores:
+            self._store.set_importance(scores)
+        self._maybe_consolidate(user_id)
+
+    def _importance(self, user_id: str, seq: int, turn: Turn, entity_count: int, vector: Vectors | None) -> float:
+        novelty = 1.0
+        if vector is not None:
+            recent = self._store.recent_vectors(self._embedder.model_id, user_id, seq, NOVELTY_WINDOW)
+            if recent:
+                matrix = np.frombuffer(b"".join(recent), dtype=np.float32).reshape(len(recent), -1)
+                novelty = 1.0 - float(np.max(matrix @ vector))
+        features = TurnFeatures(
+            text=turn.content,
+            role=turn.role.value,
+            pinned=bool(turn.metadata.get("pinned", False)),
+            entity_count=entity_count,
+            novelty=novelty,
+        )
+        score, running = importance(
+            features, weights=self.policy.importance, running=self._running_importance.get(user_id)
+        )
+        self._running_importance[user_id] = running
+        return score
+
+    def _remember_cells(self, user_id: str, seq: int, turn: Turn) -> None:
+        extracted = extract_cells(turn.content, role=turn.role.value, speaker=turn.name)
+        for item in extracted:
+            current = self._store.current_cells(user_id, item.subject, item.attribute)
+            if any(cell.value.casefold() == item.value.casefold() for cell in current):
+                continue  # said again: nothing new to remember
+            cell = Cell(
+                id=self._ids.new(),
+                user_id=user_id,
+                kind=item.kind.value,
+                subject=item.subject,
+                attribute=item.attribute,
+                value=item.value,
+                content=item.text,
+                salience=item.salience,
+                valid_from=turn.created_at,
+                source_turn_id=turn.id,
+            )
+            # Only a newer value of the same single-valued subject+attribute retires an older one.
+            older = [c.id for c in current if c.valid_from <= turn.created_at] if item.is_single_valued else []
+            self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older)
+        updates = profile_updates(extracted)
+        if updates:
+            self._store.set_profile(user_id, updates, seq, turn.created_at)
+
+    # -- mid-term ---------------------------------------------------------------------
+
+    def to_midterm(self, user_id: str, seqs: Sequence[int]) -> None:
+        """File exchanges that left working memory into the closest topic segment, or a new one."""
+        turns = self._store.get_by_seqs(list(seqs), user_id)
+        if not turns:
+            return
+        order = sorted(turns)
+        vectors = self._store.vectors_for(self._embedder.model_id, order)
+        rows = [vectors[seq] for seq in order if seq in vectors]
+        exchange_vector = _mean_direction(rows, self._embedder.dimension)
+        exchange_words = set(keywords([turns[seq].content for seq in order]))
+        best: tuple[float, Segment | None] = (-math.inf, None)
+        for candidate, stored_centroid in self._store.active_segments(user_id):
+            if stored_centroid is None:
+                continue
+            similarity = float(np.frombuffer(stored_centroid, dtype=np.float32) @ exchange_vector)
+            shared = exchange_words | set(candidate.keywords)
+            overlap = len(exchange_words & set(candidate.keywords)) / max(len(shared), 1)
+            # Shared topic words can lift a borderline vector match; they never lower one.
+            score = similarity + overlap / 2
+            if score > best[0]:
+                best = (score, candidate)
+        now = datetime.now(UTC)
+        latest = max(turns[seq].created_at for seq in order)
+        chosen = best[1] if best[0] >= self.policy.segment_similarity else None
+        segment = chosen or Segment(
+            id=self._ids.new(),
+            user_id=user_id,
+            summary="",
+            keywords=(),
+            visits=0,
+            turn_count=0,
+            heat=0.0,
+            state="active",
+            created_at=now,
+            last_activity=latest,
+            session_id=turns[order[0]].session_id,
+        )
+        members = sorted(set(self._store.segment_turn_seqs(segment.id)) | set(order))
+        member_turns = self._store.get_by_seqs(members, user_id)
+        member_vectors = self._store.vectors_for(self._embedder.model_id, members)
+        texts = [indexed_text(member_turns[seq]) for seq in members if seq in member_turns]
+        matrix = np.stack([member_vectors[seq] for seq in members if seq in member_vectors]) if member_vectors else None
+        summary = self._summarize(texts, matrix)
+        last_activity = max(segment.last_activity, latest)
+        updated = replace(
+            segment,
+            summary=summary,
+            keywords=keywords(texts),
+            turn_count=len(members),
+            last_activity=last_activity,
+            heat=segment_heat(
+                visits=segment.visits,
+                interaction_length=len(members),
+                last_activity=last_activity,
+                now=now,
+                policy=self.policy.heat,
+            ),
+        )
+        centroid_vector = _mean_direction(list(member_vectors.values()), self._embedder.dimension)
+        self._store.save_segment(updated, centroid_vector.tobytes(), order)
+        self._evict(user_id, now)
+
+    def _evict(self, user_id: str, now: datetime) -> None:
+        heats = {
+            segment.id: segment_heat(
+                visits=segment.visits,
+                interaction_length=segment.turn_count,
+                last_activity=segment.last_activity,
+                now=now,
+                policy=self.policy.heat,
+            )
+            for segment, _ in self._store.active_segments(user_id)
+        }
+        evicted = choose_evictions(heats, self.policy.heat)
+        if evicted:
+            self._store.archive_segments(user_id, evicted, {key: heats[key] for key in evicted})
+
+    def _visit(self, user_id: str, turn_seqs: Sequence[int]) -> None:
+        """Retrieval touched these turns: their segments get a visit, and hot ones are promoted."""
+        now = datetime.now(UTC)
+        for segment in self._store.segments_of_turns(user_id, turn_seqs):
+            visits = segment.visits + 1
+            heat = segment_heat(
+                visits=visits,
+                interaction_length=segment.turn_count,
+                last_activity=now,
+                now=now,
+                policy=self.policy.heat,
+            )
+            self._store.update_segment_heat(segment.id, visits=visits, heat=heat, last_activity=now)
+            if segment.promoted_at is None and should_promote(heat, self.policy.heat):
+                title = ", ".join(segment.keywords[:3]) or "conversation"
+                self._store.promote_segment(replace(segment, visits=visits, heat=heat), self._ids.new(), title, now)
+
+    # -- consolidation ----------------------------------------------------------------
+
+    def _maybe_consolidate(self, user_id: str) -> None:
+        pending = self._store.unconsolidated_turns(user_id, 10_000)
+        if not pending:
+            return
+        words = sum(len(turn.content.split()) for turn in self._store.get_by_seqs(pending, user_id).values())
+        if should_consolidate(len(pending), words, self.policy.consolidation):
+            self.consolidate(user_id)
+
+    def consolidate(self, user_id: str) -> list[Consolidation]:
+        """Cluster turns not yet consolidated and store one summary per cluster, with its TES."""
+        policy = self.policy.consolidation
+        seqs = self._store.unconsolidated_turns(user_id, 5_000)
+        vectors = self._store.vectors_for(self._embedder.model_id, seqs)
+        seqs = [seq for seq in seqs if seq in vectors]
+        if len(seqs) < policy.min_samples:
+            return []
+        matrix = np.stack([vectors[seq] for seq in seqs])
+        labels = dbscan(matrix, eps=policy.eps, min_samples=policy.min_samples)
+        turns = self._store.get_by_seqs(seqs, user_id)
+        made: list[Consolidation] = []
+        for label in sorted(set(labels) - {-1}):
+            members = [seq for seq, value in zip(seqs, labels, strict=True) if value == label and seq in turns]
+            texts = [indexed_text(turns[seq]) for seq in members]
+            summary = self._summarize(texts, np.stack([vectors[seq] for seq in members]))
+            efficiency = token_efficiency(texts, summary, entities=entity_names)
+            consolidation = Consolidation(
+                id=self._ids.new(),
+                user_id=user_id,
+                summary=summary,
+                source_turn_ids=tuple(turns[seq].id for seq in members),
+                compression_ratio=efficiency.compression_ratio,
+                entity_preservation=efficiency.entity_preservation,
+                tes=efficiency.score,
+                created_at=datetime.now(UTC),
+            )
+            self._store.add_consolidation(consolidation, members)
+            made.append(consolidation)
+        return made
+
+    def _summarize(self, texts: Sequence[str], vectors: Vectors | None) -> str:
+        """Abstractive with an LLM when one is configured; extractive otherwise."""
+        if not texts:
+            return ""
+        if self._llm.is_available:
+            prompt = render("summarize", turns="\n".join(f"- {text}" for text in texts))
+            return self._llm.complete(prompt).strip()
+        matrix = (
+            vectors if vectors is not None and len(vectors) == len(texts) else self._embedder.embed_documents(texts)
+        )
+        policy = self.policy.consolidation
+        return extractive_summary(texts, matrix, max_sentences=policy.max_sentences, max_chars=policy.max_chars)
+
+
+def _mean_direction(rows: Sequence[Vectors], dimension: int) -> Vectors:
+    if not rows:
+        return np.zeros(dimension, dtype=np.float32)
+    mean: Vectors = normalize_rows(np.mean(np.stack(rows), axis=0, keepdims=True))[0]
+    return mean

@@ -1,0 +1,95 @@
+"""The background worker: drains the durable job queue off the write path."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from memstrata.errors import StorageError
+from memstrata.storage.base import Job
+
+log = logging.getLogger("memstrata.worker")
+IDLE_POLL_SECONDS = 1.0
+
+
+class Worker:
+    """Claims jobs from the store and runs them, in a daemon thread or on demand.
+
+    Jobs are leased, not popped: a worker killed mid-job leaves it ``running`` with an
+    expiring lease, and whichever worker looks next (in any process) takes it again.
+    """
+
+    def __init__(
+        self,
+        claim: Callable[[], Job | None],
+        run: Callable[[Job], None],
+        finish: Callable[[int], None],
+        fail: Callable[[int, str, bool], None],
+        *,
+        max_attempts: int = 3,
+    ) -> None:
+        self._claim, self._run, self._finish, self._fail = claim, run, finish, fail
+        self._max_attempts = max_attempts
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the daemon thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="memstrata-worker", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        """New work was queued."""
+        self._idle.clear()
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Finish the current job and stop."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def drain(self) -> int:
+        """Run jobs in the calling thread until none is left; how many ran."""
+        done = 0
+        while (job := self._claim()) is not None:
+            self._execute(job)
+            done += 1
+        return done
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Block until the thread found the queue empty; False on timeout."""
+        self.wake()
+        return self._idle.wait(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                job = self._claim()
+            except StorageError as exc:  # e.g. the store was closed under us
+                log.warning("worker cannot claim jobs: %s", exc)
+                job = None
+                time.sleep(IDLE_POLL_SECONDS)
+            if job is None:
+                self._idle.set()
+                self._wake.wait(IDLE_POLL_SECONDS)
+                self._wake.clear()
+                continue
+            self._execute(job)
+
+    def _execute(self, job: Job) -> None:
+        try:
+            self._run(job)
+        except Exception as exc:  # a bad job must not kill the worker; it is retried, then parked
+            log.exception("job %s (%s) failed", job.id, job.kind)
+            self._fail(job.id, f"{type(exc).__name__}: {exc}", job.attempts < self._max_attempts)
+        else:
+            self._finish(job.id)

@@ -1,0 +1,134 @@
+"""Procedural patterns: what one user message shows about how the user likes to be answered."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstrata.extraction.patterns import PatternObservation, observe_patterns
+
+
+def keys(text: str, **context: str) -> set[str]:
+    return {observation.key for observation in observe_patterns(text, **context)}
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("Can you write a function that parses dates?", "asks_for_code"),
+        ("Show me the code for a binary search.", "asks_for_code"),
+        ("Give me a python snippet to read a CSV.", "asks_for_code"),
+        ("Just give me the code, explain later.", "code_before_explanation"),
+        ("Code first please, no explanation needed.", "code_before_explanation"),
+        ("Could you give me an example?", "asks_for_examples"),
+        ("Explain closures with some examples.", "asks_for_examples"),
+        ("Answer in bullet points.", "prefers_bullets"),
+        ("Can you put that as a numbered list?", "prefers_bullets"),
+        ("Keep it short.", "prefers_brevity"),
+        ("tl;dr please", "prefers_brevity"),
+        ("Explain it in one sentence.", "prefers_brevity"),
+        ("Can you go into more detail?", "prefers_detail"),
+        ("Walk me through it step by step.", "asks_step_by_step"),
+        ("Do you have any sources for that?", "asks_for_sources"),
+        ("Please include links to the docs.", "asks_for_sources"),
+        ("Hi! How do I reverse a list?", "greets_first"),
+        ("Good morning, quick question.", "greets_first"),
+        ("Why does my loop never end?", "asks_for_explanation"),
+        ("What's the difference between TCP and UDP?", "asks_for_comparison"),
+        ("Summarize this article.", "asks_for_summary"),
+        ("Show it as a table.", "prefers_tables"),
+        ("Translate this to French.", "asks_for_translation"),
+        ("```\nprint('hi')\n```", "shares_code"),
+        ("Traceback (most recent call last):\n  ValueError: bad", "shares_errors"),
+        ("Thanks, that helped!", "says_thanks"),
+        ("Could you please check this?", "says_please"),
+    ],
+)
+def test_detectors(text: str, key: str) -> None:
+    assert key in keys(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "absent"),
+    [
+        ("It is open source software.", "asks_for_sources"),
+        ("Look at the source code.", "asks_for_sources"),
+        ("I wrote my thesis on birds.", "asks_for_code"),
+        ("Well, this is a hiking trip.", "greets_first"),
+        ("Tell me about Lisbon.", "prefers_brevity"),
+    ],
+)
+def test_detectors_do_not_fire_on_look_alikes(text: str, absent: str) -> None:
+    assert absent not in keys(text)
+
+
+def test_follow_up_on_the_previous_topic() -> None:
+    observed = observe_patterns(
+        "And how do I freeze the sourdough?", previous_user_text="How do I make sourdough bread at home?"
+    )
+    follow_up = [observation for observation in observed if observation.key.startswith("asks_followups:")]
+    assert follow_up == [
+        PatternObservation("asks_followups:sourdough", "asks follow-up questions about sourdough", "sourdough")
+    ]
+
+
+def test_follow_up_folds_plurals_and_needs_a_question() -> None:
+    assert "asks_followups:dog" in keys("What do dogs eat?", previous_user_text="My dog is sick.")
+    assert not any(key.startswith("asks_followups") for key in keys("I like dogs.", previous_user_text="My dog."))
+    assert not any(key.startswith("asks_followups") for key in keys("What about cats?", previous_user_text="Dogs."))
+
+
+def test_reply_aware_patterns_need_the_reply() -> None:
+    code_reply = "Here you go:\n```python\ndef add(a, b):\n    return a + b\n```"
+    assert "asks_to_explain_code" in keys("Can you explain what this does?", assistant_text=code_reply)
+    assert "asks_to_explain_code" not in keys("Can you explain what this does?", assistant_text="Sure, sounds good.")
+    assert "asks_to_explain_code" not in keys("Can you explain what this does?")
+    assert "corrects_answers" in keys("No, that's wrong.", assistant_text="Paris is in Spain.")
+    assert "corrects_answers" not in keys("No, that's wrong.")
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("How do I sort a list of numbers in Python and print the result?", "en"),
+        ("¿Cómo puedo ordenar una lista de números en el programa?", "es"),
+        ("Je voudrais savoir comment trier une liste dans le programme.", "fr"),
+        ("Wie kann ich eine Liste in Python sortieren und was ist der Fehler?", "de"),
+        ("Como eu faço para ordenar uma lista? Não está funcionando.", "pt"),
+        ("Hoe kan ik een lijst sorteren met Python? Het werkt niet.", "nl"),
+        ("Как отсортировать список?", "ru"),
+        ("リストを並べ替えるにはどうすればいいですか", "ja"),
+        ("如何对列表排序", "zh"),
+        ("목록을 정렬하는 방법", "ko"),
+    ],
+)
+def test_language(text: str, code: str) -> None:
+    written = [key for key in keys(text) if key.startswith("writes_in:")]
+    assert written == [f"writes_in:{code}"]
+
+
+def test_too_little_text_names_no_language() -> None:
+    assert not any(key.startswith("writes_in:") for key in keys("ok"))
+
+
+def test_descriptions_and_evidence_are_short_sentences() -> None:
+    observed = observe_patterns("Hey! Just give me the code. " + "x" * 500 + " in bullet points please")
+    assert [observation.key for observation in observed][:3] == [
+        "greets_first",
+        "code_before_explanation",
+        "asks_for_code",
+    ]
+    for observation in observed:
+        assert observation.description and observation.evidence
+        assert len(observation.evidence) <= 80
+
+
+@settings(max_examples=300, deadline=None)
+@given(user=st.text(max_size=300), previous=st.none() | st.text(max_size=200), reply=st.none() | st.text(max_size=200))
+def test_never_raises_unique_keys_and_deterministic(user: str, previous: str | None, reply: str | None) -> None:
+    observed = observe_patterns(user, previous_user_text=previous, assistant_text=reply)
+    assert len({observation.key for observation in observed}) == len(observed)
+    assert observe_patterns(user, previous_user_text=previous, assistant_text=reply) == observed
+    for observation in observed:
+        assert observation.key and observation.description

@@ -1,0 +1,313 @@
+"""The memory hierarchy end to end: working overflow, segments, cells, supersession, sleep, forgetting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory
+from memstrata.embeddings.hashing import HashEmbedder
+
+USER = "ana"
+
+
+@pytest.fixture
+def tiered(home: Path) -> Iterator[Memory]:
+    """A Memory whose tier work runs on flush(), with a small working set."""
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=2) as opened:
+        yield opened
+
+
+def _exchange(memory: Memory, user_text: str, reply: str = "Noted.", session: str = "s1", **kwargs: object) -> None:
+    memory.add(
+        [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}],
+        user_id=USER,
+        session_id=session,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_working_overflow_moves_every_turn_to_midterm(tiered: Memory) -> None:
+    texts = [f"Exchange number {n} is about topic{n} and nothing else" for n in range(6)]
+    for text in texts:
+        _exchange(tiered, text)
+    tiered.flush()
+    report = tiered.inspect(user_id=USER)
+    working_ids = {turn.id for turn in report.working}
+    assert len(report.working) == 4  # the last two exchanges, two turns each
+    all_turns = tiered.history(user_id=USER)
+    assert len(all_turns) == 12
+    in_segments: set[str] = set()
+    for hit in tiered.search("Exchange number topic", user_id=USER, limit=50):
+        if hit.tier == "midterm":
+            in_segments |= set(hit.source_turn_ids)
+    assert report.counts["midterm_active"] + report.counts["midterm_archived"] >= 1
+    # Every turn is either still working or filed in a segment: nothing was dropped.
+    assert working_ids | in_segments == {turn.id for turn in all_turns}
+
+
+def test_newer_fact_supersedes_only_the_same_attribute(tiered: Memory) -> None:
+    _exchange(tiered, "I live in Porto.")
+    _exchange(tiered, "I like hiking in the mountains.")
+    _exchange(tiered, "I moved to Lisbon last month.")
+    tiered.flush()
+    history = tiered.cells(user_id=USER, attribute="location", include_superseded=True)
+    assert [cell.value for cell in history] == ["Lisbon", "Porto"]
+    newest, oldest = history
+    assert newest.is_current and not oldest.is_current
+    assert oldest.superseded_by == newest.id and oldest.valid_to is not None
+    current_values = {cell.value for cell in tiered.cells(user_id=USER)}
+    assert "Lisbon" in current_values and "Porto" not in current_values
+    assert any("hiking" in cell.attribute or "hiking" in cell.value for cell in tiered.cells(user_id=USER))
+    assert tiered.profile(user_id=USER).get("location") == "Lisbon"
+    kinds = [event.kind for event in tiered.inspect(user_id=USER).events]
+    assert "supersession" in kinds
+
+
+def test_search_finds_current_cells_not_superseded_ones(tiered: Memory) -> None:
+    _exchange(tiered, "I live in Porto.")
+    _exchange(tiered, "I moved to Lisbon last month.")
+    tiered.flush()
+    hits = [hit for hit in tiered.search("location Porto or Lisbon", user_id=USER, limit=20) if hit.tier == "longterm"]
+    assert any("Lisbon" in hit.content for hit in hits)
+    assert not any(hit.content == "I live in Porto." for hit in hits)
+    assert all(hit.source_turn_ids for hit in hits)
+
+
+def test_scripted_conversation_recalls_seeded_facts(home: Path) -> None:
+    facts = [
+        ("My sister Marta lives in Berlin.", "Where does Marta live?", "Berlin"),
+        ("I'm allergic to shellfish.", "What am I allergic to?", "shellfish"),
+        ("I work at Tern Robotics as an engineer.", "Where do I work?", "Tern"),
+        ("My favourite food is ramen.", "What is my favourite food?", "ramen"),
+        ("I'm planning a trip to Japan in October.", "Where am I travelling in October?", "Japan"),
+        ("My sister Marta lives in Berlin.", "Which city is my sister Marta in?", "Berlin"),
+        ("I'm allergic to shellfish.", "Any allergy I should remember?", "shellfish"),
+        ("I work at Tern Robotics as an engineer.", "What company employs me?", "Tern"),
+        ("My favourite food is ramen.", "Suggest my favourite dish for dinner", "ramen"),
+        ("I'm planning a trip to Japan in October.", "What trip am I planning?", "Japan"),
+    ]
+    work = [
+        "Can you review this SQL query for the invoices table?",
+        "The deploy failed because the migration timed out.",
+        "Let's rename the helper function to parse_rows.",
+        "How do I profile memory usage in Python?",
+        "The CI pipeline needs a cache for pip downloads.",
+        "Please write a unit test for the date parser.",
+        "What does HTTP status 409 mean?",
+        "The dashboard shows a spike in latency at noon.",
+        "Split the report into weekly sections.",
+        "Compare gzip and zstd for log compression.",
+    ]
+    # The real offline model: probes paraphrase their facts, which a bag of words cannot match.
+    with Memory(home, background=False, working_capacity=3) as memory:
+        for fact in dict.fromkeys(fact for fact, _, _ in facts):
+            _exchange(memory, fact)
+        for line in work:
+            _exchange(memory, line, "Here is a suggestion.")
+        memory.flush()
+        for _, probe, expected in facts:
+            _exchange(memory, probe, "Let me check.")
+            hits = memory.search(probe, user_id=USER, limit=5)
+            assert any(expected in hit.content for hit in hits), (probe, [hit.content for hit in hits])
+        memory.flush()
+        report = memory.inspect(user_id=USER)
+        assert report.counts["cells_current"] >= 4
+        assert report.counts["episodic"] == 50
+
+
+def test_consolidation_stores_summaries_with_tes(tiered: Memory) -> None:
+    for n in range(4):
+        _exchange(tiered, f"The garden shed roof leaks near the window, repair attempt {n} failed.")
+    for n in range(4):
+        _exchange(tiered, f"Quarterly invoice numbers for Acme Corp were wrong in batch {n}.")
+    made = tiered.consolidate(user_id=USER)
+    assert made, "two clear topics should form at least one cluster"
+    for item in made:
+        assert item.summary and item.source_turn_ids
+        assert 0.0 <= item.tes <= 1.0
+        assert 0.0 <= item.compression_ratio <= 1.0
+    report = tiered.inspect(user_id=USER)
+    assert report.consolidations and "consolidation" in [event.kind for event in report.events]
+    assert tiered.consolidate(user_id=USER) == []  # nothing new to consolidate
+
+
+def test_visits_heat_up_segments_until_promotion(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, promote_heat=3.0) as memory:
+        _exchange(memory, "The sailing regatta in Cascais starts at nine.")
+        _exchange(memory, "Unrelated: buy printer toner.")
+        _exchange(memory, "Another unrelated thing about taxes.")
+        memory.flush()
+        for _ in range(3):
+            memory.search("sailing regatta Cascais", user_id=USER)
+            memory.flush()
+        report = memory.inspect(user_id=USER)
+        assert any(segment.visits >= 1 for segment in report.segments)
+        assert report.counts["scenes"] >= 1
+        assert "promotion" in [event.kind for event in report.events]
+
+
+def test_eviction_archives_cold_segments_but_keeps_episodes(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, midterm_capacity=1) as memory:
+        for topic, reply in (
+            ("Volcano geology lecture tomorrow", "Magma!"),
+            ("Sourdough bread starter smells sour", "Feed it flour."),
+            ("Bicycle gear repair kit arrived", "Great, tools."),
+            ("Tax deadline moved", "Mark the calendar."),
+        ):
+            _exchange(memory, topic, reply)
+        memory.flush()
+        report = memory.inspect(user_id=USER)
+        assert report.counts["midterm_active"] == 1
+        assert report.counts["midterm_archived"] >= 1
+        assert "eviction" in [event.kind for event in report.events]
+        hits = memory.search("volcano geology lecture", user_id=USER, limit=3)
+        assert any("volcano" in hit.content.lower() for hit in hits)
+
+
+def test_entities_and_subgraph(tiered: Memory) -> None:
+    _exchange(tiered, "I met Caroline and Melanie at the Lisbon Book Fair.")
+    _exchange(tiered, "Caroline works at Google now.")
+    tiered.flush()
+    graph = tiered.graph(user_id=USER, query="What does Caroline do?")
+    names = {node.name for node in graph.nodes}
+    assert "Caroline" in names
+    assert any("Caroline" in (edge.source, edge.target) for edge in graph.edges)
+
+
+def test_patterns_are_counted(tiered: Memory) -> None:
+    for text in ("Just give me the code, no explanation.", "Give me the code first please.", "Show me code for it"):
+        _exchange(tiered, text)
+    tiered.flush()
+    patterns = tiered.patterns(user_id=USER)
+    assert patterns and patterns[0].count >= 2
+
+
+def test_forget_user_clears_every_tier(tiered: Memory) -> None:
+    _exchange(tiered, "I live in Porto and my sister Marta lives in Berlin.")
+    for n in range(4):
+        _exchange(tiered, f"Filler message {n}")
+    tiered.flush()
+    tiered.consolidate(user_id=USER)
+    tiered.forget(user_id=USER)
+    counts = tiered.inspect(user_id=USER).counts
+    assert all(value == 0 for value in counts.values()), counts
+    assert tiered.search("Porto", user_id=USER) == []
+
+
+def test_deleting_a_turn_removes_what_was_derived_from_it(tiered: Memory) -> None:
+    _exchange(tiered, "I live in Porto.")
+    tiered.flush()
+    source = tiered.cells(user_id=USER)[0].source_turn_id
+    tiered.delete(source, user_id=USER)
+    tiered.flush()
+    assert tiered.cells(user_id=USER, include_superseded=True) == []
+    assert not any("Porto" in hit.content for hit in tiered.search("Porto", user_id=USER))
+
+
+def test_prune_episodic_by_count(tiered: Memory) -> None:
+    for n in range(5):
+        _exchange(tiered, f"Message {n}", timestamp=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=n))
+    removed = tiered.prune(user_id=USER, tier="episodic", keep_last=4)
+    assert removed == 6
+    assert len(tiered.history(user_id=USER)) == 4
+    assert "retention" in [event.kind for event in tiered.inspect(user_id=USER).events]
+
+
+def test_pending_jobs_survive_a_killed_process(home: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from memstrata import Memory
+        from memstrata.embeddings.hashing import HashEmbedder
+        memory = Memory({str(home)!r}, embedder=HashEmbedder(), background=False)
+        memory.add([{{"role": "user", "content": "I live in Porto."}}], user_id={USER!r})
+        print("added", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert "added" in result.stdout and result.returncode == -signal.SIGKILL
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        assert memory.inspect(user_id=USER).pending_jobs >= 1
+        memory.flush()
+        assert memory.profile(user_id=USER).get("location") == "Porto"
+
+
+def test_a_crashed_workers_lease_expires_and_the_job_runs_again(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("I live in Porto.", user_id=USER)
+        store = memory._store  # the job is claimed and abandoned, as by a worker killed mid-job
+        job = store.claim_job(0.01)  # type: ignore[attr-defined]
+        assert job is not None
+        time.sleep(0.05)
+        memory.flush()
+        assert memory.profile(user_id=USER).get("location") == "Porto"
+
+
+def test_background_worker_processes_without_flush_calls(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), working_capacity=1) as memory:
+        _exchange(memory, "I live in Porto.")
+        deadline = time.monotonic() + 20
+        while memory.profile(user_id=USER).get("location") != "Porto":
+            assert time.monotonic() < deadline, "the background worker never ran"
+            time.sleep(0.05)
+
+
+class QueuedLLM:
+    """A fake LLM that answers from a queue and records prompts."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = replies
+        self.prompts: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return "fake"
+
+    @property
+    def is_available(self) -> bool:
+        return True
+
+    def complete(self, prompt: str, *, system: str | None = None) -> str:
+        self.prompts.append(prompt)
+        return self.replies.pop(0) if self.replies else "LLM summary."
+
+
+def test_llm_writes_summaries_when_configured(home: Path) -> None:
+    llm = QueuedLLM(["Ana discussed sailing in Cascais."])
+    with Memory(home, embedder=HashEmbedder(), llm=llm, background=False, working_capacity=1) as memory:
+        _exchange(memory, "The sailing regatta in Cascais starts at nine.")
+        _exchange(memory, "Something else entirely.")
+        memory.flush()
+        summaries = [segment.summary for segment in memory.inspect(user_id=USER).segments]
+    assert "Ana discussed sailing in Cascais." in summaries
+    assert llm.prompts and "Cascais" in llm.prompts[0]
+
+
+def test_offline_summaries_are_extractive(tiered: Memory) -> None:
+    _exchange(tiered, "The sailing regatta in Cascais starts at nine.")
+    _exchange(tiered, "Something else entirely.")
+    _exchange(tiered, "And a third thing.")
+    tiered.flush()
+    segment = tiered.inspect(user_id=USER).segments[0]
+    assert segment.summary and any(part in segment.summary for part in ("regatta", "Noted"))
+
+
+def test_worker_thread_stops_on_close(home: Path) -> None:
+    memory = Memory(home, embedder=HashEmbedder())
+    memory.add("hello there", user_id=USER)
+    memory.close()
+    assert not [t for t in __import__("threading").enumerate() if t.name == "memstrata-worker" and t.is_alive()]
+
+
+_ = os  # imported for the subprocess script's environment
