@@ -41,6 +41,7 @@ class TierViews:
         """Wait until background tier work queued so far is done (tests and benchmarks use it)."""
         self._require_open()  # type: ignore[attr-defined]
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._queue_visits()  # type: ignore[attr-defined]
         while True:
             if not self.settings.background:
                 self._worker.drain()
@@ -57,6 +58,10 @@ class TierViews:
         user = self._checked_user(user_id)
         self.flush()
         return self._hierarchy.consolidate(user)
+
+    def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:
+        """Stored consolidation summaries, newest first, each with its TES."""
+        return self._tiers.consolidations(self._checked_user(user_id), limit=check_limit(limit, maximum=100_000))
 
     def profile(self, *, user_id: str) -> dict[str, str]:
         """The user's stable traits and preferences (key → value)."""

@@ -242,3 +242,23 @@ def test_storage_error_exits_5(home: Path, tmp_path: Path) -> None:
     not_a_database.write_text("just some text, not SQLite\n" * 100)
     line = assert_one_line_error(run_cli("info", "--home", str(not_a_database), home=home), 5)
     assert str(not_a_database) in line
+
+
+def test_inspect_json_and_table(home: Path) -> None:
+    seed(home, ["I live in Porto.", "I moved to Lisbon last month.", "My sister Marta lives in Berlin."])
+    report = json.loads(ok(run_cli("inspect", "--user", "ana", "--json", home=home)))
+    assert report["user_id"] == "ana"
+    assert report["counts"]["episodic"] == 3
+    assert report["pending_jobs"] == 0, "inspect waits for queued tier work"
+    assert report["profile"].get("location") == "Lisbon"
+    values = {(cell["attribute"], cell["value"], cell["valid_to"] is None) for cell in report["cells"]}
+    assert ("location", "Lisbon", True) in values and ("location", "Porto", False) in values
+    table = ok(run_cli("inspect", "--user", "ana", home=home))
+    assert "long-term cells" in table and "Lisbon" in table
+
+
+def test_consolidate_reports_tes(home: Path) -> None:
+    seed(home, [f"The garden shed roof leaks again near window {n}" for n in range(4)])
+    made = json.loads(ok(run_cli("consolidate", "--user", "ana", "--json", home=home)))
+    assert made and all(0.0 <= item["tes"] <= 1.0 and item["source_turn_ids"] for item in made)
+    assert "0 consolidations" in ok(run_cli("consolidate", "--user", "ana", home=home))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata import Memory
+from memstrata import InvalidInput, Memory
 from memstrata.embeddings.hashing import HashEmbedder
 
 USER = "ana"
@@ -47,7 +47,7 @@ def test_working_overflow_moves_every_turn_to_midterm(tiered: Memory) -> None:
     all_turns = tiered.history(user_id=USER)
     assert len(all_turns) == 12
     in_segments: set[str] = set()
-    for hit in tiered.search("Exchange number topic", user_id=USER, limit=50):
+    for hit in tiered.search("Exchange number topic", user_id=USER, limit=50, tiers=("midterm",)):
         if hit.tier == "midterm":
             in_segments |= set(hit.source_turn_ids)
     assert report.counts["midterm_active"] + report.counts["midterm_archived"] >= 1
@@ -77,7 +77,8 @@ def test_search_finds_current_cells_not_superseded_ones(tiered: Memory) -> None:
     _exchange(tiered, "I live in Porto.")
     _exchange(tiered, "I moved to Lisbon last month.")
     tiered.flush()
-    hits = [hit for hit in tiered.search("location Porto or Lisbon", user_id=USER, limit=20) if hit.tier == "longterm"]
+    found = tiered.search("location Porto or Lisbon", user_id=USER, limit=20, tiers=("longterm",))
+    hits = [hit for hit in found if hit.tier == "longterm"]
     assert any("Lisbon" in hit.content for hit in hits)
     assert not any(hit.content == "I live in Porto." for hit in hits)
     assert all(hit.source_turn_ids for hit in hits)
@@ -311,3 +312,15 @@ def test_worker_thread_stops_on_close(home: Path) -> None:
 
 
 _ = os  # imported for the subprocess script's environment
+
+
+def test_search_tiers_are_opt_in_for_summaries(tiered: Memory) -> None:
+    for text in ("The sailing regatta in Cascais starts at nine.", "Buy printer toner.", "Pay the taxes."):
+        _exchange(tiered, text)
+    tiered.flush()
+    default = {hit.tier for hit in tiered.search("sailing regatta Cascais", user_id=USER, limit=20)}
+    assert default == {"episodic"}
+    opted = {hit.tier for hit in tiered.search("sailing regatta Cascais", user_id=USER, limit=20, tiers=("midterm",))}
+    assert "midterm" in opted
+    with pytest.raises(InvalidInput):
+        tiered.search("sailing", user_id=USER, tiers=("nonsense",))

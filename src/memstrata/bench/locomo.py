@@ -40,6 +40,7 @@ class LocomoOptions:
     threads: int | None = None
     home: Path | None = None
     embedder_baseline: bool = True
+    tiers: tuple[str, ...] = ()
 
 
 def parse_conversations(text: str | None) -> tuple[int, ...]:
@@ -84,8 +85,9 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         embed_seconds = _time_embedder(memory, turns) if options.embedder_baseline else None
         ingest_seconds = _ingest(memory, turns, console)
         known = {turn_id(turn) for turn in turns}
-        records = _ask(memory, questions, known, options.limit, number_of, console)
-        report = _report(memory, records, len(turns), ingest_seconds, embed_seconds, chosen, number_of)
+        records = _ask(memory, questions, known, options.limit, number_of, console, options.tiers)
+        report = _report(memory, options.tiers, records, len(turns), ingest_seconds, embed_seconds, chosen, number_of)
+        report["consolidation"] = _consolidation_scores(memory, chosen)
         return report, records
 
 
@@ -126,6 +128,7 @@ def _ask(
     limit: int | None,
     number_of: dict[str, int],
     console: Console,
+    tiers: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     usable = []
@@ -147,7 +150,9 @@ def _ask(
             }
             for mode in MODES:
                 started = time.perf_counter()
-                hits = memory.search(question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode)
+                hits = memory.search(
+                    question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode, tiers=tiers
+                )
                 elapsed = (time.perf_counter() - started) * 1000
                 # A derived hit (cell, summary) stands for the turns it links to, at its own rank.
                 ranked = list(dict.fromkeys(turn_id for hit in hits for turn_id in hit.source_turn_ids))
@@ -156,6 +161,30 @@ def _ask(
             records.append(record)
             progress.update(task, advance=1)
     return records
+
+
+def _consolidation_scores(memory: Memory, conversations: Sequence[str]) -> dict[str, Any]:
+    """TES of every consolidation the ingest triggered (the mission's token-efficiency metric)."""
+    made = [item for c in conversations for item in memory.consolidations(user_id=c, limit=100_000)]
+    if not made:
+        return {"count": 0}
+    return {
+        "count": len(made),
+        "turns_covered": sum(len(item.source_turn_ids) for item in made),
+        "tes_mean": statistics.fmean(item.tes for item in made),
+        "compression_ratio_mean": statistics.fmean(item.compression_ratio for item in made),
+        "entity_preservation_mean": statistics.fmean(item.entity_preservation for item in made),
+        "per_consolidation": [
+            {
+                "id": item.id,
+                "turns": len(item.source_turn_ids),
+                "tes": item.tes,
+                "compression_ratio": item.compression_ratio,
+                "entity_preservation": item.entity_preservation,
+            }
+            for item in made
+        ],
+    }
 
 
 def _scores(records: Sequence[dict[str, Any]], mode: str) -> dict[str, float]:
@@ -171,6 +200,7 @@ def _scores(records: Sequence[dict[str, Any]], mode: str) -> dict[str, float]:
 
 def _report(
     memory: Memory,
+    tiers: tuple[str, ...],
     records: list[dict[str, Any]],
     turn_count: int,
     ingest_seconds: float,
@@ -205,6 +235,7 @@ def _report(
         "machine": machine(),
         "embedder": memory.embedder.model_id,
         "settings": memory.settings.model_dump(mode="json", exclude={"home", "storage_url"}),
+        "search_tiers": list(tiers),
         "conversations": [number_of[c] for c in chosen],
         "turns": turn_count,
         "questions": len(records),

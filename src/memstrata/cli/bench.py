@@ -69,6 +69,9 @@ def locomo(
     home: Annotated[Path | None, typer.Option(help="Data directory (default: a temporary one).")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here as JSON.")] = None,
     details: Annotated[Path | None, typer.Option(help="Write one JSON line per question here.")] = None,
+    tiers: Annotated[
+        str, typer.Option(help="Derived tiers hybrid search also covers, e.g. longterm,midterm (default none).")
+    ] = "",
 ) -> None:
     """LoCoMo evidence retrieval: recall@5/10/20, hit@10, NDCG@10 per category, hybrid vs BM25 vs dense.
 
@@ -89,6 +92,7 @@ def locomo(
         threads=threads,
         home=home,
         embedder_baseline=embedder_baseline,
+        tiers=tuple(tier.strip() for tier in tiers.split(",") if tier.strip()),
     )
     report, records = run_locomo(options, console=console)
     if json_out is not None:
@@ -112,3 +116,28 @@ def locomo(
         f"{mode} p50 {v['p50']:.1f} ms / p95 {v['p95']:.1f} ms" for mode, v in report["latency_ms"].items()
     )
     console.print(f"{report['turns']} turns ingested in {report['ingest_seconds']:.1f} s; search latency: {latency}")
+
+
+@app.command("entities")
+def entities(
+    data: Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")] = None,
+    gold: Annotated[Path, typer.Option(help="Gold annotations (dia_id, name, kind) as JSON.")] = Path(
+        "tests/extraction/data/locomo_conv26_entities.json"
+    ),
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here as JSON.")] = None,
+) -> None:
+    """Precision/recall of the offline entity extractor against hand-annotated LoCoMo turns.
+
+    Example: memstrata bench entities --json results/entities.json
+    """
+    from memstrata.bench.datasets import find_locomo
+    from memstrata.bench.entities import evaluate_entities
+    from memstrata.errors import InvalidInput
+
+    if not gold.is_file():
+        raise InvalidInput(f"no gold annotations at {gold}; pass --gold PATH")
+    result = evaluate_entities(find_locomo(data), gold)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(result, indent=2) + "\n")
+    print_json(result)

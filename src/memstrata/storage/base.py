@@ -129,8 +129,10 @@ class Store(Protocol):
         """Queue background work durably."""
         ...
 
-    def derived_fulltext(self, match: str, user_id: str, limit: int) -> list[tuple[int, float]]:
-        """Full-text candidates among current derived items (cells, summaries), best first."""
+    def derived_fulltext(
+        self, match: str, user_id: str, limit: int, tiers: Sequence[str] = ("longterm",)
+    ) -> list[tuple[int, float]]:
+        """Full-text candidates among current derived items of these tiers, best first."""
         ...
 
     def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:

@@ -12,6 +12,36 @@ from memstrata.storage.base import Job
 
 log = logging.getLogger("memstrata.worker")
 IDLE_POLL_SECONDS = 1.0
+QUIET_SECONDS = 0.2
+MAX_DEFER_SECONDS = 5.0
+
+
+class Activity:
+    """Tracks foreground calls (add, search …) so background work can stay out of their way.
+
+    On two cores a busy worker thread measurably slowed ``add`` (GIL and store lock
+    hand-offs), so the worker starts a job only after the foreground has been quiet for
+    ``QUIET_SECONDS`` — or after deferring ``MAX_DEFER_SECONDS``, so it never starves.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._last = 0.0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._active += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._active -= 1
+            self._last = time.monotonic()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last foreground call ended (0 while one runs)."""
+        with self._lock:
+            return 0.0 if self._active else time.monotonic() - self._last
 
 
 class Worker:
@@ -29,9 +59,12 @@ class Worker:
         fail: Callable[[int, str, bool], None],
         *,
         max_attempts: int = 3,
+        activity: Activity | None = None,
     ) -> None:
         self._claim, self._run, self._finish, self._fail = claim, run, finish, fail
         self._max_attempts = max_attempts
+        self._activity = activity
+        self._urgent = threading.Event()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -66,12 +99,28 @@ class Worker:
         return done
 
     def wait_idle(self, timeout: float | None) -> bool:
-        """Block until the thread found the queue empty; False on timeout."""
-        self.wake()
-        return self._idle.wait(timeout)
+        """Block until the thread found the queue empty; False on timeout. Work runs at once meanwhile."""
+        self._urgent.set()
+        try:
+            self.wake()
+            return self._idle.wait(timeout)
+        finally:
+            self._urgent.clear()
+
+    def _yield_to_foreground(self) -> None:
+        """Wait for a quiet moment in the foreground, but not forever."""
+        if self._activity is None:
+            return
+        deferred_since = time.monotonic()
+        while not (self._stop.is_set() or self._urgent.is_set()):
+            quiet = self._activity.quiet_for()
+            if quiet >= QUIET_SECONDS or time.monotonic() - deferred_since >= MAX_DEFER_SECONDS:
+                return
+            time.sleep(max(QUIET_SECONDS - quiet, 0.01))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            self._yield_to_foreground()
             try:
                 job = self._claim()
             except StorageError as exc:  # e.g. the store was closed under us

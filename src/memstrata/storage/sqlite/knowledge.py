@@ -29,13 +29,17 @@ class KnowledgeMixin:
 
     # -- search items -----------------------------------------------------------------
 
-    def derived_fulltext(self, match: str, user_id: str, limit: int) -> list[tuple[int, float]]:
-        """BM25 over current derived items (cells, segment and consolidation summaries)."""
+    def derived_fulltext(
+        self, match: str, user_id: str, limit: int, tiers: Sequence[str] = ("longterm",)
+    ) -> list[tuple[int, float]]:
+        """BM25 over current derived items of these tiers (longterm cells, scene, midterm, consolidation)."""
+        marks = ",".join("?" * len(tiers))
         sql = (
             "SELECT d.seq, -bm25(derived_fts) FROM derived_fts JOIN derived d ON d.seq = derived_fts.rowid "
-            "WHERE derived_fts MATCH ? AND +d.user_id = ? AND d.is_current = 1 ORDER BY bm25(derived_fts) LIMIT ?"
+            f"WHERE derived_fts MATCH ? AND +d.user_id = ? AND d.is_current = 1 AND d.tier IN ({marks})"
+            " ORDER BY bm25(derived_fts) LIMIT ?"
         )
-        rows = self._read(lambda connection: connection.execute(sql, (match, user_id, limit)).fetchall())
+        rows = self._read(lambda connection: connection.execute(sql, (match, user_id, *tiers, limit)).fetchall())
         return [(int(seq), float(score)) for seq, score in rows]
 
     def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:
@@ -244,7 +248,7 @@ class KnowledgeMixin:
                 int(row[0])
                 for row in connection.execute("SELECT turn_seq FROM segment_turns WHERE segment_id = ?", (segment.id,))
             ]
-            _put_derived(connection, scene_id, segment.user_id, "longterm", f"{title}: {segment.summary}", sources, now)
+            _put_derived(connection, scene_id, segment.user_id, "scene", f"{title}: {segment.summary}", sources, now)
             _event(
                 connection,
                 "promotion",
