@@ -260,3 +260,8 @@ def test_chat_like_text_gives_unique_well_formed_cells(parts: list[str]) -> None
 def test_deterministic() -> None:
     text = "I live in Lisbon. I love jazz and hiking. I'm worried that the deploy might fail."
     assert extract_cells(text) == extract_cells(text)
+
+
+def test_a_following_clause_is_not_another_list_item() -> None:
+    cells = extract_cells("I'm allergic to peanuts, so keep that in mind whenever you suggest recipes.")
+    assert [(cell.attribute, cell.value) for cell in cells] == [("allergy:peanuts", "peanuts")]

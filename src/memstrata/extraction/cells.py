@@ -43,7 +43,9 @@ _CLAUSE_END = re.compile(r"[,;]")
 _SUBORDINATE_TAIL = re.compile(
     r"\s+(?:because|but|since|which|who|whom|whose|where|when|whenever|while|though|although|if|unless|until|"
     r"so\s+that|so\s+(?:i|we|you|they|he|she|it)|as\s+well\s+as|'cause|cause|cuz|coz|cos|whereas|except|"
-    r"even\s+though|and\s+(?:i|we)|but\s+(?:i|we))\b.*$|\s+[-–—]+(?:\s.*)?$",
+    r"even\s+though|and\s+(?:i|we)|but\s+(?:i|we))\b.*$|\s+[-–—]+(?:\s.*)?$"
+    # ", so keep that in mind" / ", please …" starts a new clause, not another list item.
+    r"|\s*,\s*(?:so|then|please|thus|hence)\b.*$",
     re.IGNORECASE | re.DOTALL,
 )
 _COORDINATE_TAIL = re.compile(r"\s*,.*$|\s+(?:and|or|&)\s+(?=[a-z]).*$", re.DOTALL)
