@@ -30,8 +30,7 @@ from memstrata.retrieval.fulltext import fts_query, indexed_text
 from memstrata.retrieval.fusion import reciprocal_rank_fusion
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store
-from memstrata.storage.base import Store
-from memstrata.storage.sqlite.store import SQLiteStore
+from memstrata.storage.base import Store, TierStore
 from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
 from memstrata.tiers.worker import Activity, Worker
 from memstrata.transfer import header_line, read_export, turn_line
@@ -132,7 +131,7 @@ class Memory(TierViews):
                 every_turns=settings.consolidate_every, token_threshold=settings.consolidate_tokens
             ),
         )
-        store_with_tiers = cast(SQLiteStore, self._store)
+        store_with_tiers = cast(TierStore, self._store)
         self._hierarchy = Hierarchy(store_with_tiers, self._embedder, self._llm, policy, self._ids)
         self._worker = Worker(
             lambda: store_with_tiers.claim_job(policy.job_lease_seconds),

@@ -14,7 +14,7 @@ from memstrata.validation import check_identifier, check_limit
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
-    from memstrata.storage.sqlite.store import SQLiteStore
+    from memstrata.storage.base import TierStore
     from memstrata.tiers.hierarchy import Hierarchy
     from memstrata.tiers.worker import Worker
 
@@ -30,7 +30,7 @@ class TierViews:
     _worker: Worker
 
     @property
-    def _tiers(self) -> SQLiteStore:
+    def _tiers(self) -> TierStore:
         return self._store  # type: ignore[attr-defined, no-any-return]
 
     def _checked_user(self, user_id: object) -> str:

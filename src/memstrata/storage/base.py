@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from memstrata.models import Scope, SearchFilters, Turn
+from memstrata.models import (
+    Cell,
+    Consolidation,
+    EntityEdge,
+    EntityNode,
+    MemoryEvent,
+    Scope,
+    SearchFilters,
+    Segment,
+    Turn,
+)
 
 Vectors = npt.NDArray[np.float32]
 Seqs = npt.NDArray[np.int64]
@@ -141,4 +152,151 @@ class Store(Protocol):
 
     def counts(self) -> dict[str, int]:
         """Totals for ``info``: turns, users, sessions, vectors per model."""
+        ...
+
+
+class TierStore(Store, Protocol):
+    """A store that also holds the derived tiers (segments, cells, profile, patterns, entities,
+    consolidations) and the job queue. Same invariants as :class:`Store`; every derived row
+    links to its source turns and goes when they go.
+    """
+
+    def set_importance(self, scores: Mapping[int, float]) -> None:
+        """Record computed importance beside the turns; the turns themselves stay as they were said."""
+        ...
+
+    def importance_of(self, turn_seqs: Sequence[int]) -> dict[int, float]:
+        """Importance per turn: the caller's when given, else the computed one."""
+        ...
+
+    def previous_user_text(self, user_id: str, session_id: str | None, before_seq: int) -> str | None:
+        """The user's message before ``before_seq`` in the same session."""
+        ...
+
+    def recent_vectors(self, model_id: str, user_id: str, before_seq: int, limit: int) -> list[bytes]:
+        """Vectors of the user's turns just before ``before_seq``, for novelty."""
+        ...
+
+    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
+        """The user's active mid-term segments with their centroid vectors."""
+        ...
+
+    def segments(self, user_id: str, *, limit: int = 50) -> list[Segment]:
+        """Segments of a user, hottest first (archived ones last)."""
+        ...
+
+    def segment_turn_seqs(self, segment_id: str) -> list[int]:
+        """Turns that make up a segment, oldest first."""
+        ...
+
+    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
+        """Create or update a segment, link its new turns, and refresh its search item."""
+        ...
+
+    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
+        """Record visits and the recomputed heat."""
+        ...
+
+    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
+        """Active segments containing any of these turns."""
+        ...
+
+    def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
+        """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
+        ...
+
+    def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
+        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
+        ...
+
+    def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
+        """Cells still valid for one subject and attribute."""
+        ...
+
+    def cells(
+        self,
+        user_id: str,
+        *,
+        subject: str | None = None,
+        attribute: str | None = None,
+        include_superseded: bool = False,
+        limit: int = 500,
+    ) -> list[Cell]:
+        """A user's cells, newest first; superseded ones only when asked."""
+        ...
+
+    def add_cell(self, cell: Cell, source_turn_seq: int, *, single_valued: bool, supersede: Sequence[str]) -> None:
+        """Store a cell, closing the validity of the cells it supersedes (kept as history)."""
+        ...
+
+    def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
+        """Upsert profile traits, each with the turn it came from and when."""
+        ...
+
+    def profile(self, user_id: str) -> dict[str, str]:
+        """The user's current profile."""
+        ...
+
+    def observe_pattern(self, user_id: str, key: str, description: str, evidence: str, when: datetime) -> None:
+        """Count one more occurrence of an interaction pattern."""
+        ...
+
+    def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:
+        """(key, description, count, first_seen, last_seen, evidence) of a user's patterns."""
+        ...
+
+    def add_entities(self, user_id: str, turn_seq: int, names: Sequence[tuple[str, str]], when: datetime) -> None:
+        """Record (name, kind) mentions in one turn and their co-occurrence edges."""
+        ...
+
+    def entities(self, user_id: str, *, names: Sequence[str] | None = None, limit: int = 50) -> list[EntityNode]:
+        """Entities of a user, most mentioned first (or the ones named, case-insensitively)."""
+        ...
+
+    def neighbours(self, user_id: str, names: Sequence[str], limit: int = 20) -> list[EntityEdge]:
+        """Edges touching the named entities, heaviest first."""
+        ...
+
+    def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
+        """Seqs of a user's turns not yet in any consolidation, oldest first."""
+        ...
+
+    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
+        """Store a consolidation summary with links to its source turns."""
+        ...
+
+    def consolidations(self, user_id: str, *, limit: int = 20) -> list[Consolidation]:
+        """Recent consolidations of a user, newest first."""
+        ...
+
+    def events(self, user_id: str, *, limit: int = 50) -> list[MemoryEvent]:
+        """The user's audit log, newest first."""
+        ...
+
+    def tier_counts(self, user_id: str) -> dict[str, int]:
+        """How many items each tier holds for a user."""
+        ...
+
+    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
+        """Turns in working memory (one session, or all of the user's), oldest first."""
+        ...
+
+    def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
+        """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
+        ...
+
+    def claim_job(self, lease_seconds: float) -> Job | None:
+        """Take the next job to run (or one a crashed worker left), leased for a while."""
+        ...
+
+    def finish_job(self, job_id: int) -> None:
+        """Mark a job done."""
+        ...
+
+    def fail_job(self, job_id: int, error: str, *, retry: bool) -> None:
+        """Record a failure; the job is tried again later, or parked as failed."""
+        ...
+
+    def count_jobs(self, user_id: str | None = None) -> int:
+        """Jobs not finished yet (pending or running)."""
         ...

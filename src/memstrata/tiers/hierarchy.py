@@ -29,8 +29,7 @@ from memstrata.policies.heat import HeatPolicy, choose_evictions, segment_heat, 
 from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
 from memstrata.prompts import render
 from memstrata.retrieval.fulltext import STOPWORDS, indexed_text
-from memstrata.storage.base import Job
-from memstrata.storage.sqlite.store import SQLiteStore
+from memstrata.storage.base import Job, TierStore
 
 KEYWORDS_PER_SEGMENT = 6
 CONSOLIDATION_BATCH = 1000
@@ -70,7 +69,7 @@ class Hierarchy:
     """Runs the background jobs that derive every tier from the episodic turns."""
 
     def __init__(
-        self, store: SQLiteStore, embedder: Embedder, llm: LLM, policy: HierarchyPolicy, ids: IdGenerator
+        self, store: TierStore, embedder: Embedder, llm: LLM, policy: HierarchyPolicy, ids: IdGenerator
     ) -> None:
         self._store = store
         self._embedder = embedder

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
@@ -18,6 +18,9 @@ import numpy as np
 from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Role, Scope, SearchFilters, Turn, format_time
 from memstrata.storage.base import Job, Seqs, VectorBatch, Vectors
+
+if TYPE_CHECKING:
+    from memstrata.storage.base import TierStore
 from memstrata.storage.sqlite import queue
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
@@ -581,3 +584,10 @@ def _filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
 def _chunks(items: list[T]) -> Iterator[list[T]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_the_protocol(store: SQLiteStore) -> TierStore:
+        """mypy proves here that the adapter implements every method the tiers call."""
+        return store
