@@ -261,6 +261,10 @@ class TierStore(Store, Protocol):
         """Seqs of a user's turns not yet in any consolidation, oldest first."""
         ...
 
+    def unconsolidated_size(self, user_id: str) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation."""
+        ...
+
     def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
         """Store a consolidation summary with links to its source turns."""
         ...

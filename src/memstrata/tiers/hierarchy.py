@@ -263,11 +263,9 @@ class Hierarchy:
     # -- consolidation ----------------------------------------------------------------
 
     def _maybe_consolidate(self, user_id: str) -> None:
-        pending = self._store.unconsolidated_turns(user_id, 10_000)
-        if not pending:
-            return
-        words = sum(len(turn.content.split()) for turn in self._store.get_by_seqs(pending, user_id).values())
-        if should_consolidate(len(pending), words, self.policy.consolidation):
+        # Counted in SQL: this runs after every batch of new turns.
+        pending, words = self._store.unconsolidated_size(user_id)
+        if pending and should_consolidate(pending, words, self.policy.consolidation):
             self.consolidate(user_id)
 
     def consolidate(self, user_id: str) -> list[Consolidation]:

@@ -461,6 +461,17 @@ class KnowledgeMixin:
         )
         return [int(row[0]) for row in rows]
 
+    def unconsolidated_size(self, user_id: str) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation, counted in SQL."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT COUNT(*), COALESCE(SUM(length(trim(content)) - length(replace(trim(content), ' ', '')) + 1), 0)"
+                " FROM turns WHERE user_id = ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)",
+                (user_id,),
+            ).fetchone()
+        )
+        return int(row[0]), int(row[1])
+
     def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
         """Store a consolidation summary with links to its source turns."""
 
