@@ -91,6 +91,46 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One piece of an assembled context: what it is, where it came from, what it cost.
+
+    ``kind`` is one of ``profile``, ``cell``, ``pattern``, ``graph``, ``consolidation``,
+    ``scene``, ``segment`` or ``episode``; ``tier`` is the memory tier it was read from.
+    """
+
+    kind: str
+    tier: str
+    id: str
+    text: str
+    tokens: int
+    score: float = 0.0
+    source_turn_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A memory block for a prompt, packed under a token budget, stable parts first.
+
+    ``text`` is what goes into the prompt; ``tokens`` is its size as counted by
+    :func:`memstrata.retrieval.tokens.count_tokens`; ``items`` lists what it includes, in order;
+    ``omitted`` counts relevant items that did not fit.
+    """
+
+    query: str
+    user_id: str
+    text: str
+    tokens: int
+    token_budget: int
+    items: tuple[ContextItem, ...] = ()
+    omitted: int = 0
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        """Every episodic turn the context stands on, in order, without repeats."""
+        return tuple(dict.fromkeys(turn_id for item in self.items for turn_id in item.source_turn_ids))
+
+
+@dataclass(frozen=True, slots=True)
 class Deletion:
     """What a ``forget`` removed."""
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from memstrata.errors import ConfigError
+from memstrata.llms.base import ChatMessage, Completion
+
+HOW_TO_CONFIGURE = (
+    "set MEMSTRATA_LLM_PROVIDER (openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY "
+    "(and MEMSTRATA_LLM_BASE_URL for Ollama, vLLM, llama.cpp or another OpenAI-compatible server)"
+)
 
 
 class NoLLM:
-    """Stands in when no LLM is configured; ``complete`` explains how to configure one."""
+    """Stands in when no LLM is configured; calling it explains how to configure one."""
 
     @property
     def name(self) -> str:
@@ -20,7 +29,17 @@ class NoLLM:
 
     def complete(self, prompt: str, *, system: str | None = None) -> str:
         """Raise: this step needs a model."""
-        raise ConfigError(
-            "this step needs an LLM, and none is configured; set MEMSTRATA_LLM_PROVIDER "
-            "(openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY"
-        )
+        raise ConfigError(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        system: str | None = None,
+        memory: str | None = None,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        purpose: str = "chat",
+    ) -> Completion:
+        """Raise: this step needs a model."""
+        raise ConfigError(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")

@@ -304,3 +304,40 @@ class TierStore(Store, Protocol):
     def count_jobs(self, user_id: str | None = None) -> int:
         """Jobs not finished yet (pending or running)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """An API key's record: only a hash of the secret is ever stored."""
+
+    id: str
+    tenant: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the key may still be used."""
+        return self.revoked_at is None
+
+
+class KeyStore(Protocol):
+    """Where the REST server's API keys live (in the same database as the memories).
+
+    Invariants: ``secret_hash`` is a one-way hash (the secret itself is never stored);
+    ``key_for_hash`` returns revoked keys too, so callers can tell 401 from 403;
+    writes are durable when they return.
+    """
+
+    def add_api_key(self, key: ApiKey, secret_hash: str) -> None:
+        """Store a new key; its id and hash must both be new."""
+
+    def key_for_hash(self, secret_hash: str) -> ApiKey | None:
+        """The key whose secret hashes to ``secret_hash``, if any."""
+
+    def api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        """Keys (of one tenant, or all), oldest first."""
+
+    def revoke_api_key(self, key_id: str, when: datetime) -> bool:
+        """Mark a key revoked; False if there is no such key."""
