@@ -9,6 +9,13 @@ import pytest
 
 from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
+from tests.llm_server import LLMServer
+from tests.postgres_server import (  # noqa: F401  (fixtures shared by every test dir)
+    migrated_postgres_url,
+    postgres_server,
+    postgres_template,
+    postgres_url,
+)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 LOCOMO = SHARED / "datasets" / "locomo" / "locomo10.json"
@@ -34,3 +41,10 @@ def memory(home: Path) -> Iterator[Memory]:
     """A Memory with the fast deterministic embedder; tier work runs only on flush()."""
     with Memory(home, embedder=HashEmbedder(), background=False) as opened:
         yield opened
+
+
+@pytest.fixture
+def llm_server() -> Iterator[LLMServer]:
+    """A real OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 with scripted replies (tests/llm_server.py)."""
+    with LLMServer() as server:
+        yield server

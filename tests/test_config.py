@@ -239,3 +239,13 @@ def test_nothing_is_read_at_import_time(tmp_path: Path) -> None:
 
 def test_settings_fields_have_descriptions() -> None:
     assert all(field.description for field in DEFAULTS.values())
+
+
+def test_neighbour_weights_come_from_env_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSTRATA_NEIGHBOUR_WEIGHTS", "[0.5]")
+    assert load_settings().neighbour_weights == (0.5,)
+    monkeypatch.setenv("MEMSTRATA_NEIGHBOUR_WEIGHTS", "[]")
+    assert load_settings().neighbour_weights == ()
+    monkeypatch.setenv("MEMSTRATA_NEIGHBOUR_WEIGHTS", "[2]")
+    with pytest.raises(ConfigError, match="neighbour"):
+        load_settings()

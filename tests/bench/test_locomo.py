@@ -33,3 +33,33 @@ def test_one_conversation_report(tmp_path: Path) -> None:
             assert all(item.startswith(record["conversation"] + ":") for item in ranked), "scope leak"
     assert "conversations 6-10" not in report["retrieval"]
     assert report["ingest_vs_embedder"] is not None and report["ingest_vs_embedder"] > 0
+    context = report["context"]["all"]
+    assert set(context) == {"500", "1000", "2000"}
+    for budget, groups in context.items():
+        scores = groups["overall"]
+        assert 0 < scores["tokens_mean"] <= int(budget)
+        assert 0.0 <= scores["evidence_in_context"] <= 1.0
+        assert scores["answer_string_in_context"] <= scores["answer_in_context"] <= 1.0
+        assert scores["answer_in_whole_conversation"] >= scores["answer_in_context"] - 1e-9
+    assert context["1000"]["overall"]["crs_questions"] == 6  # every fifth of 30 questions
+    assert context["2000"]["overall"]["evidence_in_context"] >= context["500"]["overall"]["evidence_in_context"]
+    ages = report["retrieval_by_evidence_age"]
+    assert sum(bucket["questions"] for bucket in ages.values()) == 30
+    assert {"context@500", "context@1000", "context@2000"} <= set(report["latency_ms"])
+
+
+def test_context_metrics() -> None:
+    from memstrata.bench.context_metrics import (
+        answer_in_context,
+        answer_string_in_context,
+        evidence_in_context,
+        normalize_answer,
+    )
+
+    assert normalize_answer("The Sunday before 25 May, 2023!") == "sunday before 25 may 2023"
+    assert answer_string_in_context("7 May 2023", "[7 May 2023 (Sunday)] Ana: hi")
+    assert not answer_string_in_context("beach, mountains", "Ana: we love mountains and the beach")
+    assert answer_in_context("beach, mountains", "Ana: we love mountains and the beach")
+    assert not answer_in_context("beach, forest", "Ana: we love mountains and the beach")
+    assert answer_in_context("Likely no", "Bo: likely no, sorry") and not answer_in_context("Likely no", "Bo: yes")
+    assert evidence_in_context(["hello there", "gone"], "Ana: hello there") == 0.5

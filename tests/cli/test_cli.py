@@ -182,7 +182,7 @@ def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:
         memory.add("the quokka smiled at the camera", user_id="ana", id="q")
     connection = sqlite3.connect(home / DATABASE_FILE_NAME, isolation_level=None)
     try:
-        connection.execute("INSERT INTO turns_fts(turns_fts) VALUES('delete-all')")
+        connection.execute("DELETE FROM turns_fts")
     finally:
         connection.close()
     with Memory(home, embedder=HashEmbedder(64)) as memory:

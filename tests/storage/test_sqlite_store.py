@@ -139,7 +139,9 @@ def test_wal_and_synchronous_full(store: SQLiteStore, db_path: Path) -> None:
 
 def test_fts_follows_inserts_and_deletes(store: SQLiteStore) -> None:
     [seq_a, seq_b] = store.insert_turns(
-        [_turn("a", "the lighthouse keeper"), _turn("b", "a quiet harbour")], _vectors(2), MODEL
+        [_turn("a", "the lighthouse keeper", session_id="s1"), _turn("b", "a quiet harbour", session_id="s2")],
+        _vectors(2),
+        MODEL,
     )
     assert _match(store, "lighthouse") == [seq_a]
     assert _match(store, "harbour") == [seq_b]
@@ -150,6 +152,40 @@ def test_fts_follows_inserts_and_deletes(store: SQLiteStore) -> None:
     with store._lock:
         rows = store._connection.execute("SELECT rowid FROM turns_fts WHERE turns_fts MATCH 'lighthouse'").fetchall()
     assert rows == []
+
+
+def _neighbours_of(store: SQLiteStore, seq: int) -> tuple[str, str]:
+    with store._lock:
+        row = store._connection.execute("SELECT near, far FROM turns_fts WHERE rowid = ?", (seq,)).fetchone()
+    return str(row[0]).strip(), str(row[1]).strip()
+
+
+def test_each_turn_is_indexed_with_its_session_neighbours(store: SQLiteStore) -> None:
+    [a, b] = store.insert_turns(
+        [_turn("a", "what did you research?", session_id="s"), _turn("b", "adoption agencies", session_id="s")],
+        None,
+        MODEL,
+    )
+    [other] = store.insert_turns([_turn("x", "unrelated chatter", session_id="t")], None, MODEL)
+    [c] = store.insert_turns([_turn("c", "sounds great", session_id="s")], None, MODEL)
+    [d] = store.insert_turns([_turn("d", "thanks", session_id="s")], None, MODEL)
+    assert _neighbours_of(store, a) == ("adoption agencies", "sounds great")
+    assert _neighbours_of(store, b) == ("what did you research? sounds great", "thanks")
+    assert _neighbours_of(store, c) == ("adoption agencies thanks", "what did you research?")
+    assert _neighbours_of(store, d) == ("sounds great", "adoption agencies")
+    assert _neighbours_of(store, other) == ("", "")
+    # The answer is found by the question's words, ranked below the question itself.
+    assert _match(store, "research")[:2] == [a, b]
+    assert store.delete("b", "ana") == b
+    assert _neighbours_of(store, a) == ("sounds great", "thanks")
+    assert _neighbours_of(store, c) == ("what did you research? thanks", "")
+    assert _neighbours_of(store, d) == ("sounds great", "what did you research?")
+    with store._lock:
+        store._connection.execute("DELETE FROM turns_fts")
+    store.rebuild_fulltext()
+    assert _neighbours_of(store, a) == ("sounds great", "thanks") and _match(store, "research")[0] == a
+    with store._lock:
+        store._connection.execute("INSERT INTO turns_fts (turns_fts) VALUES ('integrity-check')")
 
 
 def test_fts_follows_forget(store: SQLiteStore) -> None:
@@ -173,19 +209,19 @@ def test_fulltext_is_confined_to_the_user(store: SQLiteStore) -> None:
 def test_rebuild_fulltext_restores_search_after_delete_all(store: SQLiteStore) -> None:
     [seq] = store.insert_turns([_turn("a", "the northern lights")], None, MODEL)
     with store._lock:
-        store._connection.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
+        store._connection.execute("DELETE FROM turns_fts")
     assert _match(store, "northern") == []
     store.rebuild_fulltext()
     assert _match(store, "northern") == [seq]
 
 
 def test_rebuild_fulltext_after_deleting_fts_rows(store: SQLiteStore) -> None:
-    seqs = store.insert_turns([_turn("a", "blue whale"), _turn("b", "blue jay")], None, MODEL)
+    seqs = store.insert_turns(
+        [_turn("a", "blue whale", session_id="s1"), _turn("b", "blue jay", session_id="s2")], None, MODEL
+    )
     with store._lock:
-        # A contentless-style wipe of one entry leaves the index out of step with the table.
-        store._connection.execute(
-            "INSERT INTO turns_fts (turns_fts, rowid, content) VALUES ('delete', ?, ?)", (seqs[0], "blue whale")
-        )
+        # Wiping one entry leaves the index out of step with the table.
+        store._connection.execute("DELETE FROM turns_fts WHERE rowid = ?", (seqs[0],))
     assert _match(store, "whale") == []
     store.rebuild_fulltext()
     assert sorted(_match(store, "blue")) == sorted(seqs)
@@ -285,7 +321,7 @@ def test_turn_round_trips_through_the_row(store: SQLiteStore) -> None:
 # -- opening ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["postgres://localhost/db", "mysql://x", "memstrata.db", "", "redis:"])
+@pytest.mark.parametrize("url", ["mongodb://localhost/db", "mysql://x", "memstrata.db", "", "redis:"])
 def test_unknown_scheme_raises_config_error(url: str) -> None:
     with pytest.raises(ConfigError, match="unsupported storage URL"):
         open_store(url)

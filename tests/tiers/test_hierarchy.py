@@ -16,6 +16,7 @@ import pytest
 
 from memstrata import InvalidInput, Memory
 from memstrata.embeddings.hashing import HashEmbedder
+from tests.fakes import FakeLLM
 
 USER = "ana"
 
@@ -117,9 +118,10 @@ def test_scripted_conversation_recalls_seeded_facts(home: Path) -> None:
             _exchange(memory, line, "Here is a suggestion.")
         memory.flush()
         for _, probe, expected in facts:
+            # An agent asks for its context before it stores the new exchange.
+            context = memory.context(probe, user_id=USER, token_budget=300)
+            assert expected in context.text, (probe, context.text)
             _exchange(memory, probe, "Let me check.")
-            hits = memory.search(probe, user_id=USER, limit=5)
-            assert any(expected in hit.content for hit in hits), (probe, [hit.content for hit in hits])
         memory.flush()
         report = memory.inspect(user_id=USER)
         assert report.counts["cells_current"] >= 4
@@ -264,35 +266,15 @@ def test_background_worker_processes_without_flush_calls(home: Path) -> None:
             time.sleep(0.05)
 
 
-class QueuedLLM:
-    """A fake LLM that answers from a queue and records prompts."""
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = replies
-        self.prompts: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return "fake"
-
-    @property
-    def is_available(self) -> bool:
-        return True
-
-    def complete(self, prompt: str, *, system: str | None = None) -> str:
-        self.prompts.append(prompt)
-        return self.replies.pop(0) if self.replies else "LLM summary."
-
-
 def test_llm_writes_summaries_when_configured(home: Path) -> None:
-    llm = QueuedLLM(["Ana discussed sailing in Cascais."])
+    llm = FakeLLM({"segment_summary": [{"summary": "Ana discussed sailing in Cascais.", "keywords": ["sailing"]}]})
     with Memory(home, embedder=HashEmbedder(), llm=llm, background=False, working_capacity=1) as memory:
         _exchange(memory, "The sailing regatta in Cascais starts at nine.")
         _exchange(memory, "Something else entirely.")
         memory.flush()
         summaries = [segment.summary for segment in memory.inspect(user_id=USER).segments]
     assert "Ana discussed sailing in Cascais." in summaries
-    assert llm.prompts and "Cascais" in llm.prompts[0]
+    assert "Cascais" in llm.calls_for("segment_summary")[0].prompt
 
 
 def test_offline_summaries_are_extractive(tiered: Memory) -> None:

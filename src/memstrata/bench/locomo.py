@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import resource
 import statistics
@@ -18,6 +19,13 @@ from rich.console import Console
 from rich.progress import Progress
 
 from memstrata import Memory
+from memstrata.bench.context_metrics import (
+    answer_in_context,
+    answer_string_in_context,
+    context_relevance,
+    evidence_in_context,
+    random_context,
+)
 from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
@@ -25,6 +33,10 @@ from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
 MODES = ("hybrid", "fulltext", "vector")
 CUTOFFS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+BUDGETS = (500, 1000, 2000)
+CRS_BUDGET = 1000
+# CRS embeds two long texts per question; every fifth question keeps the run short.
+CRS_EVERY = 5
 TUNING_CONVERSATIONS = 5  # methods are chosen on the first five; six to ten are held out
 _DIA_ID = re.compile(r"D\d+:\d+")
 
@@ -41,6 +53,8 @@ class LocomoOptions:
     home: Path | None = None
     embedder_baseline: bool = True
     tiers: tuple[str, ...] = ()
+    budgets: tuple[int, ...] = BUDGETS
+    crs_every: int = CRS_EVERY
 
 
 def parse_conversations(text: str | None) -> tuple[int, ...]:
@@ -84,8 +98,7 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
     ):
         embed_seconds = _time_embedder(memory, turns) if options.embedder_baseline else None
         ingest_seconds = _ingest(memory, turns, console)
-        known = {turn_id(turn) for turn in turns}
-        records = _ask(memory, questions, known, options.limit, number_of, console, options.tiers)
+        records = _ask(memory, questions, turns, options, number_of, console)
         report = _report(memory, options.tiers, records, len(turns), ingest_seconds, embed_seconds, chosen, number_of)
         report["consolidation"] = _consolidation_scores(memory, chosen)
         return report, records
@@ -124,43 +137,101 @@ def _ingest(memory: Memory, turns: list[DialogTurn], console: Console) -> float:
 def _ask(
     memory: Memory,
     questions: list[Question],
-    known: set[str],
-    limit: int | None,
+    turns: list[DialogTurn],
+    options: LocomoOptions,
     number_of: dict[str, int],
     console: Console,
-    tiers: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
+    text_of = {turn_id(turn): turn.text for turn in turns}
+    texts_by_conversation: dict[str, list[str]] = defaultdict(list)
+    dated: dict[str, list[str]] = defaultdict(list)
+    for turn in turns:
+        texts_by_conversation[turn.conversation].append(f"{turn.speaker}: {turn.text}")
+        dated[turn.conversation].append(f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {turn.speaker}: {turn.text}")
+    sessions_in: dict[str, int] = defaultdict(int)
+    for turn in turns:
+        sessions_in[turn.conversation] = max(sessions_in[turn.conversation], _session_number(turn.dia_id))
+    # The ceiling for answer-in-context: is the answer in the whole conversation at all?
+    whole = {conversation: "\n".join(lines) for conversation, lines in dated.items()}
+    rng = random.Random(20240501)
     records: list[dict[str, Any]] = []
     usable = []
     for question in questions:
         evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in _DIA_ID.findall(e)})
-        evidence = [e for e in evidence if e in known]
+        evidence = [e for e in evidence if e in text_of]
         if evidence:
             usable.append((question, evidence))
-    usable = usable[:limit] if limit else usable
+    usable = usable[: options.limit] if options.limit else usable
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("asking", total=len(usable))
-        for question, evidence in usable:
+        for number, (question, evidence) in enumerate(usable):
             record: dict[str, Any] = {
                 "conversation": question.conversation,
                 "conversation_number": number_of[question.conversation],
                 "category": question.category,
                 "question": question.question,
+                "answer": str(question.answer),
                 "evidence": evidence,
+                "answer_in_conversation": answer_in_context(str(question.answer), whole[question.conversation]),
+                # How old the evidence is: 0 = the first session, 1 = the latest one.
+                "evidence_age": 1.0
+                - statistics.fmean(_session_number(e.split(":", 1)[1]) - 1 for e in evidence)
+                / max(1, sessions_in[question.conversation] - 1),
             }
             for mode in MODES:
                 started = time.perf_counter()
                 hits = memory.search(
-                    question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode, tiers=tiers
+                    question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode, tiers=options.tiers
                 )
                 elapsed = (time.perf_counter() - started) * 1000
                 # A derived hit (cell, summary) stands for the turns it links to, at its own rank.
                 ranked = list(dict.fromkeys(turn_id for hit in hits for turn_id in hit.source_turn_ids))
                 ranked = ranked[: max(CUTOFFS)]
                 record[mode] = {"ranked": ranked, "ms": elapsed}
+            record["context"] = {}
+            for budget in options.budgets:
+                started = time.perf_counter()
+                context = memory.context(question.question, user_id=question.conversation, token_budget=budget)
+                elapsed = (time.perf_counter() - started) * 1000
+                entry: dict[str, Any] = {
+                    "ms": elapsed,
+                    "tokens": context.tokens,
+                    "evidence_in_context": evidence_in_context([text_of[e] for e in evidence], context.text),
+                    "answer_in_context": answer_in_context(str(question.answer), context.text),
+                    "answer_string_in_context": answer_string_in_context(str(question.answer), context.text),
+                    "items": len(context.items),
+                }
+                if budget == CRS_BUDGET and options.crs_every and number % options.crs_every == 0:
+                    baseline = random_context(texts_by_conversation[question.conversation], context.tokens, rng)
+                    entry["crs"] = context_relevance(memory.embedder, question.question, context.text, baseline)
+                record["context"][str(budget)] = entry
             records.append(record)
             progress.update(task, advance=1)
     return records
+
+
+def _session_number(dia_id: str) -> int:
+    """'D3:14' → 3."""
+    return int(dia_id.split(":", 1)[0].lstrip("D") or 0)
+
+
+def _by_age(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Hybrid recall@10 by how old the evidence is: time must never hide old memories."""
+    buckets = {"oldest third": (2 / 3, 1.01), "middle third": (1 / 3, 2 / 3), "newest third": (-0.01, 1 / 3)}
+    result: dict[str, dict[str, float]] = {}
+    for name, (low, high) in buckets.items():
+        subset = [r for r in records if low < r["evidence_age"] <= high]
+        if subset:
+            result[name] = {
+                "questions": float(len(subset)),
+                **{
+                    f"{mode} recall@10": statistics.fmean(
+                        recall_at(r[mode]["ranked"], r["evidence"], 10) for r in subset
+                    )
+                    for mode in MODES
+                },
+            }
+    return result
 
 
 def _consolidation_scores(memory: Memory, conversations: Sequence[str]) -> dict[str, Any]:
@@ -229,6 +300,9 @@ def _report(
             for mode in MODES
         }
     latencies = {mode: [r[mode]["ms"] for r in records] for mode in MODES}
+    for budget in {budget for r in records for budget in r.get("context", {})}:
+        latencies[f"context@{budget}"] = [r["context"][budget]["ms"] for r in records]
+    context = {split: _context_scores(subset) for split, subset in splits.items() if subset}
     return {
         "benchmark": "locomo-retrieval",
         "measured_at": datetime.now(UTC).isoformat(),
@@ -249,4 +323,42 @@ def _report(
         },
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "retrieval": retrieval,
+        "retrieval_by_evidence_age": _by_age(records),
+        "context": context,
     }
+
+
+def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per budget: evidence and answers in the context, tokens used, CRS; overall and per category."""
+    budgets = sorted({budget for r in records for budget in r.get("context", {})}, key=int)
+    result: dict[str, Any] = {}
+    for budget in budgets:
+        groups = {"overall": list(records)} | {
+            f"category {c} ({name})": [r for r in records if r["category"] == c] for c, name in CATEGORIES.items()
+        }
+        result[budget] = {}
+        for group, subset in groups.items():
+            if not subset:
+                continue
+            entries = [r["context"][budget] for r in subset]
+            ceiling = statistics.fmean(float(r["answer_in_conversation"]) for r in subset)
+            scores: dict[str, float] = {
+                "questions": float(len(entries)),
+                "evidence_in_context": statistics.fmean(e["evidence_in_context"] for e in entries),
+                "answer_in_context": statistics.fmean(float(e["answer_in_context"]) for e in entries),
+                "answer_string_in_context": statistics.fmean(float(e["answer_string_in_context"]) for e in entries),
+                "tokens_mean": statistics.fmean(e["tokens"] for e in entries),
+                "answer_in_whole_conversation": ceiling,
+            }
+            pairs = [e["crs"] for e in entries if "crs" in e]
+            if pairs:
+                context_cosine = statistics.fmean(p[0] for p in pairs)
+                random_cosine = statistics.fmean(p[1] for p in pairs)
+                scores |= {
+                    "crs_questions": float(len(pairs)),
+                    "cosine_context": context_cosine,
+                    "cosine_random": random_cosine,
+                    "crs": context_cosine / random_cosine if random_cosine else float("nan"),
+                }
+            result[budget][group] = scores
+    return result

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from memstrata.cli import bench, demo, memory_commands, tier_commands
+from memstrata.cli import bench, chat, cost_commands, demo, mcp_command, memory_commands, server_commands, tier_commands
 from memstrata.cli.common import EXIT_CODES, console_error
 from memstrata.errors import MemstrataError
 
@@ -19,7 +19,11 @@ app = typer.Typer(
 )
 memory_commands.register(app)
 tier_commands.register(app)
+cost_commands.register(app)
 demo.register(app)
+chat.register(app)
+server_commands.register(app)
+mcp_command.register(app)
 app.add_typer(bench.app, name="bench")
 
 

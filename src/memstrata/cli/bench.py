@@ -82,8 +82,15 @@ def locomo(
     tiers: Annotated[
         str, typer.Option(help="Derived tiers hybrid search also covers, e.g. longterm,midterm (default none).")
     ] = "",
+    qa: Annotated[
+        bool,
+        typer.Option("--qa", help="Instead: answer each question with the configured LLM (F1, BLEU-1, LLM judge)."),
+    ] = False,
+    budget: Annotated[int, typer.Option(help="With --qa: the context token budget per question.")] = 1000,
 ) -> None:
-    """LoCoMo evidence retrieval: recall@5/10/20, hit@10, NDCG@10 per category, hybrid vs BM25 vs dense.
+    """LoCoMo: evidence recall@5/10/20, hit@10, NDCG@10 (hybrid vs BM25 vs dense) and context() quality per budget.
+
+    With --qa (needs an LLM): answers from context() scored by token F1, BLEU-1 and an LLM judge, per category.
 
     Example: memstrata bench locomo --conversations 1-5 --json results/locomo.json
     """
@@ -94,6 +101,9 @@ def locomo(
         chosen = parse_conversations(conversations)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
+    if qa:
+        _locomo_qa(data, chosen, limit, embedder, threads, home, budget, json_out, details)
+        return
     options = LocomoOptions(
         data=data,
         conversations=chosen,
@@ -119,6 +129,21 @@ def locomo(
                         str(int(scores["questions"])),
                         *(f"{scores[key]:.3f}" for key in ("recall@5", "recall@10", "recall@20", "hit@10", "ndcg@10")),
                     )
+        console.print(table)
+    for split, by_budget in report["context"].items():
+        table = Table(
+            "budget / category", "n", "evidence in ctx", "answer in ctx", "tokens", "CRS", title=f"Context, {split}"
+        )
+        for budget, groups in by_budget.items():
+            for group, scores in groups.items():
+                table.add_row(
+                    f"{budget} · {group}",
+                    str(int(scores["questions"])),
+                    f"{scores['evidence_in_context']:.3f}",
+                    f"{scores['answer_in_context']:.3f}",
+                    f"{scores['tokens_mean']:.0f}",
+                    f"{scores['crs']:.2f}" if "crs" in scores else "",
+                )
         console.print(table)
     latency = ", ".join(
         f"{mode} p50 {v['p50']:.1f} ms / p95 {v['p95']:.1f} ms" for mode, v in report["latency_ms"].items()
@@ -180,3 +205,142 @@ def embedders(
             f"{row['load_seconds']:.2f}",
         )
     console.print(table)
+
+
+@app.command("serve")
+def serve(
+    clients: Annotated[int, typer.Option(help="Concurrent HTTP clients, each adding then searching in a loop.")] = 4,
+    seconds: Annotated[float, typer.Option(help="How long to load the server.")] = 10.0,
+    max_adds: Annotated[int | None, typer.Option(help="Stop each client after this many adds.")] = None,
+    users: Annotated[int, typer.Option(help="Users the adds are spread over.")] = 8,
+    kill: Annotated[
+        bool,
+        typer.Option("--kill", help="SIGKILL the server halfway, restart it, and check no acknowledged add is lost."),
+    ] = False,
+    embedder: EmbedderOption = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Load the real REST server on 127.0.0.1 (add + search, p50/p99), then find every acknowledged add by id.
+
+    Example: memstrata bench serve --clients 4 --seconds 10 --json results/serve.json
+    """
+    from memstrata.bench.serve import ServeBenchOptions, run_serve_bench
+    from memstrata.errors import InvalidInput, StorageError
+    from memstrata.server import require_server_dependencies
+
+    require_server_dependencies()
+    options = ServeBenchOptions(
+        clients=clients, seconds=seconds, max_adds=max_adds, users=users, kill=kill, embedder=embedder, home=home
+    )
+    try:
+        result = run_serve_bench(options, console=console)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    _write_json(json_out, result)
+    table = Table("request", "ok", "errors", "per second", "p50 ms", "p99 ms", title=f"serve, {clients} clients")
+    for kind in ("add", "search"):
+        row = result[kind]
+        table.add_row(
+            kind,
+            str(row["ok"]),
+            str(row["errors"]),
+            f"{row['per_second']:.1f}",
+            f"{row['p50_ms']:.1f}",
+            f"{row['p99_ms']:.1f}",
+        )
+    console.print(table)
+    verified = result["verified"]
+    console.print(f"verified: {verified['found']} of {verified['acknowledged']} acknowledged adds found by id")
+    if verified["missing"]:
+        raise StorageError(f"{verified['missing']} acknowledged adds are missing: {verified['missing_ids']}")
+
+
+def _locomo_qa(
+    data: Path | None,
+    conversations: tuple[int, ...],
+    limit: int | None,
+    embedder: str | None,
+    threads: int | None,
+    home: Path | None,
+    budget: int,
+    json_out: Path | None,
+    details: Path | None,
+) -> None:
+    """``bench locomo --qa``: run the QA protocol, write its JSON, print its table."""
+    from memstrata.bench.qa import QaOptions, run_qa
+    from memstrata.memory_context import check_budget
+
+    options = QaOptions(
+        data=data,
+        conversations=conversations,
+        limit=limit,
+        embedder=embedder,
+        threads=threads,
+        home=home,
+        token_budget=check_budget(budget),
+    )
+    report, records = run_qa(options, console=console)
+    _write_json(json_out, report)
+    if details is not None:
+        details.parent.mkdir(parents=True, exist_ok=True)
+        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    table = Table(
+        "category", "n", "F1", "BLEU-1", "judge", title=f"LoCoMo QA, {report['llm']['provider']}, {budget} tokens"
+    )
+    for group, scores in report["scores"].items():
+        table.add_row(
+            group,
+            str(int(scores["questions"])),
+            *(f"{scores[key]:.3f}" if key in scores else "" for key in ("f1", "bleu1", "judge_accuracy")),
+        )
+    console.print(table)
+    tokens = report["tokens_per_question"]
+    console.print(
+        f"per question: {tokens['context_tokens']:.0f} context tokens; "
+        f"{report['answer_errors']} answer errors, {report['judge_errors']} judge errors"
+    )
+
+
+@app.command("lcs")
+def lcs(
+    facts: Annotated[int, typer.Option(help="Facts seeded at the start of the conversation.")] = 20,
+    filler: Annotated[int, typer.Option(help="Unrelated turns between the facts and the questions.")] = 200,
+    budget: Annotated[
+        int, typer.Option(help="Token budget of both the memory block and the recent-turns window.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the fact and filler generators.")] = 11,
+    embedder: EmbedderOption = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
+) -> None:
+    """LCS: recall of facts seeded many turns ago, memstrata's context() against a recent-turns window.
+
+    Example: memstrata bench lcs --facts 20 --filler 200 --json results/lcs.json
+    """
+    from memstrata.bench.lcs import LcsOptions, run_lcs
+
+    report = run_lcs(
+        LcsOptions(facts=facts, filler=filler, token_budget=budget, seed=seed, embedder=embedder, home=home)
+    )
+    _write_json(json_out, report)
+    table = Table(
+        "recalled", "memstrata", "recent turns only", "ratio", title=f"LCS, {facts} facts, {filler} filler turns"
+    )
+    for mode in ("in_context", "answers"):
+        result = report.get(mode)
+        if result:
+            ratio = result["ratio"]
+            table.add_row(
+                mode.replace("_", " "),
+                f"{result['memstrata']['lcs']:.3f}",
+                f"{result['baseline']['lcs']:.3f}",
+                f"{ratio:.2f}" if ratio is not None else "∞ (baseline 0)",
+            )
+    console.print(table)
+    console.print(
+        f"window: last {report['baseline_window_turns']} turns; "
+        f"answers: {report['answers']['llm'] if report['answers'] else 'no LLM configured (in-context only)'}"
+    )
+    if json_out is None:
+        print_json(report)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memstrata.errors import (
     ConfigError,
@@ -50,7 +51,8 @@ error_console = Console(stderr=True)
 
 def console_error(message: str) -> None:
     """Print one error line to stderr."""
-    error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escape: a message such as "pip install 'memstrata[server]'" is text, not rich markup.
+    error_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 @contextmanager

@@ -22,7 +22,10 @@ __all__ = ["CellKind", "ExtractedCell", "extract_cells", "profile_updates"]
 
 @dataclass(frozen=True, slots=True)
 class ExtractedCell:
-    """One typed statement about a subject, with the sentence it came from and a salience in [0, 1]."""
+    """One typed statement about a subject, with the sentence it came from and a salience in [0, 1].
+
+    ``scene`` is a short topic label an LLM extractor gives the statement; rules leave it empty.
+    """
 
     kind: CellKind
     subject: str
@@ -31,6 +34,7 @@ class ExtractedCell:
     text: str
     salience: float
     is_single_valued: bool
+    scene: str = ""
 
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")

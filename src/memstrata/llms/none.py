@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstrata.errors import ConfigError
 from memstrata.llms.base import ChatMessage, Completion
+
+if TYPE_CHECKING:
+    from memstrata.config import Settings
+    from memstrata.llms.costs import CostLog
 
 HOW_TO_CONFIGURE = (
     "set MEMSTRATA_LLM_PROVIDER (openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY "
@@ -43,3 +47,8 @@ class NoLLM:
     ) -> Completion:
         """Raise: this step needs a model."""
         raise ConfigError(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
+
+
+def from_settings(settings: Settings, *, cost_log: CostLog | None = None) -> NoLLM:
+    """The registry's factory: ``none`` needs no settings."""
+    return NoLLM()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,16 +16,23 @@ Seqs = npt.NDArray[np.int64]
 
 @dataclass
 class _Block:
-    """One user's vectors; rows past ``size`` are spare capacity."""
+    """One user's vectors in turn order; rows past ``size`` are spare capacity."""
 
     seqs: Seqs
     vectors: Vectors
     size: int = 0
     high_water: int = 0  # the largest store vector id seen, for catching up
+    searched: Vectors | None = None  # the rows search compares against (neighbour-blended)
 
 
 class VectorIndex:
     """Brute-force cosine search (vectors are unit-norm, so a dot product) over each user's turns.
+
+    With ``neighbour_weights`` (w1, w2, …) a turn also has a blend of its vector with the
+    user's turns around it, normalize(v + Σ_d w_d·(v_{-d} + v_{+d})), and scores the better of
+    its own cosine and the blend's: the answer to a question is then found by the question's
+    words too, while a turn that stands alone is still found by itself. The stored vectors
+    stay exactly as embedded; the blend is rebuilt whenever the index loads.
 
     The store holds every vector; this index is a cache of them per user, loaded on first
     use and caught up by the caller with everything after ``high_water`` before each
@@ -32,8 +40,9 @@ class VectorIndex:
     nothing behind: the next process simply loads from the store.
     """
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, *, neighbour_weights: Sequence[float] = ()) -> None:
         self.dimension = dimension
+        self.neighbour_weights = tuple(float(weight) for weight in neighbour_weights)
         self._blocks: dict[str, _Block] = {}
         self._lock = threading.Lock()
 
@@ -76,7 +85,11 @@ class VectorIndex:
             if block is None or block.size == 0 or limit < 1:
                 return []
             seqs = block.seqs[: block.size]
-            scores = block.vectors[: block.size] @ np.asarray(query, np.float32)
+            query = np.asarray(query, np.float32)
+            scores = block.vectors[: block.size] @ query
+            if block.searched is not None:
+                # A turn is found by itself or by its neighbourhood, whichever is closer.
+                scores = np.maximum(scores, block.searched[: block.size] @ query)
         if allowed is not None:
             mask = np.isin(seqs, allowed)
             seqs, scores = seqs[mask], scores[mask]
@@ -96,9 +109,46 @@ class VectorIndex:
             grown_seqs[: block.size] = block.seqs[: block.size]
             grown_vectors[: block.size] = block.vectors[: block.size]
             block.seqs, block.vectors = grown_seqs, grown_vectors
-        block.seqs[block.size : needed] = seqs
-        block.vectors[block.size : needed] = vectors
+        start = block.size
+        in_order = start == 0 or int(np.min(seqs)) > int(block.seqs[start - 1])
+        block.seqs[start:needed] = seqs
+        block.vectors[start:needed] = vectors
         block.size = needed
+        if not in_order or not np.all(np.diff(block.seqs[start:needed]) > 0):
+            order = np.argsort(block.seqs[:needed], kind="stable")
+            block.seqs[:needed] = block.seqs[:needed][order]
+            block.vectors[:needed] = block.vectors[:needed][order]
+            start = 0
+        self._blend_locked(block, start)
+
+    def _blend_locked(self, block: _Block, start: int) -> None:
+        """Recompute the searched rows from ``start`` on, and the rows before it whose neighbours changed."""
+        weights = self.neighbour_weights
+        if not any(weights):
+            block.searched = None
+            return
+        if block.searched is None or len(block.searched) != len(block.vectors):
+            previous, block.searched = block.searched, np.zeros_like(block.vectors)
+            if previous is None:
+                start = 0
+            else:
+                kept = min(len(previous), len(block.searched))
+                block.searched[:kept] = previous[:kept]
+        low, high = max(0, start - len(weights)), block.size
+        if high <= low:
+            return
+        raw = block.vectors[:high]
+        blended = raw[low:high].copy()
+        rows = np.arange(low, high)
+        for distance, weight in enumerate(weights, start=1):
+            before = rows - distance
+            has_before = before >= 0
+            blended[has_before] += weight * raw[before[has_before]]
+            after = rows + distance
+            has_after = after < high
+            blended[has_after] += weight * raw[after[has_after]]
+        norms = np.linalg.norm(blended, axis=1, keepdims=True)
+        block.searched[low:high] = blended / np.where(norms == 0, 1.0, norms)
 
     def _remove_locked(self, block: _Block, seqs: Seqs) -> None:
         if block.size == 0 or len(seqs) == 0:
@@ -110,3 +160,4 @@ class VectorIndex:
         block.seqs[:kept] = block.seqs[: block.size][keep]
         block.vectors[:kept] = block.vectors[: block.size][keep]
         block.size = kept
+        self._blend_locked(block, 0)

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 #: URL scheme → "module:factory"; the factory takes (url, busy_timeout_seconds).
 BACKENDS: dict[str, str] = {
     "sqlite": "memstrata.storage.sqlite.store:open_sqlite",
+    "postgresql": "memstrata.storage.postgres.store:open_postgres",
+    "postgres": "memstrata.storage.postgres.store:open_postgres",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -341,3 +341,20 @@ class KeyStore(Protocol):
 
     def revoke_api_key(self, key_id: str, when: datetime) -> bool:
         """Mark a key revoked; False if there is no such key."""
+
+
+@runtime_checkable
+class ServerSideVectors(Protocol):
+    """A store that ranks vectors itself, through an index, so a process need not load them all.
+
+    Invariants: only ``user_id``'s turns are returned, as (seq, cosine similarity) best
+    first (the convention of the in-process ``VectorIndex.search``); the answer may be
+    approximate, but fewer than ``limit`` results means the user has no more turns (within
+    ``allowed_seqs``, when given, where the answer is exact).
+    """
+
+    def nearest(
+        self, model_id: str, user_id: str, vector: Vectors, limit: int, allowed_seqs: Seqs | Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` turns of ``user_id`` whose ``model_id`` vectors are nearest to ``vector``."""
+        ...

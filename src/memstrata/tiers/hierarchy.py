@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -12,29 +11,21 @@ from datetime import UTC, datetime
 import numpy as np
 
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
-from memstrata.extraction.cells import extract_cells, profile_updates
 from memstrata.extraction.entities import entity_names, extract_entities
 from memstrata.extraction.patterns import observe_patterns
 from memstrata.ids import IdGenerator
 from memstrata.llms.base import LLM
 from memstrata.models import Cell, Consolidation, Role, Segment, Turn
-from memstrata.policies.consolidation import (
-    ConsolidationPolicy,
-    dbscan,
-    extractive_summary,
-    should_consolidate,
-    token_efficiency,
-)
+from memstrata.policies.consolidation import ConsolidationPolicy, dbscan, should_consolidate, token_efficiency
 from memstrata.policies.heat import HeatPolicy, choose_evictions, segment_heat, should_promote
 from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
-from memstrata.prompts import render
-from memstrata.retrieval.fulltext import STOPWORDS, indexed_text
+from memstrata.retrieval.fulltext import indexed_text
 from memstrata.storage.base import Job, TierStore
+from memstrata.tiers.steps import MemorySteps, keywords
 
-KEYWORDS_PER_SEGMENT = 6
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
-_WORD_CHARACTERS = str.maketrans({character: " " for character in ".,;:!?()[]{}\"'`“”’*/\\"})
+KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,17 +45,6 @@ class HierarchyPolicy:
     max_attempts: int = 3
 
 
-def keywords(texts: Sequence[str], count: int = KEYWORDS_PER_SEGMENT) -> tuple[str, ...]:
-    """The most frequent content words, for labelling a segment."""
-    words = Counter(
-        word
-        for text in texts
-        for word in text.lower().translate(_WORD_CHARACTERS).split()
-        if len(word) > 2 and word not in STOPWORDS and not word.isdigit()
-    )
-    return tuple(word for word, _ in words.most_common(count))
-
-
 class Hierarchy:
     """Runs the background jobs that derive every tier from the episodic turns."""
 
@@ -73,8 +53,8 @@ class Hierarchy:
     ) -> None:
         self._store = store
         self._embedder = embedder
-        self._llm = llm
         self.policy = policy
+        self.steps = MemorySteps(llm, embedder, policy.consolidation)
         self._ids = ids
         self._running_importance: dict[str, float] = {}
         self._lock = threading.Lock()  # one job at a time touches the tiers of this process
@@ -140,7 +120,8 @@ class Hierarchy:
         return score
 
     def _remember_cells(self, user_id: str, seq: int, turn: Turn) -> None:
-        extracted = extract_cells(turn.content, role=turn.role.value, speaker=turn.name)
+        known = self._known_attributes(user_id) if self.steps.uses_llm else []
+        extracted = self.steps.cells(turn, known)
         for item in extracted:
             current = self._store.current_cells(user_id, item.subject, item.attribute)
             if any(cell.value.casefold() == item.value.casefold() for cell in current):
@@ -152,17 +133,25 @@ class Hierarchy:
                 subject=item.subject,
                 attribute=item.attribute,
                 value=item.value,
-                content=item.text,
+                # The LLM's scene label has no column of its own; it leads the searchable text.
+                content=f"{item.scene}: {item.text}" if item.scene else item.text,
                 salience=item.salience,
                 valid_from=turn.created_at,
                 source_turn_id=turn.id,
             )
-            # Only a newer value of the same single-valued subject+attribute retires an older one.
-            older = [c.id for c in current if c.valid_from <= turn.created_at] if item.is_single_valued else []
+            # A cell from a turn processed late never retires a newer one.
+            candidates = [c for c in current if c.valid_from <= turn.created_at]
+            older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
             self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older)
-        updates = profile_updates(extracted)
+        current_profile = self._store.profile(user_id) if self.steps.uses_llm else {}
+        updates = self.steps.profile(turn, extracted, current_profile)
         if updates:
             self._store.set_profile(user_id, updates, seq, turn.created_at)
+
+    def _known_attributes(self, user_id: str) -> list[str]:
+        """Attributes of the user's recent current cells, so the LLM extractor reuses their keys."""
+        cells = self._store.cells(user_id, limit=KNOWN_ATTRIBUTES_SCANNED)
+        return list(dict.fromkeys(cell.attribute for cell in cells))
 
     # -- mid-term ---------------------------------------------------------------------
 
@@ -181,8 +170,10 @@ class Hierarchy:
             if stored_centroid is None:
                 continue
             similarity = float(np.frombuffer(stored_centroid, dtype=np.float32) @ exchange_vector)
-            shared = exchange_words | set(candidate.keywords)
-            overlap = len(exchange_words & set(candidate.keywords)) / max(len(shared), 1)
+            # An LLM may label a segment with phrases; the offline keywords are single words.
+            topic_words = {word for keyword in candidate.keywords for word in keyword.split()}
+            shared = exchange_words | topic_words
+            overlap = len(exchange_words & topic_words) / max(len(shared), 1)
             # Shared topic words can lift a borderline vector match; they never lower one.
             score = similarity + overlap / 2
             if score > best[0]:
@@ -208,12 +199,13 @@ class Hierarchy:
         member_vectors = self._store.vectors_for(self._embedder.model_id, members)
         texts = [indexed_text(member_turns[seq]) for seq in members if seq in member_turns]
         matrix = np.stack([member_vectors[seq] for seq in members if seq in member_vectors]) if member_vectors else None
-        summary = self._summarize(texts, matrix)
+        new_texts = [indexed_text(turns[seq]) for seq in order]
+        summary, words = self.steps.segment_summary(segment, new_texts, texts, matrix)
         last_activity = max(segment.last_activity, latest)
         updated = replace(
             segment,
             summary=summary,
-            keywords=keywords(texts),
+            keywords=words,
             turn_count=len(members),
             last_activity=last_activity,
             heat=segment_heat(
@@ -257,8 +249,15 @@ class Hierarchy:
             )
             self._store.update_segment_heat(segment.id, visits=visits, heat=heat, last_activity=now)
             if segment.promoted_at is None and should_promote(heat, self.policy.heat):
-                title = ", ".join(segment.keywords[:3]) or "conversation"
-                self._store.promote_segment(replace(segment, visits=visits, heat=heat), self._ids.new(), title, now)
+                texts = self._segment_texts(user_id, segment.id) if self.steps.uses_llm else []
+                title, summary = self.steps.scene(segment, texts)
+                promoted = replace(segment, visits=visits, heat=heat, summary=summary)
+                self._store.promote_segment(promoted, self._ids.new(), title, now)
+
+    def _segment_texts(self, user_id: str, segment_id: str) -> list[str]:
+        seqs = self._store.segment_turn_seqs(segment_id)
+        turns = self._store.get_by_seqs(seqs, user_id)
+        return [indexed_text(turns[seq]) for seq in seqs if seq in turns]
 
     # -- consolidation ----------------------------------------------------------------
 
@@ -290,7 +289,9 @@ class Hierarchy:
             if len(members) < policy.min_samples:
                 continue
             texts = [indexed_text(turns[seq]) for seq in members]
-            summary = self._summarize(texts, np.stack([vectors[seq] for seq in members]))
+            member_vectors = np.stack([vectors[seq] for seq in members])
+            cluster = f"the cluster from turn {turns[members[0]].id}"
+            summary = self.steps.consolidation_summary(texts, member_vectors, label=cluster)
             efficiency = token_efficiency(texts, summary, entities=entity_names)
             consolidation = Consolidation(
                 id=self._ids.new(),
@@ -305,19 +306,6 @@ class Hierarchy:
             self._store.add_consolidation(consolidation, members)
             made.append(consolidation)
         return made
-
-    def _summarize(self, texts: Sequence[str], vectors: Vectors | None) -> str:
-        """Abstractive with an LLM when one is configured; extractive otherwise."""
-        if not texts:
-            return ""
-        if self._llm.is_available:
-            prompt = render("summarize", turns="\n".join(f"- {text}" for text in texts))
-            return self._llm.complete(prompt).strip()
-        matrix = (
-            vectors if vectors is not None and len(vectors) == len(texts) else self._embedder.embed_documents(texts)
-        )
-        policy = self.policy.consolidation
-        return extractive_summary(texts, matrix, max_sentences=policy.max_sentences, max_chars=policy.max_chars)
 
 
 def _mean_direction(rows: Sequence[Vectors], dimension: int) -> Vectors:

@@ -257,6 +257,98 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        3,
+        "api keys of the REST server",
+        """
+        CREATE TABLE api_keys (
+            id          TEXT PRIMARY KEY,
+            tenant      TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            secret_hash TEXT NOT NULL UNIQUE,
+            created_at  TEXT NOT NULL,
+            revoked_at  TEXT
+        );
+        CREATE INDEX api_keys_by_tenant ON api_keys (tenant, created_at);
+        """,
+    ),
+    Migration(
+        4,
+        "full-text index with each turn's neighbours",
+        # Each turn is also indexed with the two turns before and after it in its session
+        # (columns ``near``: ±1 and ``far``: ±2, weighted low): an answer is then found by the
+        # words of the question before it. The index keeps its own copy of the text,
+        # maintained by triggers in the writing transaction, and stays rebuildable from
+        # ``turns`` (the view ``turn_index_text``).
+        """
+        DROP TRIGGER turns_fts_insert;
+        DROP TRIGGER turns_fts_delete;
+        DROP TRIGGER turns_fts_update;
+        DROP TABLE turns_fts;
+        CREATE INDEX turns_by_session_seq ON turns (user_id, session_id, seq);
+        CREATE VIEW turn_neighbours AS
+            SELECT t.seq AS seq,
+                (SELECT p.seq FROM turns p WHERE p.user_id = t.user_id AND p.session_id IS t.session_id
+                    AND p.seq < t.seq ORDER BY p.seq DESC LIMIT 1) AS before1,
+                (SELECT p.seq FROM turns p WHERE p.user_id = t.user_id AND p.session_id IS t.session_id
+                    AND p.seq < t.seq ORDER BY p.seq DESC LIMIT 1 OFFSET 1) AS before2,
+                (SELECT n.seq FROM turns n WHERE n.user_id = t.user_id AND n.session_id IS t.session_id
+                    AND n.seq > t.seq ORDER BY n.seq LIMIT 1) AS after1,
+                (SELECT n.seq FROM turns n WHERE n.user_id = t.user_id AND n.session_id IS t.session_id
+                    AND n.seq > t.seq ORDER BY n.seq LIMIT 1 OFFSET 1) AS after2
+            FROM turns t;
+        CREATE VIEW turn_index_text AS
+            SELECT b.seq AS seq, t.content AS content, t.name AS name,
+                COALESCE((SELECT content FROM turns WHERE seq = b.before1), '') || ' '
+                || COALESCE((SELECT content FROM turns WHERE seq = b.after1), '') AS near,
+                COALESCE((SELECT content FROM turns WHERE seq = b.before2), '') || ' '
+                || COALESCE((SELECT content FROM turns WHERE seq = b.after2), '') AS far
+            FROM turn_neighbours b JOIN turns t ON t.seq = b.seq;
+        CREATE VIRTUAL TABLE turns_fts USING fts5 (
+            content, name, near, far, tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO turns_fts (rowid, content, name, near, far)
+            SELECT seq, content, name, near, far FROM turn_index_text;
+        CREATE TABLE turns_fts_dirty (seq INTEGER PRIMARY KEY);
+        CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns BEGIN
+            INSERT OR IGNORE INTO turns_fts_dirty (seq)
+                SELECT new.seq UNION SELECT before1 FROM turn_neighbours WHERE seq = new.seq AND before1 IS NOT NULL
+                UNION SELECT before2 FROM turn_neighbours WHERE seq = new.seq AND before2 IS NOT NULL
+                UNION SELECT after1 FROM turn_neighbours WHERE seq = new.seq AND after1 IS NOT NULL
+                UNION SELECT after2 FROM turn_neighbours WHERE seq = new.seq AND after2 IS NOT NULL;
+            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
+            INSERT INTO turns_fts (rowid, content, name, near, far)
+                SELECT seq, content, name, near, far FROM turn_index_text
+                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
+            DELETE FROM turns_fts_dirty;
+        END;
+        CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
+            DELETE FROM turns_fts WHERE rowid = old.seq;
+            INSERT OR IGNORE INTO turns_fts_dirty (seq)
+                SELECT seq FROM (SELECT seq FROM turns WHERE user_id = old.user_id AND session_id IS old.session_id
+                    AND seq < old.seq ORDER BY seq DESC LIMIT 2)
+                UNION SELECT seq FROM (SELECT seq FROM turns WHERE user_id = old.user_id
+                    AND session_id IS old.session_id AND seq > old.seq ORDER BY seq LIMIT 2);
+            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
+            INSERT INTO turns_fts (rowid, content, name, near, far)
+                SELECT seq, content, name, near, far FROM turn_index_text
+                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
+            DELETE FROM turns_fts_dirty;
+        END;
+        CREATE TRIGGER turns_fts_update AFTER UPDATE OF content, name ON turns BEGIN
+            INSERT OR IGNORE INTO turns_fts_dirty (seq)
+                SELECT new.seq UNION SELECT before1 FROM turn_neighbours WHERE seq = new.seq AND before1 IS NOT NULL
+                UNION SELECT before2 FROM turn_neighbours WHERE seq = new.seq AND before2 IS NOT NULL
+                UNION SELECT after1 FROM turn_neighbours WHERE seq = new.seq AND after1 IS NOT NULL
+                UNION SELECT after2 FROM turn_neighbours WHERE seq = new.seq AND after2 IS NOT NULL;
+            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
+            INSERT INTO turns_fts (rowid, content, name, near, far)
+                SELECT seq, content, name, near, far FROM turn_index_text
+                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
+            DELETE FROM turns_fts_dirty;
+        END;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -20,14 +20,18 @@ from memstrata.models import Role, Scope, SearchFilters, Turn, format_time
 from memstrata.storage.base import Job, Seqs, VectorBatch, Vectors
 
 if TYPE_CHECKING:
-    from memstrata.storage.base import TierStore
+    from memstrata.storage.base import KeyStore, TierStore
 from memstrata.storage.sqlite import queue
+from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
 
 T = TypeVar("T")
 _TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
 _CHUNK = 500  # stay far below SQLite's limit on bound parameters
+# BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
+# Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
+FULLTEXT_WEIGHTS = "1.0, 1.0, 0.5, 0.25"
 
 
 def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
@@ -39,7 +43,7 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
 
 
-class SQLiteStore(KnowledgeMixin):
+class SQLiteStore(KnowledgeMixin, KeysMixin):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
@@ -355,8 +359,9 @@ class SQLiteStore(KnowledgeMixin):
         """BM25 candidates; the score is -bm25 so higher is better."""
         where, parameters = _filter_clause(filters)
         sql = (
-            "SELECT t.seq, -bm25(turns_fts) AS score FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND t.user_id = ?{where} ORDER BY bm25(turns_fts) LIMIT ?"
+            f"SELECT t.seq, -bm25(turns_fts, {FULLTEXT_WEIGHTS}) AS score FROM turns_fts "
+            "JOIN turns t ON t.seq = turns_fts.rowid "
+            f"WHERE turns_fts MATCH ? AND t.user_id = ?{where} ORDER BY bm25(turns_fts, {FULLTEXT_WEIGHTS}) LIMIT ?"
         )
         return self._read(
             lambda connection: [
@@ -437,7 +442,15 @@ class SQLiteStore(KnowledgeMixin):
 
     def rebuild_fulltext(self) -> None:
         """Recreate the FTS5 index from the turns table."""
-        self._write(lambda connection: connection.execute("INSERT INTO turns_fts (turns_fts) VALUES ('rebuild')"))
+
+        def rebuild(connection: sqlite3.Connection) -> None:
+            connection.execute("DELETE FROM turns_fts")
+            connection.execute(
+                "INSERT INTO turns_fts (rowid, content, name, near, far) "
+                "SELECT seq, content, name, near, far FROM turn_index_text"
+            )
+
+        self._write(rebuild)
 
     def counts(self) -> dict[str, int]:
         """Totals for ``info``."""
@@ -590,4 +603,8 @@ if TYPE_CHECKING:
 
     def _satisfies_the_protocol(store: SQLiteStore) -> TierStore:
         """mypy proves here that the adapter implements every method the tiers call."""
+        return store
+
+    def _holds_api_keys(store: SQLiteStore) -> KeyStore:
+        """mypy proves here that the adapter can hold the REST server's API keys."""
         return store

@@ -1,0 +1,280 @@
+"""HTTP for remote providers: JSON POSTs with a timeout, bounded retries, and every failure as ProviderError.
+
+Retries: 429, 5xx, refused connections and timeouts, with exponential backoff and jitter, or
+the server's ``Retry-After`` (capped). Every httpx error and bad status becomes a
+:class:`~memstrata.errors.ProviderError` whose message says which setting to check. The API
+key travels only in request headers: it never appears in a message, a repr or a log record.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from memstrata.errors import ProviderError
+
+logger = logging.getLogger(__name__)
+
+Sleep = Callable[[float], None]
+"""Waits the given number of seconds; injected so tests need not wait."""
+
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+_DETAIL_LIMIT = 300
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How failed requests are retried: exponential backoff with jitter; ``Retry-After`` honoured up to a bound."""
+
+    max_retries: int = 3
+    base_delay_seconds: float = 0.5
+    max_delay_seconds: float = 20.0
+    max_retry_after_seconds: float = 60.0
+
+    def delay(self, retry: int, retry_after: str | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based)."""
+        asked = parse_retry_after(retry_after)
+        if asked is not None:
+            return min(asked, self.max_retry_after_seconds)
+        ceiling = min(self.max_delay_seconds, self.base_delay_seconds * 2.0**retry)
+        return float(ceiling * rng.uniform(0.5, 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class SettingNames:
+    """The settings an error message tells the user to check."""
+
+    api_key: str = "MEMSTRATA_LLM_API_KEY"
+    model: str = "MEMSTRATA_LLM_MODEL"
+    base_url: str = "MEMSTRATA_LLM_BASE_URL"
+    timeout: str = "MEMSTRATA_LLM_TIMEOUT_SECONDS"
+    max_retries: str = "MEMSTRATA_LLM_MAX_RETRIES"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    """The last response to a POST: its status, its JSON body (None if not JSON) and how long it all took."""
+
+    status: int
+    body: Any
+    text: str
+    elapsed_ms: float
+    retries: int = 0
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def check_base_url(value: str) -> str:
+    """Validate an http(s) URL and drop its trailing slash."""
+    url = value.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    return url
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class JsonClient:
+    """POSTs JSON to one base URL, retrying what is worth retrying and translating every failure."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        headers: Mapping[str, str] | None = None,
+        secret: SecretStr | None = None,
+        timeout_seconds: float = 60.0,
+        retry: RetryPolicy | None = None,
+        names: SettingNames | None = None,
+        sleep: Sleep = time.sleep,
+        error: type[Exception] = ProviderError,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._model = model
+        self._headers = dict(headers or {})
+        self._secret = secret
+        self._timeout_seconds = timeout_seconds
+        self._retry = retry or RetryPolicy()
+        self._names = names or SettingNames()
+        self._sleep = sleep
+        self._error = error
+        self._rng = random.Random()
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"JsonClient({self._base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The URL every path is appended to."""
+        return self._base_url
+
+    def close(self) -> None:
+        """Close pooled connections; the next request opens new ones."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def post(self, path: str, body: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+        """POST ``body`` and return the JSON object replied with its latency in ms, or raise."""
+        reply = self.send(path, body)
+        return self.check(path, reply), reply.elapsed_ms
+
+    def send(self, path: str, body: Mapping[str, Any]) -> HttpReply:
+        """POST ``body``, retrying 429/5xx/connect errors/timeouts; return the last reply, whatever its status."""
+        url = f"{self._base_url}/{path.lstrip('/')}"
+        started = time.monotonic()
+        retries = 0
+        while True:
+            try:
+                response = self._http().post(url, json=dict(body))
+            except httpx.TimeoutException as exc:
+                if retries < self._retry.max_retries:
+                    retries = self._wait(url, "timed out", retries, None)
+                    continue
+                raise self._fail(
+                    f"no reply from {url} within {self._timeout_seconds:g}s ({retries + 1} attempts); "
+                    f"raise {self._names.timeout} or check that the server is not overloaded"
+                ) from exc
+            except httpx.ConnectError as exc:
+                if retries < self._retry.max_retries:
+                    retries = self._wait(url, "connection failed", retries, None)
+                    continue
+                reason = "connection refused" if "refused" in str(exc).lower() else f"cannot connect ({exc})"
+                raise self._fail(
+                    f"{reason} at {url}: the server must be running and listening there "
+                    f"(set {self._names.base_url} if it is elsewhere)"
+                ) from exc
+            except httpx.HTTPError as exc:
+                raise self._fail(f"request to {url} failed: {type(exc).__name__}: {exc}") from exc
+            if response.status_code in RETRYABLE_STATUSES and retries < self._retry.max_retries:
+                retries = self._wait(url, f"HTTP {response.status_code}", retries, response.headers.get("retry-after"))
+                continue
+            return HttpReply(
+                status=response.status_code,
+                body=_json_or_none(response),
+                text=response.text,
+                elapsed_ms=(time.monotonic() - started) * 1000,
+                retries=retries,
+                headers=dict(response.headers),
+            )
+
+    def check(self, path: str, reply: HttpReply) -> dict[str, Any]:
+        """The reply's JSON object, or a ProviderError saying what to fix."""
+        url = f"{self._base_url}/{path.lstrip('/')}"
+        detail = self.redact(error_detail(reply))
+        status = reply.status
+        if status in (401, 403):
+            raise self._fail(f"{url} refused the credentials (HTTP {status}: {detail}); check {self._names.api_key}")
+        if status == 404:
+            raise self._fail(
+                f"{url} answered HTTP 404 ({detail}); check {self._names.model} (now {self._model!r}) "
+                f"and {self._names.base_url} (now {self._base_url!r})"
+            )
+        if status == 429:
+            raise self._fail(
+                f"{url} is still rate limiting after {reply.retries} retries (HTTP 429: {detail}); "
+                f"wait, raise {self._names.max_retries}, or use a key with a higher quota"
+            )
+        if status >= 500:
+            raise self._fail(
+                f"{url} failed with HTTP {status} after {reply.retries} retries ({detail}); try again later"
+            )
+        if not 200 <= status < 300:
+            raise self._fail(f"{url} rejected the request (HTTP {status}: {detail})")
+        if not isinstance(reply.body, dict):
+            raise self._fail(
+                f"{url} answered with something that is not a JSON object ({detail}); "
+                f"check that {self._names.base_url} points at the provider's API"
+            )
+        return reply.body
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key, should a server echo it, masked."""
+        if self._secret is not None:
+            value = self._secret.get_secret_value()
+            if value:
+                text = text.replace(value, "***")
+        return text
+
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    headers=self._headers, timeout=httpx.Timeout(self._timeout_seconds), follow_redirects=True
+                )
+            return self._client
+
+    def _wait(self, url: str, reason: str, retries: int, retry_after: str | None) -> int:
+        delay = self._retry.delay(retries, retry_after, self._rng)
+        logger.warning(
+            "%s: %s; retrying in %.2fs (retry %d of %d)", url, reason, delay, retries + 1, self._retry.max_retries
+        )
+        self._sleep(delay)
+        return retries + 1
+
+    def _fail(self, message: str) -> Exception:
+        return self._error(self.redact(message))
+
+
+def error_detail(reply: HttpReply) -> str:
+    """A short description of what the server said went wrong."""
+    body = reply.body
+    message: Any = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("type")
+        elif error:
+            message = error
+        message = message or body.get("message") or body.get("detail")
+    text = str(message) if message else (reply.text.strip() or "empty body")
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_LIMIT else text[: _DETAIL_LIMIT - 1] + "…"
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (for optional parts of a reply)."""
+    return value if isinstance(value, dict) else {}
+
+
+def token_count(value: Any) -> int:
+    """A token count from a reply's usage field: 0 when missing or malformed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(0, int(value))
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None

@@ -1,0 +1,288 @@
+"""The MCP tools: each runs one Memory method in a worker thread and returns structured content plus text."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.mcp import views
+from memstrata.mcp.schemas import AddOut, ChatOut, ContextOut, ForgetOut, InspectOut, Output, SearchOut, structured
+from memstrata.mcp.scope import ServerScope
+from memstrata.memory import Memory
+from memstrata.memory_context import MAX_BUDGET, MIN_BUDGET
+
+T = TypeVar("T")
+MemoryContext = Context[Memory, Any]
+
+USER_DESCRIPTION = "Whose memory to use: the id of the user the conversation is with."
+UserId = Annotated[str | None, Field(description=USER_DESCRIPTION)]
+AgentId = Annotated[
+    str | None, Field(description="Only this agent's memories (optional; for several agents sharing one user).")
+]
+SessionId = Annotated[str | None, Field(description="The conversation (session) id (optional).")]
+
+ADD_DESCRIPTION = """Remember one message: store it verbatim in the user's long-term memory, indexed for search.
+Call it with what the user says that is worth recalling later (facts about them, preferences,
+plans, decisions) and, if useful, with your own replies (role "assistant"). Stored at once; no LLM
+is called. Giving an id makes a retry safe: the same id with the same text is not stored twice."""
+
+SEARCH_DESCRIPTION = """Search the user's memory for what relates to a query, best match first.
+Hybrid search: full-text (BM25) and semantic vectors, fused. The query is plain words, never search
+syntax. Returns the stored messages with their dates and ids. For a ready-made block to ground an
+answer in, use get_context instead."""
+
+CONTEXT_DESCRIPTION = """Get what the memory holds about a query as one block of text, packed under a token budget.
+The block lists the user's profile, habits, relevant facts (current ones; with include_superseded
+also what they replaced), related entities, summaries and dated conversation excerpts, in that
+order. Call it before answering anything that may depend on what the user said earlier, and put
+the text in your reasoning."""
+
+FORGET_DESCRIPTION = """Permanently delete the user's memories: all of them, or only one session's or one agent's.
+Irreversible, indexes included. Call it only when the user asks to be forgotten, and set
+confirm=true to show that they did; a call without it deletes nothing."""
+
+INSPECT_DESCRIPTION = """Show what the memory holds for the user, tier by tier: counts, profile, long-term facts,
+mid-term topics, habits, entities, consolidated summaries and the latest exchanges. For looking
+around or explaining what is remembered; to answer a question use get_context or search_memory."""
+
+CHAT_DESCRIPTION = """Ask memstrata's own assistant (the LLM configured for memstrata) to answer a message from the
+user's memory; the message and its reply are then stored in the session. Use it to delegate a
+question about the user's past to a model that sees their whole memory. To ground your own answer
+in memory, call get_context instead."""
+
+#: The tool that exists only while an LLM is configured.
+CHAT_TOOL = "chat"
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+ERASE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+# The configured LLM may be a remote provider.
+ASK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+
+
+class MemoryTools:
+    """The tools' bodies over the Memory the server's lifespan opened, within one ServerScope."""
+
+    def __init__(self, scope: ServerScope) -> None:
+        self.scope = scope
+
+    async def add_memory(
+        self,
+        ctx: MemoryContext,
+        content: Annotated[str, Field(description="The message text, verbatim.")],
+        role: Annotated[Literal["user", "assistant", "system", "tool"], Field(description="Who said it.")] = "user",
+        user_id: UserId = None,
+        session_id: SessionId = None,
+        agent_id: AgentId = None,
+        id: Annotated[str | None, Field(description="Your id for the message (optional); makes retries safe.")] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="JSON object stored with the message (optional).")
+        ] = None,
+        timestamp: Annotated[
+            str | None, Field(description="When it was said, ISO 8601 with an offset (default: now).")
+        ] = None,
+    ) -> Annotated[CallToolResult, AddOut]:
+        """Store one message."""
+
+        def add(memory: Memory) -> AddOut:
+            user = self.scope.user(user_id)
+            turns = memory.add(
+                [{"role": role, "content": content}],
+                user_id=user,
+                session_id=session_id,
+                agent_id=self.scope.agent(agent_id),
+                metadata=metadata,
+                timestamp=timestamp,
+                id=id,
+            )
+            return views.add_out(user, turns)
+
+        added = await _run(ctx, add)
+        return _result(added, views.add_text(added))
+
+    async def search_memory(
+        self,
+        ctx: MemoryContext,
+        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        user_id: UserId = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
+        session_id: Annotated[str | None, Field(description="Only this session's messages (optional).")] = None,
+        agent_id: AgentId = None,
+        tiers: Annotated[
+            tuple[Literal["longterm", "scene", "midterm", "consolidation"], ...],
+            Field(description="Derived tiers to search too: facts (longterm) and summaries. Default: messages only."),
+        ] = (),
+    ) -> Annotated[CallToolResult, SearchOut]:
+        """Search one user's memory."""
+
+        def search(memory: Memory) -> SearchOut:
+            user = self.scope.user(user_id)
+            hits = memory.search(
+                query,
+                user_id=user,
+                limit=limit,
+                session_id=session_id,
+                agent_id=self.scope.agent(agent_id),
+                tiers=tiers,
+            )
+            return views.search_out(user, query, hits)
+
+        found = await _run(ctx, search)
+        return _result(found, views.search_text(found))
+
+    async def get_context(
+        self,
+        ctx: MemoryContext,
+        query: Annotated[str, Field(description="What the answer is about, e.g. the user's latest message.")],
+        user_id: UserId = None,
+        token_budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="The most tokens the block may take.")
+        ] = 1000,
+        session_id: Annotated[
+            str | None, Field(description="The current session: its latest exchanges come last (optional).")
+        ] = None,
+        agent_id: AgentId = None,
+        include_superseded: Annotated[
+            bool, Field(description="Also list facts that newer ones replaced, marked as such.")
+        ] = False,
+    ) -> Annotated[CallToolResult, ContextOut]:
+        """Assemble a memory block for a prompt."""
+
+        def assemble(memory: Memory) -> ContextOut:
+            context = memory.context(
+                query,
+                user_id=self.scope.user(user_id),
+                token_budget=token_budget,
+                agent_id=self.scope.agent(agent_id),
+                session_id=session_id,
+                include_superseded=include_superseded,
+            )
+            return views.context_out(context)
+
+        assembled = await _run(ctx, assemble)
+        return _result(assembled, views.context_text(assembled))
+
+    async def forget_memory(
+        self,
+        ctx: MemoryContext,
+        confirm: Annotated[
+            bool, Field(description="Must be true: the user asked for these memories to be deleted for good.")
+        ],
+        user_id: UserId = None,
+        session_id: Annotated[str | None, Field(description="Delete only this session's memories.")] = None,
+        agent_id: AgentId = None,
+    ) -> Annotated[CallToolResult, ForgetOut]:
+        """Delete a user's memories for good."""
+
+        def forget(memory: Memory) -> ForgetOut:
+            user, agent = self.scope.user(user_id), self.scope.agent(agent_id)
+            if confirm is not True:
+                what = f"session {session_id!r} of {user!r}" if session_id else f"every memory of {user!r}"
+                raise InvalidInput(
+                    f"nothing was deleted: forget_memory deletes {what} for good, so it needs confirm=true, "
+                    "set only once the user has asked for it"
+                )
+            return views.forget_out(memory.forget(user_id=user, agent_id=agent, session_id=session_id))
+
+        deleted = await _run(ctx, forget)
+        return _result(deleted, views.forget_text(deleted))
+
+    async def inspect_memory(
+        self,
+        ctx: MemoryContext,
+        user_id: UserId = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Items per tier.")] = 10,
+    ) -> Annotated[CallToolResult, InspectOut]:
+        """Show each memory tier of a user."""
+
+        def inspect(memory: Memory) -> InspectOut:
+            return views.inspect_out(memory.inspect(user_id=self.scope.user(user_id), limit=limit))
+
+        report = await _run(ctx, inspect)
+        return _result(report, views.inspect_text(report))
+
+    async def chat(
+        self,
+        ctx: MemoryContext,
+        message: Annotated[str, Field(description="The user's message to answer.")],
+        user_id: UserId = None,
+        session_id: Annotated[
+            str | None, Field(description="The conversation: its latest exchanges are sent along (optional).")
+        ] = None,
+        agent_id: AgentId = None,
+    ) -> Annotated[CallToolResult, ChatOut]:
+        """Answer a message from memory with the configured LLM."""
+
+        def answer(memory: Memory) -> ChatOut:
+            user = self.scope.user(user_id)
+            reply = memory.chat(message, user_id=user, session_id=session_id, agent_id=self.scope.agent(agent_id))
+            return views.chat_out(user, reply)
+
+        replied = await _run(ctx, answer)
+        return _result(replied, views.chat_text(replied))
+
+
+def build_tools(scope: ServerScope) -> list[Tool]:
+    """The tools of a server with this scope, their input schemas fitted to it (``chat`` included: see CHAT_TOOL)."""
+    tools = MemoryTools(scope)
+    table: list[tuple[Callable[..., Any], str, str, ToolAnnotations]] = [
+        (tools.add_memory, "Remember a message", ADD_DESCRIPTION, WRITE),
+        (tools.search_memory, "Search memory", SEARCH_DESCRIPTION, READ_ONLY),
+        (tools.get_context, "Get memory context", CONTEXT_DESCRIPTION, READ_ONLY),
+        (tools.forget_memory, "Forget memories", FORGET_DESCRIPTION, ERASE),
+        (tools.inspect_memory, "Inspect memory", INSPECT_DESCRIPTION, READ_ONLY),
+        (tools.chat, "Chat with memory", CHAT_DESCRIPTION, ASK),
+    ]
+    return [
+        fit_schema(Tool.from_function(function, title=title, description=description, annotations=hints), scope)
+        for function, title, description, hints in table
+    ]
+
+
+def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
+    """``tool`` with ``user_id`` required (per-call scope) or absent (fixed user); ``agent_id`` absent when fixed."""
+    schema = copy.deepcopy(tool.parameters)
+    properties: dict[str, Any] = schema.get("properties", {})
+    required: list[str] = schema.get("required", [])
+    if scope.agent_id is not None:
+        properties.pop("agent_id", None)
+    if "user_id" in properties:
+        del properties["user_id"]
+        if scope.user_id is None:
+            # The signature's default (None) lets a fixed-user server omit it; per call it is required.
+            properties = {
+                "user_id": {"type": "string", "title": "User Id", "description": USER_DESCRIPTION},
+                **properties,
+            }
+            required = ["user_id", *required]
+    schema["properties"] = properties
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    return tool.model_copy(update={"parameters": schema})
+
+
+async def _run(ctx: MemoryContext, action: Callable[[Memory], T]) -> T:
+    """Run ``action`` on the server's Memory in a worker thread; memstrata errors become tool errors."""
+    # The core is synchronous, so the event loop would stall on it. Its error messages say how
+    # to fix the call; the client gets them as an ``isError`` result, never a traceback.
+    memory: Memory = ctx.request_context.lifespan_context
+    try:
+        return await anyio.to_thread.run_sync(action, memory)
+    except MemstrataError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _result(output: Output, text: str) -> CallToolResult:
+    """A tool result with ``output`` as structured content and ``text`` for the model to read."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured(output))

@@ -1,0 +1,160 @@
+"""The chat half of the Memory API: answer one message from memory, then remember the exchange."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from memstrata.errors import ProviderError
+from memstrata.llms.base import ChatMessage
+from memstrata.memory_context import check_budget
+from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
+from memstrata.policies.consolidation import should_consolidate
+from memstrata.prompts import render
+from memstrata.validation import check_text
+
+if TYPE_CHECKING:
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+
+EXTRACTIVE_HEADER = "Here is what I remember:"
+EXTRACTIVE_EMPTY = "I don't have anything stored about that yet."
+EXTRACTIVE_ITEMS = 5
+# Profile traits are in every context whatever the question, so they only fill spare places.
+_EXTRACTIVE_KINDS = ("cell", "consolidation", "scene", "midterm", "segment", "episode")
+CONSOLIDATIONS_SCANNED = 100
+
+
+class ChatViews:
+    """Mixed into Memory: ``chat()``."""
+
+    settings: Settings
+
+    def chat(
+        self,
+        message: str,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        token_budget: int = 1000,
+        system: str | None = None,
+    ) -> ChatReply:
+        """Answer ``message`` from ``user_id``'s memory, then store the exchange in the same session.
+
+        Calls ``context()`` for the message, then the LLM with the system instructions
+        (``system``, default the ``agent_system`` prompt), the memory block after them, and
+        the session's working memory (its last exchanges) as the conversation before the
+        message. Then ``add()``s the message and the reply in one transaction. Without an
+        LLM the reply is extractive — it lists the most relevant memories and says so
+        (``is_extractive``); only the message is stored then, since the reply adds nothing.
+
+        Bad input raises InvalidInput before anything happens; a failing model raises
+        ProviderError and stores nothing, so sending the message again does not duplicate it.
+        Tier work is never waited for: ``consolidations`` are the ones stored for the user
+        since the session's previous exchange, and ``consolidation_due`` says the new turns
+        passed the trigger, so the queued tier work will consolidate (in the background, or
+        on ``flush()`` when ``background`` is off).
+        """
+        memory = self._chat_memory
+        memory._require_open()
+        scope = memory._scope(user_id, agent_id, session_id)
+        text = check_text(message, "message", max_bytes=self.settings.max_text_bytes)
+        budget = check_budget(token_budget)
+        instructions = None if system is None else check_text(system, "system", max_bytes=self.settings.max_text_bytes)
+        previous = memory.history(
+            user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id, limit=1, newest_first=True
+        )
+        since = previous[0].created_at if previous else datetime.now(UTC)
+        # Without session_id: the session's own exchanges go in as messages, not into the block.
+        context = memory.context(text, user_id=scope.user_id, token_budget=budget, agent_id=scope.agent_id)
+        llm = memory.llm
+        if llm.is_available:
+            completion = llm.generate(
+                [*self._working_messages(scope), ChatMessage("user", text)],
+                system=instructions or render("agent_system", today=datetime.now(UTC).strftime("%A %d %B %Y")),
+                memory=context.text or None,
+                purpose="chat",
+            )
+            answer = completion.text.strip()
+            if not answer:
+                raise ProviderError(f"{llm.name} replied with an empty message; nothing was stored, send it again")
+            stored = memory.add(
+                [{"role": "user", "content": text}, {"role": "assistant", "content": answer}],
+                user_id=scope.user_id,
+                session_id=scope.session_id,
+                agent_id=scope.agent_id,
+            )
+            usage, model = completion.usage, completion.model
+        else:
+            answer = extractive_answer(context)
+            stored = memory.add(text, user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id)
+            usage, model = None, "none"
+        return ChatReply(
+            answer=answer,
+            memories=tuple(used_memory(item) for item in context.items),
+            model=model,
+            provider=llm.name,
+            is_extractive=usage is None,
+            context_tokens=context.tokens,
+            tokens_in=usage.input_tokens if usage else 0,
+            tokens_out=usage.output_tokens if usage else 0,
+            tokens_cached=usage.cached_tokens if usage else 0,
+            consolidations=tuple(
+                item
+                for item in reversed(memory.consolidations(user_id=scope.user_id, limit=CONSOLIDATIONS_SCANNED))
+                if item.created_at > since
+            ),
+            consolidation_due=self._consolidation_due(scope.user_id),
+            turn_ids=tuple(turn.id for turn in stored),
+        )
+
+    # -- helpers ----------------------------------------------------------------------
+
+    @property
+    def _chat_memory(self) -> Memory:
+        return self  # type: ignore[return-value]
+
+    def _working_messages(self, scope: Scope) -> list[ChatMessage]:
+        """The session's working memory (its last exchanges) as chat messages, oldest first."""
+        if scope.session_id is None:
+            return []
+        store = self._chat_memory._tiers
+        turns = store.get_by_seqs(store.working_seqs(scope.user_id, scope.session_id), scope.user_id)
+        return conversation([turns[seq] for seq in sorted(turns) if turns[seq].agent_id == scope.agent_id])
+
+    def _consolidation_due(self, user_id: str) -> bool:
+        memory = self._chat_memory
+        turns, words = memory._tiers.unconsolidated_size(user_id)
+        return turns > 0 and should_consolidate(turns, words, memory._hierarchy.policy.consolidation)
+
+
+def conversation(turns: Sequence[Turn]) -> list[ChatMessage]:
+    """User and assistant turns as chat messages, starting with a user message (as providers require)."""
+    messages = [
+        ChatMessage("user" if turn.role is Role.USER else "assistant", turn.content)
+        for turn in turns
+        if turn.role in (Role.USER, Role.ASSISTANT)
+    ]
+    while messages and messages[0].role != "user":
+        messages.pop(0)
+    return messages
+
+
+def used_memory(item: ContextItem) -> UsedMemory:
+    """The part of a context item a chat reply reports."""
+    return UsedMemory(id=item.id, kind=item.kind, tier=item.tier, score=item.score, text=item.text)
+
+
+def extractive_answer(context: Context, limit: int = EXTRACTIVE_ITEMS) -> str:
+    """The reply without an LLM: the most relevant memories, labelled as memories, or that there are none."""
+    ranked = sorted((item for item in context.items if item.kind in _EXTRACTIVE_KINDS), key=lambda item: -item.score)
+    # Earlier questions are stored too, but rarely hold what is asked for now: they go last.
+    statements = [item for item in ranked if not item.text.rstrip().endswith("?")]
+    questions = [item for item in ranked if item.text.rstrip().endswith("?")]
+    spare = [item for item in context.items if item.kind == "profile"]
+    picked = (statements + spare + questions)[:limit]
+    if not picked:
+        return EXTRACTIVE_EMPTY
+    return "\n".join([EXTRACTIVE_HEADER, *(f"- {item.text}" for item in picked)])

@@ -1,0 +1,213 @@
+"""The context half of the Memory API: one memory block for a prompt, under a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memstrata.errors import InvalidInput
+from memstrata.models import Cell, Context, Hit, SearchFilters
+from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
+from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
+from memstrata.validation import check_text
+
+if TYPE_CHECKING:
+    from memstrata.config import Settings
+    from memstrata.storage.base import TierStore
+
+MIN_BUDGET = 50
+MAX_BUDGET = 1_000_000
+# LoCoMo turns average ~25 tokens; asking for budget/12 episodes leaves room to choose.
+TOKENS_PER_EPISODE_CANDIDATE = 12
+MAX_EPISODE_CANDIDATES = 300
+SUMMARY_TIERS = ("scene", "midterm", "consolidation")
+CONTEXT_TIERS = ("longterm", *SUMMARY_TIERS)
+PATTERN_MIN_COUNT = 2
+
+
+def check_budget(value: object) -> int:
+    """Return ``value`` if it is a usable token budget."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"token_budget must be a whole number, not {type(value).__name__}")
+    if not MIN_BUDGET <= value <= MAX_BUDGET:
+        raise InvalidInput(f"token_budget must be between {MIN_BUDGET} and {MAX_BUDGET:,}, not {value}")
+    return value
+
+
+class ContextViews:
+    """Mixed into Memory: ``context()``."""
+
+    settings: Settings
+    assembly_policy: AssemblyPolicy = AssemblyPolicy()
+
+    def context(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        token_budget: int = 1000,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        include_superseded: bool = False,
+    ) -> Context:
+        """Assemble what ``user_id``'s memory holds about ``query`` into one block of at most ``token_budget`` tokens.
+
+        The block packs the profile, habits (procedural patterns), relevant facts (current
+        cells; with ``include_superseded`` also what they replaced), related entities,
+        summaries, and verbatim conversation excerpts with their dates, in that order —
+        the stable parts first, so a provider's prompt cache keeps the head. With a
+        ``session_id``, that session's recent exchanges (its working memory) come last;
+        retrieval always spans the user's whole memory (or one ``agent_id``'s). The result
+        reports the tokens used and every item included. Never calls an LLM.
+        """
+        memory = self._facade
+        with memory._activity:
+            memory._require_open()
+            scope = memory._scope(user_id, agent_id, session_id)
+            text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
+            budget = check_budget(token_budget)
+            if not isinstance(include_superseded, bool):
+                raise InvalidInput("include_superseded must be true or false")
+            user = scope.user_id
+            filters = SearchFilters(agent_id=scope.agent_id)
+            wanted = min(
+                MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
+            )
+            tiers = CONTEXT_TIERS if filters.is_empty else ()
+            rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers)
+            episodes = memory._load_hits(self._episode_order(text, rankings, user), wanted, user)
+            derived = memory._load_hits(
+                reciprocal_rank_fusion({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
+            )
+            candidates: dict[str, list[Candidate]] = {
+                "profile": [
+                    Candidate("profile", "profile", "longterm", f"profile:{key}", f"{key}: {value}")
+                    for key, value in sorted(self._store_tiers.profile(user).items())
+                ],
+                "pattern": [
+                    Candidate("pattern", "pattern", "procedural", f"pattern:{p.key}", p.description, p.score)
+                    for p in memory.patterns(user_id=user, query=text, limit=8)
+                    if p.count >= PATTERN_MIN_COUNT
+                ],
+                "cell": self._cells(derived, user, include_superseded),
+                "graph": self._graph(text, user),
+                "summary": [
+                    Candidate("summary", hit.tier, hit.tier, hit.id, hit.content, hit.score, hit.source_turn_ids)
+                    for hit in derived
+                    if hit.tier in SUMMARY_TIERS
+                ],
+                "episode": [_episode(hit, "episode") for hit in episodes],
+                "recent": self._recent(user, scope.session_id),
+            }
+            built = assemble(text, user, candidates, budget, self.assembly_policy)
+            included = {item.id for item in built.items if item.kind == "episode"}
+            memory._note_hit_visits(user, [hit for hit in episodes if hit.id in included])
+            return built
+
+    # -- helpers ----------------------------------------------------------------------
+
+    @property
+    def _facade(self) -> _Facade:
+        return self  # type: ignore[return-value]
+
+    @property
+    def _store_tiers(self) -> TierStore:
+        return self._store  # type: ignore[attr-defined, no-any-return]
+
+    def _episode_order(
+        self, text: str, rankings: dict[str, list[tuple[str, int]]], user: str
+    ) -> list[Fused[tuple[str, int]]]:
+        """Turns fused as ``search`` fuses them, then the deeper candidates after them.
+
+        The head fuses each retriever's top ``search_candidates`` exactly as ``search``
+        does (deep lists make fusion worse at the top); the tail fuses the full lists.
+        """
+        turn_lists = {name: ranking for name, ranking in rankings.items() if name != "derived"}
+        depth = self.settings.search_candidates
+        memory = self._facade
+        head = reciprocal_rank_fusion({name: r[:depth] for name, r in turn_lists.items()}, k=self.settings.rrf_k)
+        head = memory._focus(text, head, user)
+        seen = {item.key for item in head}
+        tail = memory._focus(text, reciprocal_rank_fusion(turn_lists, k=self.settings.rrf_k), user)
+        return head + [item for item in tail if item.key not in seen]
+
+    def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool) -> list[Candidate]:
+        found = [
+            Candidate("cell", "cell", "longterm", hit.id, hit.content, hit.score, hit.source_turn_ids)
+            for hit in derived
+            if hit.tier == "longterm"
+        ]
+        if not include_superseded or not found:
+            return found
+        every = self._store_tiers.cells(user, include_superseded=True, limit=100_000)
+        by_id = {cell.id: cell for cell in every}
+        history: list[Candidate] = []
+        for candidate in found:
+            history.append(candidate)
+            current = by_id.get(candidate.id)
+            if current is None:
+                continue
+            history.extend(
+                Candidate(
+                    "cell",
+                    "cell",
+                    "longterm",
+                    older.id,
+                    f"{older.content} (until {_date(older.valid_to)}, then replaced)",
+                    candidate.score,
+                    (older.source_turn_id,),
+                )
+                for older in every
+                if _same_slot(older, current) and not older.is_current
+            )
+        return history
+
+    def _graph(self, text: str, user: str) -> list[Candidate]:
+        subgraph = self._facade.graph(user_id=user, query=text, limit=10)
+        return [
+            Candidate(
+                "graph", "graph", "graph", f"edge:{e.source}|{e.target}", f"{e.source} — {e.target} ({e.weight}×)"
+            )
+            for e in subgraph.edges
+        ]
+
+    def _recent(self, user: str, session_id: str | None) -> list[Candidate]:
+        if session_id is None:
+            return []
+        store = self._store_tiers
+        turns = store.get_by_seqs(store.working_seqs(user, session_id), user)
+        # Newest first, so the budget keeps the latest exchanges; rendering restores time order.
+        return [
+            Candidate(
+                "recent",
+                "episode",
+                "working",
+                t.id,
+                f"{t.name or t.role}: {t.content}",
+                when=t.created_at,
+                source_turn_ids=(t.id,),
+            )
+            for _, t in sorted(turns.items(), reverse=True)
+        ]
+
+
+def _episode(hit: Hit, section: str) -> Candidate:
+    turn = hit.turn
+    assert turn is not None  # episodes are turn hits
+    speaker = turn.name or str(turn.role)
+    return Candidate(
+        section, "episode", "episodic", turn.id, f"{speaker}: {turn.content}", hit.score, (turn.id,), turn.created_at
+    )
+
+
+def _same_slot(older: Cell, current: Cell) -> bool:
+    return older.subject == current.subject and older.attribute == current.attribute and older.id != current.id
+
+
+def _date(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d") if moment is not None else "?"
+
+
+if TYPE_CHECKING:
+    from memstrata.memory import Memory as _Facade

@@ -1,0 +1,159 @@
+"""Context assembly: pack ranked memories from every tier into one block under a token budget.
+
+Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come in a fixed
+order, the most stable first (profile, habits, facts, entities, summaries, then the
+conversation excerpts that change with every query), so a provider's prefix cache keeps
+the head of the block. Each section may use up to its share of the budget first; the
+episodes take the rest; whatever is still free goes back to the other sections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memstrata.models import Context, ContextItem
+from memstrata.retrieval.tokens import count_tokens
+
+SECTION_ORDER = ("profile", "pattern", "cell", "graph", "summary", "episode", "recent")
+SECTION_TITLES = {
+    "profile": "About the user",
+    "pattern": "Habits",
+    "cell": "Facts",
+    "graph": "Related entities",
+    "summary": "Summaries",
+    "episode": "From past conversations",
+    "recent": "Earlier in this session",
+}
+HEADER = "# Memory"
+DATED_SECTIONS = ("episode", "recent")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """Something that may go into the context, best-ranked first within its section."""
+
+    section: str
+    kind: str
+    tier: str
+    id: str
+    text: str
+    score: float = 0.0
+    source_turn_ids: tuple[str, ...] = ()
+    when: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyPolicy:
+    """How much of the budget each section may claim before the episodes fill the rest."""
+
+    shares: Mapping[str, float] = field(
+        default_factory=lambda: {
+            "profile": 0.08,
+            "pattern": 0.04,
+            "cell": 0.12,
+            "graph": 0.04,
+            "summary": 0.08,
+            "recent": 0.15,
+        }
+    )
+
+
+def assemble(
+    query: str,
+    user_id: str,
+    candidates: Mapping[str, Sequence[Candidate]],
+    budget: int,
+    policy: AssemblyPolicy | None = None,
+) -> Context:
+    """Choose and order candidates so the rendered block fits in ``budget`` tokens."""
+    rules = policy or AssemblyPolicy()
+    costs = {id(item): count_tokens(render_line(item)) + 1 for items in candidates.values() for item in items}
+    chosen: dict[str, list[Candidate]] = {section: [] for section in SECTION_ORDER}
+    used = count_tokens(HEADER) + 1
+    section_cost = {section: count_tokens(f"## {SECTION_TITLES[section]}") + 2 for section in SECTION_ORDER}
+
+    taken: set[str] = set()  # one item appears once, even if two sections offer it
+    days: set[tuple[str, str]] = set()
+
+    def take(section: str, limit: int) -> None:
+        nonlocal used
+        for item in candidates.get(section, ()):
+            if item.id in taken:
+                continue
+            day = (section, _day(item)) if section in DATED_SECTIONS else None
+            cost = costs[id(item)] + (0 if chosen[section] else section_cost[section])
+            cost += count_tokens(f"[{day[1]}]") + 1 if day is not None and day not in days else 0
+            if used + cost > limit:
+                continue
+            chosen[section].append(item)
+            taken.add(item.id)
+            if day is not None:
+                days.add(day)
+            used += cost
+
+    for section in SECTION_ORDER:
+        if section != "episode":
+            take(section, min(budget, used + int(rules.shares.get(section, 0.0) * budget)))
+    take("episode", budget)
+    for section in SECTION_ORDER:
+        take(section, budget)
+    text, items = _render(chosen)
+    tokens = count_tokens(text)
+    # Joining lines can cost a token or two more than the parts; drop the weakest episode until it fits.
+    while tokens > budget and any(chosen.values()):
+        section = next(s for s in ("episode", *reversed(SECTION_ORDER)) if chosen[s])
+        chosen[section].pop()
+        text, items = _render(chosen)
+        tokens = count_tokens(text)
+    offered = len({item.id for items in candidates.values() for item in items})
+    return Context(query, user_id, text, tokens, budget, tuple(items), omitted=offered - len(items))
+
+
+def render_line(item: Candidate) -> str:
+    """One candidate as a line of the block (episodes carry their speaker; dates are section-level)."""
+    return item.text if item.section in DATED_SECTIONS else f"- {item.text}"
+
+
+def _day(item: Candidate) -> str:
+    if item.when is None:
+        return "undated"
+    return f"{item.when.day} {item.when:%B %Y} ({item.when:%A})"
+
+
+def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[str, list[ContextItem]]:
+    lines = [HEADER]
+    items: list[ContextItem] = []
+    for section in SECTION_ORDER:
+        picked = list(chosen.get(section, ()))
+        if not picked:
+            continue
+        lines.append(f"## {SECTION_TITLES[section]}")
+        if section in DATED_SECTIONS:
+            # Conversation excerpts read in time order, under one date line per day.
+            picked.sort(key=lambda item: (item.when or datetime.min, item.id))
+            day = None
+            for item in picked:
+                stamp = _day(item)
+                if stamp != day:
+                    lines.append(f"[{stamp}]")
+                    day = stamp
+                lines.append(render_line(item))
+        else:
+            lines.extend(render_line(item) for item in picked)
+        items.extend(
+            ContextItem(
+                item.kind,
+                item.tier,
+                item.id,
+                item.text,
+                count_tokens(render_line(item)),
+                item.score,
+                item.source_turn_ids,
+            )
+            for item in picked
+        )
+    if len(lines) == 1:
+        return "", []
+    return "\n".join(lines), items

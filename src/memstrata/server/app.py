@@ -1,0 +1,73 @@
+"""``create_app``: the FastAPI app over one Memory, its resources opened in the lifespan."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from memstrata import __version__
+from memstrata.config import Settings, load_settings
+from memstrata.ids import IdGenerator
+from memstrata.memory import Memory
+from memstrata.server.dependencies import Services
+from memstrata.server.errors import install_error_handlers
+from memstrata.server.keys import open_key_store
+from memstrata.server.limits import BodyLimit
+from memstrata.server.routes import admin, memories, search, tiers
+from memstrata.storage.base import KeyStore
+
+DESCRIPTION = """Persistent memory for LLM agents over HTTP: `add` what was said, `search` or
+build a `context` before answering. Every request but `/v1/health` needs
+`Authorization: Bearer <API key>`; each key belongs to a tenant, and a tenant sees only
+its own users' memories. Errors are `{"error": {"code", "message"}}`."""
+
+
+def create_app(
+    memory: Memory | None = None, *, settings: Settings | None = None, keys: KeyStore | None = None
+) -> FastAPI:
+    """The REST app; with ``memory=None`` it opens a Memory from ``settings`` on startup and closes it on shutdown.
+
+    API keys are read from ``keys`` or else from the store the Memory uses (same database).
+    A Memory passed in stays the caller's to close.
+    """
+    chosen = settings or (memory.settings if memory is not None else load_settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        with ExitStack() as stack:
+            opened = memory if memory is not None else stack.enter_context(Memory.from_settings(chosen))
+            key_store = keys
+            if key_store is None:
+                owned = open_key_store(opened.settings.resolved_storage_url, chosen)
+                stack.callback(owned.close)
+                key_store = owned
+            app.state.services = Services(opened, key_store, chosen, IdGenerator())
+            yield
+
+    app = FastAPI(
+        title="memstrata",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+        generate_unique_id_function=_operation_id,
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
+    for module in (memories, search, tiers, admin):
+        app.include_router(module.router)
+    return app
+
+
+def _operation_id(route: APIRoute) -> str:
+    """Operation ids are the route functions' names (``import_`` → ``import``)."""
+    return route.name.rstrip("_")
+
+
+def openapi_document(app: FastAPI) -> str:
+    """The app's OpenAPI schema as stable, diff-friendly JSON (what docs/openapi.json holds)."""
+    return json.dumps(app.openapi(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,41 @@
+"""Bearer API keys → the caller's tenant, as a dependency of every route but health."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memstrata.server.dependencies import ServicesDep
+from memstrata.server.errors import Forbidden, Unauthorized
+from memstrata.server.keys import SECRET_PREFIX, find_key
+from memstrata.server.tenancy import LOCAL_TENANT, Tenant
+
+bearer = HTTPBearer(auto_error=False, description=f"An API key from `memstrata keys create` ({SECRET_PREFIX}…).")
+
+
+def current_tenant(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Tenant:
+    """The tenant of the presented key: 401 without a known key, 403 for a revoked one."""
+    if credentials is None:
+        if request.headers.get("authorization"):
+            raise Unauthorized("the Authorization header must be 'Bearer <API key>'")
+        if not services.settings.server_allow_anonymous:
+            raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' (memstrata keys create)")
+        tenant = Tenant(LOCAL_TENANT)
+    else:
+        key = find_key(services.keys, credentials.credentials)
+        if key is None:
+            raise Unauthorized("unknown API key; create one with `memstrata keys create --tenant NAME`")
+        if not key.is_active:
+            raise Forbidden(f"API key {key.id} was revoked; ask for a new one")
+        tenant = Tenant(key.tenant)
+    request.state.tenant = tenant
+    return tenant
+
+
+TenantDep = Annotated[Tenant, Depends(current_tenant)]

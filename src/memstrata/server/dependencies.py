@@ -1,0 +1,44 @@
+"""What route functions get through ``Depends``: the Memory, the key store, the id maker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from memstrata.config import Settings
+from memstrata.ids import IdGenerator
+from memstrata.memory import Memory
+from memstrata.storage.base import KeyStore
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Everything the lifespan opened for the routes."""
+
+    memory: Memory
+    keys: KeyStore
+    settings: Settings
+    ids: IdGenerator
+
+
+def get_services(request: Request) -> Services:
+    """The app's services (set by the lifespan)."""
+    services: Services = request.app.state.services
+    return services
+
+
+def get_memory(request: Request) -> Memory:
+    """The Memory every route calls."""
+    return get_services(request).memory
+
+
+def get_ids(request: Request) -> IdGenerator:
+    """Makes ids for messages sent without one, so every stored id can carry the tenant's namespace."""
+    return get_services(request).ids
+
+
+MemoryDep = Annotated[Memory, Depends(get_memory)]
+IdsDep = Annotated[IdGenerator, Depends(get_ids)]
+ServicesDep = Annotated[Services, Depends(get_services)]

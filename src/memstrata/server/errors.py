@@ -1,0 +1,176 @@
+"""Errors mapped to HTTP once, in one table; every error body is ``{"error": {"code", "message"}}``.
+
+Client errors (4xx) carry the core's message, which says how to fix the request. Server
+errors (5xx) carry a generic message: paths, SQL and stack traces stay in the server log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from memstrata.errors import (
+    ConfigError,
+    EmbeddingError,
+    IdConflict,
+    InvalidInput,
+    MemstrataError,
+    NotFound,
+    ProviderError,
+    StorageError,
+)
+
+logger = logging.getLogger("memstrata.server")
+
+_LLM_STAND_IN = "memstrata.llms.none"
+_MAX_DETAILS = 20
+
+
+class Unauthorized(Exception):
+    """No API key, or one the server does not know (401)."""
+
+
+class Forbidden(Exception):
+    """A revoked API key (403)."""
+
+
+#: Most specific first: (error, status, code, message for 5xx or None to pass the core's message on).
+STATUSES: tuple[tuple[type[MemstrataError], int, str, str | None], ...] = (
+    (IdConflict, 409, "id_conflict", None),
+    (InvalidInput, 422, "invalid_input", None),
+    (NotFound, 404, "not_found", None),
+    (ProviderError, 502, "provider_error", "the LLM provider failed or answered unusably; try again later"),
+    (ConfigError, 503, "misconfigured", "the server is misconfigured; its operator can see why in the server log"),
+    (StorageError, 503, "storage_unavailable", "the store is unavailable; try again later"),
+    (EmbeddingError, 503, "embedding_unavailable", "the embedding model is unavailable; try again later"),
+)
+
+_CODES_BY_STATUS = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    details: list[dict[str, str]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """The one error body every failure gets."""
+    body: dict[str, Any] = {"code": code, "message": _printable(message)}
+    if details:
+        body["details"] = [{key: _printable(value) for key, value in item.items()} for item in details]
+    return JSONResponse({"error": body}, status_code=status, headers=dict(headers or {}))
+
+
+def _printable(text: str) -> str:
+    """Text that encodes as UTF-8 whatever a caller sent (lone surrogates become escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _tenant_clean(request: Request, message: str) -> str:
+    tenant = getattr(request.state, "tenant", None)
+    return tenant.clean(message) if tenant is not None else message
+
+
+def status_of(error: MemstrataError) -> tuple[int, str, str]:
+    """(status, code, message a client may see) for a memstrata error."""
+    if isinstance(error, ConfigError) and _raised_for_missing_llm(error):
+        return 501, "llm_required", f"this feature needs an LLM and the server has none configured: {error}"
+    for kind, status, code, generic in STATUSES:
+        if isinstance(error, kind):
+            return status, code, generic or str(error)
+    return 500, "internal_error", "internal server error"
+
+
+def _raised_for_missing_llm(error: BaseException) -> bool:
+    """Whether the offline stand-in for an LLM raised it: a feature that needs a model was asked for.
+
+    The stand-in raises a plain ConfigError (as the CLI wants); where it came from is what
+    tells "configure an LLM" (501) from a broken configuration (503).
+    """
+    seen: BaseException | None = error
+    while seen is not None:
+        trace = seen.__traceback__
+        while trace is not None:
+            if trace.tb_frame.f_globals.get("__name__") == _LLM_STAND_IN:
+                return True
+            trace = trace.tb_next
+        seen = seen.__cause__
+    return False
+
+
+async def _memstrata_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, MemstrataError)
+    status, code, message = status_of(error)
+    if status >= 500:
+        logger.error("%s %s failed: %s", request.method, request.url.path, error, exc_info=error)
+    return error_response(status, code, _tenant_clean(request, message))
+
+
+async def _validation_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    details = [
+        {"location": ".".join(str(part) for part in item.get("loc", ())), "message": str(item.get("msg", "invalid"))}
+        for item in error.errors()[:_MAX_DETAILS]
+    ]
+    summary = "; ".join(f"{item['location']}: {item['message']}" for item in details[:3]) or "invalid request"
+    return error_response(422, "invalid_request", summary, details=details)
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    code = _CODES_BY_STATUS.get(error.status_code, "http_error")
+    headers = dict(error.headers or {})
+    if error.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    return error_response(error.status_code, code, str(error.detail), headers=headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method the path supports (Starlette's 405 names only the first route that matched the path)."""
+    methods: set[str] = set()
+    for template, operations in request.app.openapi()["paths"].items():
+        # The only path parameter is a memory id, which may itself contain "/".
+        pattern = re.sub(r"\\{[^}]+\\}", ".+", re.escape(template))
+        if re.fullmatch(pattern, request.url.path):
+            methods.update(method.upper() for method in operations)
+    return sorted(methods)
+
+
+async def _unauthorized(request: Request, error: Exception) -> JSONResponse:
+    return error_response(401, "unauthorized", str(error), headers={"WWW-Authenticate": "Bearer"})
+
+
+async def _forbidden(request: Request, error: Exception) -> JSONResponse:
+    return error_response(403, "forbidden", str(error))
+
+
+async def _unexpected(request: Request, error: Exception) -> JSONResponse:
+    logger.error("%s %s failed unexpectedly", request.method, request.url.path, exc_info=error)
+    return error_response(500, "internal_error", "internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map every error a request can raise to its status, once."""
+    app.add_exception_handler(MemstrataError, _memstrata_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Unauthorized, _unauthorized)
+    app.add_exception_handler(Forbidden, _forbidden)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,81 @@
+"""API keys: made here, stored as SHA-256 hashes in the store, checked on every request.
+
+Needs no web framework, so ``memstrata keys …`` works without the ``server`` extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import UTC, datetime
+from typing import Protocol
+
+from memstrata.config import Settings
+from memstrata.errors import ConfigError, NotFound
+from memstrata.ids import IdGenerator
+from memstrata.server.tenancy import check_tenant
+from memstrata.storage import open_store
+from memstrata.storage.base import ApiKey, KeyStore
+from memstrata.validation import check_identifier
+
+SECRET_PREFIX = "msk_"
+SECRET_BYTES = 32
+MAX_SECRET_LENGTH = 200
+
+
+class ClosableKeyStore(KeyStore, Protocol):
+    """A key store opened by :func:`open_key_store`; the opener closes it."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+def new_secret() -> str:
+    """A fresh secret: ``msk_`` and 32 random bytes, URL-safe base64."""
+    return SECRET_PREFIX + secrets.token_urlsafe(SECRET_BYTES)
+
+
+def hash_secret(secret: str) -> str:
+    """SHA-256 hex of a secret; a fast hash is right because secrets have 256 random bits."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def create_key(
+    store: KeyStore, *, tenant: str, name: str = "default", now: datetime | None = None
+) -> tuple[ApiKey, str]:
+    """Make and store a key for ``tenant``; returns the record and the secret, which is shown only now."""
+    label = str(check_identifier(name, "name"))
+    key = ApiKey(IdGenerator().new(), check_tenant(tenant), label, now or datetime.now(UTC))
+    secret = new_secret()
+    store.add_api_key(key, hash_secret(secret))
+    return key, secret
+
+
+def find_key(store: KeyStore, secret: str) -> ApiKey | None:
+    """The key (active or revoked) a presented secret belongs to, if any."""
+    if not secret or len(secret) > MAX_SECRET_LENGTH:
+        return None
+    return store.key_for_hash(hash_secret(secret))
+
+
+def revoke_key(store: KeyStore, key_id: str, *, now: datetime | None = None) -> None:
+    """Revoke a key at once; NotFound if no key has that id."""
+    identifier = str(check_identifier(key_id, "key id"))
+    if not store.revoke_api_key(identifier, now or datetime.now(UTC)):
+        raise NotFound(f"no API key with id {identifier!r}; `memstrata keys list` shows them")
+
+
+def list_keys(store: KeyStore, tenant: str | None = None) -> list[ApiKey]:
+    """Keys (of one tenant, or all), oldest first; secrets are never stored, so never shown."""
+    return store.api_keys(check_tenant(tenant) if tenant is not None else None)
+
+
+def open_key_store(storage_url: str, settings: Settings) -> ClosableKeyStore:
+    """Open the store at ``storage_url`` as a key store; ConfigError if its backend holds no keys."""
+    store = open_store(storage_url, busy_timeout_seconds=settings.busy_timeout_seconds)
+    needed = ("add_api_key", "key_for_hash", "api_keys", "revoke_api_key")
+    if not all(callable(getattr(store, method, None)) for method in needed):
+        store.close()
+        raise ConfigError(f"the storage backend of {storage_url!r} cannot hold API keys; use sqlite:// or postgres://")
+    opened: ClosableKeyStore = store  # type: ignore[assignment]
+    return opened

@@ -1,0 +1,106 @@
+"""Whole-scope operations and the service itself: forget, export, import, health, version."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
+
+from memstrata import __version__
+from memstrata.errors import InvalidInput
+from memstrata.server.auth import TenantDep
+from memstrata.server.dependencies import MemoryDep
+from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS
+from memstrata.server.schemas import DeletionOut, HealthOut, ImportOut, ScopeRequest, VersionOut
+from memstrata.server.transfer import exported_lines, imported_lines
+from memstrata.server.views import deletion_out
+from memstrata.validation import MAX_IDENTIFIER_LENGTH
+
+router = APIRouter(prefix="/v1", tags=["admin"])
+
+JSONL = "application/x-ndjson"
+
+
+@router.post("/forget", responses=BODY_ERRORS)
+def forget(body: ScopeRequest, memory: MemoryDep, tenant: TenantDep) -> DeletionOut:
+    """Hard-delete everything of a user (or of one agent/session of it), indexes included."""
+    deletion = memory.forget(
+        user_id=tenant.inside(body.user_id, "user_id"), agent_id=body.agent_id, session_id=body.session_id
+    )
+    return deletion_out(deletion, tenant)
+
+
+@router.get(
+    "/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {JSONL: {"schema": {"type": "string"}}}, "description": "JSONL export"}, **ERRORS},
+)
+def export(
+    memory: MemoryDep,
+    tenant: TenantDep,
+    user_id: Annotated[
+        str | None,
+        Query(min_length=1, max_length=MAX_IDENTIFIER_LENGTH, description="Only this user (default: all of yours)."),
+    ] = None,
+    embeddings: bool = False,
+) -> StreamingResponse:
+    """Stream your tenant's memories as the JSONL that ``/v1/import`` and ``memstrata import`` read."""
+    scope = tenant.inside(user_id, "user_id") if user_id is not None else None
+    directory = Path(tempfile.mkdtemp(prefix="memstrata-export-"))
+    path = directory / "export.jsonl"
+    try:
+        memory.export(path, user_id=scope, embeddings=embeddings)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+
+    def lines() -> Iterator[str]:
+        with path.open(encoding="utf-8") as handle:
+            yield from exported_lines(handle, tenant)
+
+    return StreamingResponse(
+        lines(),
+        media_type=JSONL,
+        headers={"Content-Disposition": 'attachment; filename="memstrata-export.jsonl"'},
+        # Runs after the last byte, or when the client goes away.
+        background=BackgroundTask(shutil.rmtree, directory, ignore_errors=True),
+    )
+
+
+@router.post("/import", responses={**BODY_ERRORS, **CONFLICT})
+def import_(
+    data: Annotated[bytes, Body(media_type=JSONL, description="A JSONL export; send it as application/x-ndjson.")],
+    memory: MemoryDep,
+    tenant: TenantDep,
+) -> ImportOut:
+    """Load an export into your tenant: all of it, or on any bad line nothing; user ids are yours."""
+    directory = Path(tempfile.mkdtemp(prefix="memstrata-import-"))
+    try:
+        path = directory / "upload.jsonl"
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines(imported_lines(data, tenant))
+        report = memory.import_(path)
+    except InvalidInput as exc:
+        # The core names the file it read; the caller knows it as the upload.
+        raise type(exc)(str(exc).replace(str(path), "the upload")) from exc
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return ImportOut(turns=report.turns, embeddings=report.embeddings, skipped=report.skipped)
+
+
+@router.get("/health")
+async def health() -> HealthOut:
+    """Whether the server is up; needs no key."""
+    return HealthOut(status="ok")
+
+
+@router.get("/version", responses=ERRORS)
+def version(memory: MemoryDep, tenant: TenantDep) -> VersionOut:
+    """The memstrata version, API version, embedding model, and the tenant your key belongs to."""
+    return VersionOut(version=__version__, api="v1", embedder=memory.embedder.model_id, tenant=tenant.name)

@@ -1,0 +1,91 @@
+"""``/v1/memories``: add, list (history), get and delete stored messages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Response
+
+from memstrata.ids import IdGenerator
+from memstrata.server.auth import TenantDep
+from memstrata.server.dependencies import IdsDep, MemoryDep
+from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS, NOT_FOUND, ScopeQuery, UserQuery
+from memstrata.server.schemas import MAX_OFFSET, MAX_PAGE, AddRequest, AddResponse, HistoryResponse, MemoryOut
+from memstrata.server.tenancy import Tenant
+from memstrata.server.views import memory_out
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+
+MemoryPath = Annotated[str, Path(description="The memory's id (as returned by add).")]
+
+
+@router.post("/memories", status_code=201, responses={**BODY_ERRORS, **CONFLICT})
+def add_memories(body: AddRequest, memory: MemoryDep, tenant: TenantDep, ids: IdsDep) -> AddResponse:
+    """Store messages verbatim, indexed for search (``Memory.add``); durable when it answers."""
+    user_id = tenant.inside(body.user_id, "user_id")
+    messages: str | list[dict[str, Any]]
+    single_id: str | None
+    if isinstance(body.messages, str):
+        messages = body.messages
+        single_id = tenant.inside(body.id if body.id is not None else ids.new(), "id")
+    else:
+        messages = [_message(index, item.model_dump(), tenant, ids) for index, item in enumerate(body.messages)]
+        single_id = tenant.optional(body.id, "id")
+    stored = memory.add(
+        messages,
+        user_id=user_id,
+        session_id=body.session_id,
+        agent_id=body.agent_id,
+        metadata=body.metadata,
+        timestamp=body.timestamp,
+        id=single_id,
+        importance=body.importance,
+    )
+    return AddResponse(memories=[memory_out(turn, tenant) for turn in stored])
+
+
+def _message(index: int, message: dict[str, Any], tenant: Tenant, ids: IdGenerator) -> dict[str, Any]:
+    """A message as Memory.add takes it, its id (given or made here) in the tenant's namespace."""
+    given = message.pop("id")
+    message["id"] = tenant.inside(given if given is not None else ids.new(), f"messages[{index}].id")
+    return {key: value for key, value in message.items() if value is not None}
+
+
+@router.get("/memories", responses=ERRORS)
+def history(
+    memory: MemoryDep,
+    tenant: TenantDep,
+    user_id: UserQuery,
+    session_id: ScopeQuery = None,
+    agent_id: ScopeQuery = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    newest_first: bool = False,
+) -> HistoryResponse:
+    """A user's (or one session's) messages in time order, a page at a time (``Memory.history``)."""
+    page = memory.history(
+        user_id=tenant.inside(user_id, "user_id"),
+        session_id=session_id,
+        agent_id=agent_id,
+        limit=limit + 1,  # one more than asked tells whether another page exists
+        offset=offset,
+        newest_first=newest_first,
+    )
+    more = len(page) > limit
+    return HistoryResponse(
+        memories=[memory_out(turn, tenant) for turn in page[:limit]], next_offset=offset + limit if more else None
+    )
+
+
+@router.get("/memories/{memory_id:path}", responses={**ERRORS, **NOT_FOUND})
+def get_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> MemoryOut:
+    """One stored message of a user (``Memory.get``); 404 if that user has none with this id."""
+    turn = memory.get(tenant.inside(memory_id, "id"), user_id=tenant.inside(user_id, "user_id"))
+    return memory_out(turn, tenant)
+
+
+@router.delete("/memories/{memory_id:path}", status_code=204, responses={**ERRORS, **NOT_FOUND})
+def delete_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> Response:
+    """Hard-delete one message with its index entries (``Memory.delete``); 404 if absent."""
+    memory.delete(tenant.inside(memory_id, "id"), user_id=tenant.inside(user_id, "user_id"))
+    return Response(status_code=204)

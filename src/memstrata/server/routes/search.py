@@ -1,0 +1,46 @@
+"""``/v1/search`` and ``/v1/context``: recall before answering."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from memstrata.server.auth import TenantDep
+from memstrata.server.dependencies import MemoryDep
+from memstrata.server.routes import BODY_ERRORS
+from memstrata.server.schemas import ContextOut, ContextRequest, SearchRequest, SearchResponse
+from memstrata.server.views import context_out, hit_out
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+@router.post("/search", responses=BODY_ERRORS)
+def search(body: SearchRequest, memory: MemoryDep, tenant: TenantDep) -> SearchResponse:
+    """The memories most relevant to a query, best first (``Memory.search``); query text is never search syntax."""
+    filters = body.filters
+    hits = memory.search(
+        body.query,
+        user_id=tenant.inside(body.user_id, "user_id"),
+        limit=body.limit,
+        session_id=filters.session_id,
+        agent_id=filters.agent_id,
+        roles=filters.roles,
+        after=filters.after,
+        before=filters.before,
+        mode=body.mode,
+        tiers=body.tiers,
+    )
+    return SearchResponse(hits=[hit_out(hit, tenant) for hit in hits])
+
+
+@router.post("/context", responses=BODY_ERRORS)
+def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> ContextOut:
+    """A prompt-ready memory block packed under a token budget (``Memory.context``)."""
+    assembled = memory.context(
+        body.query,
+        user_id=tenant.inside(body.user_id, "user_id"),
+        token_budget=body.token_budget,
+        agent_id=body.agent_id,
+        session_id=body.session_id,
+        include_superseded=body.include_superseded,
+    )
+    return context_out(assembled, tenant)

@@ -1,0 +1,387 @@
+"""What the REST API accepts and returns: pydantic models, separate from the core dataclasses.
+
+Requests forbid unknown fields, so a typo is a 422 rather than a silently ignored option.
+Ids in requests and responses are the caller's plain ids; the tenant namespace never shows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from memstrata.validation import MAX_IDENTIFIER_LENGTH
+
+RoleName = Literal["user", "assistant", "system", "tool"]
+SearchMode = Literal["hybrid", "fulltext", "vector"]
+DerivedTier = Literal["longterm", "scene", "midterm", "consolidation"]
+PrunableTier = Literal["episodic", "midterm", "longterm"]
+
+Identifier = Annotated[str, Field(min_length=1, max_length=MAX_IDENTIFIER_LENGTH)]
+"""A user, session, agent, message id or speaker name: non-blank text without NUL (the namespace shortens it)."""
+
+MAX_PAGE = 1000
+MAX_OFFSET = 2**31 - 1
+"""Far beyond any real history, and inside SQLite's integers."""
+
+
+class RequestModel(BaseModel):
+    """Base of request bodies: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResponseModel(BaseModel):
+    """Base of response bodies."""
+
+
+# -- requests ------------------------------------------------------------------------------
+
+
+class MessageIn(RequestModel):
+    """One message to store, as chat APIs spell it."""
+
+    role: RoleName = "user"
+    content: str
+    name: Identifier | None = None
+    id: Identifier | None = Field(default=None, description="Your id for the message; retrying with it is safe.")
+    metadata: dict[str, Any] | None = None
+
+
+class AddRequest(RequestModel):
+    """``Memory.add``: one string (a user message) or a list of messages."""
+
+    messages: str | list[MessageIn]
+    user_id: Identifier
+    session_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    metadata: dict[str, Any] | None = None
+    timestamp: AwareDatetime | None = Field(default=None, description="When it was said (default: now).")
+    id: Identifier | None = Field(default=None, description="Id of a single message (or give each message an id).")
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class SearchFiltersIn(RequestModel):
+    """What narrows a search inside one user's memory."""
+
+    session_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    roles: list[RoleName] = Field(default_factory=list)
+    after: AwareDatetime | None = None
+    before: AwareDatetime | None = None
+
+
+class SearchRequest(RequestModel):
+    """``Memory.search``."""
+
+    query: str
+    user_id: Identifier
+    limit: int = Field(default=10, ge=1, le=MAX_PAGE)
+    mode: SearchMode = "hybrid"
+    tiers: list[DerivedTier] = Field(default_factory=list, description="Derived tiers a hybrid search also covers.")
+    filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
+
+
+class ContextRequest(RequestModel):
+    """``Memory.context``: a prompt-ready memory block under a token budget."""
+
+    query: str
+    user_id: Identifier
+    token_budget: int = Field(default=1000, ge=1, le=1_000_000)
+    agent_id: Identifier | None = None
+    session_id: Identifier | None = None
+    include_superseded: bool = False
+
+
+class ScopeRequest(RequestModel):
+    """A user, optionally narrowed to one agent and/or session."""
+
+    user_id: Identifier
+    agent_id: Identifier | None = None
+    session_id: Identifier | None = None
+
+
+class UserRequest(RequestModel):
+    """An operation on one user's memory."""
+
+    user_id: Identifier
+
+
+class PruneRequest(RequestModel):
+    """``Memory.prune``: delete a tier's items older than a cutoff and/or beyond the newest N."""
+
+    user_id: Identifier
+    tier: PrunableTier
+    older_than_seconds: float | None = Field(default=None, ge=0, le=3e9, description="At most ~95 years.")
+    keep_last: int | None = Field(default=None, ge=0, le=MAX_OFFSET)
+
+
+# -- responses -----------------------------------------------------------------------------
+
+
+class MemoryOut(ResponseModel):
+    """One stored message (a turn)."""
+
+    id: str
+    user_id: str
+    role: RoleName
+    content: str
+    created_at: datetime
+    session_id: str | None
+    agent_id: str | None
+    name: str | None
+    metadata: dict[str, Any]
+    importance: float | None
+
+
+class AddResponse(ResponseModel):
+    """The stored messages, with their ids."""
+
+    memories: list[MemoryOut]
+
+
+class HistoryResponse(ResponseModel):
+    """One page of history; ask again with ``offset=next_offset`` while it is not null."""
+
+    memories: list[MemoryOut]
+    next_offset: int | None
+
+
+class HitOut(ResponseModel):
+    """One search result; ``turn`` is set for episodic hits, ``source_turn_ids`` for every hit."""
+
+    id: str
+    tier: str
+    content: str
+    score: float
+    turn: MemoryOut | None
+    source_turn_ids: list[str]
+    ranks: dict[str, int]
+
+
+class SearchResponse(ResponseModel):
+    """Hits, best first."""
+
+    hits: list[HitOut]
+
+
+class ContextItemOut(ResponseModel):
+    """One piece of an assembled context."""
+
+    kind: str
+    tier: str
+    id: str
+    text: str
+    tokens: int
+    score: float
+    source_turn_ids: list[str]
+
+
+class ContextOut(ResponseModel):
+    """A memory block for a prompt and what it is made of."""
+
+    query: str
+    user_id: str
+    text: str
+    tokens: int
+    token_budget: int
+    items: list[ContextItemOut]
+    omitted: int
+    turn_ids: list[str]
+
+
+class DeletionOut(ResponseModel):
+    """What a forget removed."""
+
+    user_id: str
+    turns: int
+    agent_id: str | None
+    session_id: str | None
+
+
+class CellOut(ResponseModel):
+    """A long-term memory cell with its validity."""
+
+    id: str
+    user_id: str
+    kind: str
+    subject: str
+    attribute: str
+    value: str
+    content: str
+    salience: float
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: str | None
+    scene_id: str | None
+    source_turn_id: str
+    is_current: bool
+
+
+class CellsResponse(ResponseModel):
+    """Cells, newest first."""
+
+    cells: list[CellOut]
+
+
+class ProfileOut(ResponseModel):
+    """A user's stable traits and preferences."""
+
+    user_id: str
+    profile: dict[str, str]
+
+
+class PatternOut(ResponseModel):
+    """A recurring interaction pattern."""
+
+    key: str
+    description: str
+    count: int
+    first_seen: datetime
+    last_seen: datetime
+    score: float
+    evidence: str
+
+
+class PatternsResponse(ResponseModel):
+    """Patterns, those matching the query first."""
+
+    patterns: list[PatternOut]
+
+
+class EntityOut(ResponseModel):
+    """A named entity seen in a user's memory."""
+
+    name: str
+    kind: str
+    mentions: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+class EdgeOut(ResponseModel):
+    """Two entities mentioned together, and how often."""
+
+    source: str
+    target: str
+    weight: int
+
+
+class GraphOut(ResponseModel):
+    """The entities a query touches, their neighbours and the edges between them."""
+
+    nodes: list[EntityOut]
+    edges: list[EdgeOut]
+
+
+class ConsolidationOut(ResponseModel):
+    """One "sleep" summary with its token-efficiency score."""
+
+    id: str
+    user_id: str
+    summary: str
+    source_turn_ids: list[str]
+    compression_ratio: float
+    entity_preservation: float
+    tes: float
+    created_at: datetime
+
+
+class ConsolidationsResponse(ResponseModel):
+    """Consolidation summaries."""
+
+    consolidations: list[ConsolidationOut]
+
+
+class SegmentOut(ResponseModel):
+    """A mid-term topic segment."""
+
+    id: str
+    user_id: str
+    summary: str
+    keywords: list[str]
+    visits: int
+    turn_count: int
+    heat: float
+    state: str
+    created_at: datetime
+    last_activity: datetime
+    session_id: str | None
+    promoted_at: datetime | None
+
+
+class EventOut(ResponseModel):
+    """An audit-log entry."""
+
+    at: datetime
+    kind: str
+    detail: dict[str, Any]
+
+
+class InspectionOut(ResponseModel):
+    """Every tier of one user's memory."""
+
+    user_id: str
+    counts: dict[str, int]
+    working: list[MemoryOut]
+    segments: list[SegmentOut]
+    profile: dict[str, str]
+    cells: list[CellOut]
+    patterns: list[PatternOut]
+    entities: list[EntityOut]
+    consolidations: list[ConsolidationOut]
+    events: list[EventOut]
+    pending_jobs: int
+
+
+class PruneOut(ResponseModel):
+    """How many items a prune deleted."""
+
+    user_id: str
+    tier: str
+    deleted: int
+
+
+class ImportOut(ResponseModel):
+    """What an import stored."""
+
+    turns: int
+    embeddings: int
+    skipped: int
+
+
+class HealthOut(ResponseModel):
+    """The server is up."""
+
+    status: Literal["ok"]
+
+
+class VersionOut(ResponseModel):
+    """What is serving, and who is asking."""
+
+    version: str
+    api: Literal["v1"]
+    embedder: str
+    tenant: str
+
+
+class ErrorDetail(ResponseModel):
+    """One problem with a request."""
+
+    location: str
+    message: str
+
+
+class ErrorBody(ResponseModel):
+    """What went wrong, and how to fix it when the caller can."""
+
+    code: str
+    message: str
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorOut(ResponseModel):
+    """Every error response has this shape."""
+
+    error: ErrorBody

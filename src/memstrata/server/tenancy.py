@@ -1,0 +1,67 @@
+"""Tenants: each API key's tenant gets its own namespace of user ids and memory ids.
+
+Requests name plain ids; the store sees them as ``"<tenant>/<id>"``. Tenant names cannot
+contain the separator, so one tenant's ids can never spell another's, and every read is
+confined to the caller's namespace (another tenant's memory is simply not found).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memstrata.errors import InvalidInput
+from memstrata.validation import MAX_IDENTIFIER_LENGTH, check_identifier
+
+SEPARATOR = "/"
+TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+LOCAL_TENANT = "local"
+"""The tenant of requests without a key when ``server_allow_anonymous`` is on."""
+
+
+def check_tenant(value: object) -> str:
+    """Return ``value`` if it is a valid tenant name (letters, digits, ``.``, ``_``, ``-``; at most 64)."""
+    if not isinstance(value, str) or TENANT_PATTERN.fullmatch(value) is None:
+        raise InvalidInput(
+            f"tenant {value!r} is not valid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """The caller's namespace: maps request ids to stored ids and back."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        check_tenant(self.name)
+
+    @property
+    def prefix(self) -> str:
+        """What every stored id of this tenant starts with."""
+        return self.name + SEPARATOR
+
+    def inside(self, value: object, what: str) -> str:
+        """The stored form of a request's id (user, memory); InvalidInput when unusable."""
+        plain = str(check_identifier(value, what))
+        longest = MAX_IDENTIFIER_LENGTH - len(self.prefix)
+        if len(plain) > longest:
+            raise InvalidInput(f"{what} is longer than {longest} characters")
+        return self.prefix + plain
+
+    def optional(self, value: str | None, what: str) -> str | None:
+        """Like :meth:`inside`, passing ``None`` through."""
+        return None if value is None else self.inside(value, what)
+
+    def outside(self, stored: str) -> str:
+        """The id a client sees for a stored id of this tenant (ids made by memstrata pass unchanged)."""
+        return stored[len(self.prefix) :] if stored.startswith(self.prefix) else stored
+
+    def owns(self, stored: str) -> bool:
+        """Whether a stored user id belongs to this tenant."""
+        return stored.startswith(self.prefix)
+
+    def clean(self, message: str) -> str:
+        """An error message with this tenant's namespace taken out of the ids it quotes."""
+        return message.replace(self.prefix, "")

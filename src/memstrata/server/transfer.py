@@ -1,0 +1,64 @@
+"""Export and import through the API: JSONL lines rewritten between the tenant's ids and stored ids."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import IO, Any
+
+from memstrata.errors import InvalidInput
+from memstrata.server.tenancy import Tenant
+
+_TURN = "turn"
+
+
+def exported_lines(handle: IO[str], tenant: Tenant) -> Iterator[str]:
+    """The lines of an export file that belong to ``tenant``, ids mapped back to the tenant's own."""
+    for line in handle:
+        record = json.loads(line)
+        if record.get("kind") != _TURN:
+            yield line
+            continue
+        if not tenant.owns(str(record.get("user_id", ""))):
+            continue
+        record["user_id"] = tenant.outside(record["user_id"])
+        record["id"] = tenant.outside(str(record["id"]))
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
+    """An uploaded export with every turn moved into ``tenant``'s namespace; InvalidInput names a bad line.
+
+    Only ids are checked here; everything else is validated by ``Memory.import_``, which
+    stores all of the file or nothing.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"the upload is not UTF-8 text (bad byte at position {exc.start})") from exc
+    # Split on "\n" only: str.splitlines would also split inside strings holding U+2028.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            yield "\n"  # keeps the line numbers of messages those of the upload
+            continue
+        record = _parse(line, number)
+        if record.get("kind") == _TURN:
+            try:
+                record["user_id"] = tenant.inside(record.get("user_id"), "user_id")
+                record["id"] = tenant.inside(record.get("id"), "id")
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {number}: {exc}") from exc
+        # ASCII escapes keep a lone surrogate writable, for the import to refuse with a clear message.
+        yield json.dumps(record) + "\n"
+
+
+def _parse(line: str, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"line {number}: nested too deeply") from exc
+    if not isinstance(record, dict):
+        raise InvalidInput(f"line {number}: expected a JSON object")
+    return record

@@ -1,0 +1,79 @@
+"""Searchable derived items and their purge: what every tier writes, and what goes when its turns go."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memstrata.storage.postgres.rows import Connection
+
+#: Tables holding a user's derived state, all emptied when the whole user is forgotten.
+_USER_TABLES = (
+    "segments",
+    "scenes",
+    "cells",
+    "profile",
+    "patterns",
+    "entities",
+    "entity_edges",
+    "consolidations",
+    "derived",
+    "working_items",
+    "jobs",
+)
+
+
+def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int] | None) -> None:
+    """Delete every derived item built from these turns (all of the user's when ``None``).
+
+    Summaries quote their sources, so a deleted turn takes the summaries that cite it along.
+    """
+    if turn_seqs is None:
+        for table in _USER_TABLES:
+            connection.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
+        return
+    seqs = [int(seq) for seq in turn_seqs]
+    connection.execute(
+        "DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq = ANY(%s::bigint[]))",
+        (seqs,),
+    )
+    connection.execute(
+        "DELETE FROM segments WHERE id IN (SELECT segment_id FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]))",
+        (seqs,),
+    )
+    connection.execute(
+        "DELETE FROM consolidations WHERE id IN"
+        " (SELECT consolidation_id FROM consolidation_turns WHERE turn_seq = ANY(%s::bigint[]))",
+        (seqs,),
+    )
+    # As in the SQLite store: runs before the turns (and so their mentions) are deleted.
+    connection.execute(
+        "DELETE FROM entities e WHERE e.user_id = %s"
+        " AND NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)",
+        (user_id,),
+    )
+
+
+def put_derived(
+    connection: Connection,
+    item_id: str,
+    user_id: str,
+    tier: str,
+    content: str,
+    sources: Sequence[int],
+    created_at: datetime,
+    *,
+    is_current: bool = True,
+) -> None:
+    """Create or refresh one searchable derived item and link it to its source turns."""
+    row = connection.execute(
+        "INSERT INTO derived (id, user_id, tier, content, is_current, created_at) VALUES (%s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (id) DO UPDATE SET content = excluded.content, is_current = excluded.is_current"
+        " RETURNING seq",
+        (item_id, user_id, tier, content, is_current, created_at),
+    ).fetchone()
+    assert row is not None  # an upsert with RETURNING always returns the row
+    connection.execute(
+        "INSERT INTO derived_sources (derived_seq, turn_seq) SELECT %s, unnest(%s::bigint[]) ON CONFLICT DO NOTHING",
+        (int(row[0]), [int(seq) for seq in sources]),
+    )

@@ -1,0 +1,316 @@
+"""SQL for the per-turn and long-term tiers: importance, cells, profile, patterns, entities, audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
+from memstrata.storage.postgres.connection import Connected
+from memstrata.storage.postgres.derived import put_derived
+from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
+
+_CELL_COLUMNS = (
+    "c.id, c.user_id, c.kind, c.subject, c.attribute, c.value, c.content, c.salience, c.valid_from,"
+    " t.id, c.valid_to, c.superseded_by, c.scene_id"
+)
+_TIER_COUNTS = {
+    "episodic": "SELECT COUNT(*) FROM turns WHERE user_id = %(user)s",
+    "working": "SELECT COUNT(*) FROM working_items WHERE user_id = %(user)s",
+    "midterm_active": "SELECT COUNT(*) FROM segments WHERE user_id = %(user)s AND state = 'active'",
+    "midterm_archived": "SELECT COUNT(*) FROM segments WHERE user_id = %(user)s AND state = 'archived'",
+    "scenes": "SELECT COUNT(*) FROM scenes WHERE user_id = %(user)s",
+    "cells_current": "SELECT COUNT(*) FROM cells WHERE user_id = %(user)s AND valid_to IS NULL",
+    "cells_superseded": "SELECT COUNT(*) FROM cells WHERE user_id = %(user)s AND valid_to IS NOT NULL",
+    "profile": "SELECT COUNT(*) FROM profile WHERE user_id = %(user)s",
+    "patterns": "SELECT COUNT(*) FROM patterns WHERE user_id = %(user)s",
+    "entities": "SELECT COUNT(*) FROM entities WHERE user_id = %(user)s",
+    "consolidations": "SELECT COUNT(*) FROM consolidations WHERE user_id = %(user)s",
+}
+
+
+class KnowledgeMixin(Connected):
+    """Methods the tiers call for importance, cells, profile, patterns, entities and the audit log."""
+
+    # -- per-turn scores ----------------------------------------------------------------
+
+    def set_importance(self, scores: Mapping[int, float]) -> None:
+        """Record computed importance beside the turns; the turns themselves stay as they were said."""
+        if not scores:
+            return
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT INTO turn_scores (turn_seq, importance)"
+                " SELECT s.seq, s.importance FROM unnest(%s::bigint[], %s::double precision[]) AS s (seq, importance)"
+                " WHERE EXISTS (SELECT 1 FROM turns WHERE turns.seq = s.seq)"
+                " ON CONFLICT (turn_seq) DO UPDATE SET importance = excluded.importance",
+                (list(scores), list(scores.values())),
+            )
+        )
+
+    def importance_of(self, turn_seqs: Sequence[int]) -> dict[int, float]:
+        """Importance per turn: the caller's when given, else the computed one."""
+        if not turn_seqs:
+            return {}
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT t.seq, COALESCE(t.importance, s.importance) FROM turns t"
+                " LEFT JOIN turn_scores s ON s.turn_seq = t.seq WHERE t.seq = ANY(%s::bigint[])",
+                ([int(seq) for seq in turn_seqs],),
+            ).fetchall()
+        )
+        return {int(seq): float(value) for seq, value in rows if value is not None}
+
+    def previous_user_text(self, user_id: str, session_id: str | None, before_seq: int) -> str | None:
+        """The user's message before ``before_seq`` in the same session."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT content FROM turns WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s::text"
+                " AND role = 'user' AND seq < %s ORDER BY seq DESC LIMIT 1",
+                (user_id, session_id, before_seq),
+            ).fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    def recent_vectors(self, model_id: str, user_id: str, before_seq: int, limit: int) -> list[bytes]:
+        """Vectors of the user's turns just before ``before_seq``, for novelty (as float32 bytes)."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT embedding FROM turn_vectors WHERE model_id = %s AND user_id = %s AND turn_seq < %s"
+                " ORDER BY turn_seq DESC LIMIT %s",
+                (model_id, user_id, before_seq, limit),
+                binary=True,
+            ).fetchall()
+        )
+        return [row[0].tobytes() for row in rows]
+
+    # -- cells and profile ------------------------------------------------------------
+
+    def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
+        """Cells still valid for one subject and attribute."""
+        return self.cells(user_id, subject=subject, attribute=attribute, include_superseded=False)
+
+    def cells(
+        self,
+        user_id: str,
+        *,
+        subject: str | None = None,
+        attribute: str | None = None,
+        include_superseded: bool = False,
+        limit: int = 500,
+    ) -> list[Cell]:
+        """A user's cells, newest first; superseded ones only when asked."""
+        clauses, parameters = ["c.user_id = %s"], [user_id]
+        if subject is not None:
+            clauses.append("c.subject = %s")
+            parameters.append(subject)
+        if attribute is not None:
+            clauses.append("c.attribute = %s")
+            parameters.append(attribute)
+        if not include_superseded:
+            clauses.append("c.valid_to IS NULL")
+        query = (
+            f"SELECT {_CELL_COLUMNS} FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
+            f" WHERE {' AND '.join(clauses)} ORDER BY c.valid_from DESC, c.ordinal DESC LIMIT %s"
+        )
+        rows = self._read(lambda connection: connection.execute(query, (*parameters, limit)).fetchall())
+        return [_cell(row) for row in rows]
+
+    def add_cell(self, cell: Cell, source_turn_seq: int, *, single_valued: bool, supersede: Sequence[str]) -> None:
+        """Store a cell, closing the validity of the cells it supersedes (kept as history)."""
+
+        def work(connection: Connection) -> None:
+            connection.execute(
+                "INSERT INTO cells (id, user_id, kind, subject, attribute, value, content, salience, single_valued,"
+                " scene_id, source_turn_seq, valid_from, valid_to, superseded_by, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
+                (
+                    cell.id,
+                    cell.user_id,
+                    cell.kind,
+                    cell.subject,
+                    cell.attribute,
+                    cell.value,
+                    cell.content,
+                    cell.salience,
+                    single_valued,
+                    cell.scene_id,
+                    source_turn_seq,
+                    cell.valid_from,
+                    cell.valid_from,
+                ),
+            )
+            for old_id in supersede:
+                connection.execute(
+                    "UPDATE cells SET valid_to = %s, superseded_by = %s WHERE id = %s AND valid_to IS NULL",
+                    (cell.valid_from, cell.id, old_id),
+                )
+                connection.execute("UPDATE derived SET is_current = false WHERE id = %s", (old_id,))
+                record_event(
+                    connection,
+                    "supersession",
+                    cell.user_id,
+                    {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
+                )
+            put_derived(
+                connection, cell.id, cell.user_id, "longterm", _cell_text(cell), [source_turn_seq], cell.valid_from
+            )
+
+        self._write(work)
+
+    def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
+        """Upsert profile traits, each with the turn it came from and when."""
+
+        def work(connection: Connection) -> None:
+            for key, value in values.items():
+                connection.execute(
+                    "INSERT INTO profile (user_id, key, value, source_turn_seq, updated_at)"
+                    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value,"
+                    " source_turn_seq = excluded.source_turn_seq, updated_at = excluded.updated_at",
+                    (user_id, key, value, source_turn_seq, now),
+                )
+
+        self._write(work)
+
+    def profile(self, user_id: str) -> dict[str, str]:
+        """The user's current profile."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                'SELECT key, value FROM profile WHERE user_id = %s ORDER BY key COLLATE "C"', (user_id,)
+            ).fetchall()
+        )
+        return {str(key): str(value) for key, value in rows}
+
+    # -- patterns and entities --------------------------------------------------------
+
+    def observe_pattern(self, user_id: str, key: str, description: str, evidence: str, when: datetime) -> None:
+        """Count one more occurrence of an interaction pattern."""
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT INTO patterns (user_id, key, description, count, first_seen, last_seen, evidence)"
+                " VALUES (%s, %s, %s, 1, %s, %s, %s) ON CONFLICT (user_id, key) DO UPDATE SET"
+                " count = patterns.count + 1, last_seen = GREATEST(patterns.last_seen, excluded.last_seen),"
+                " evidence = excluded.evidence",
+                (user_id, key, description, when, when, evidence[:200]),
+            )
+        )
+
+    def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:
+        """(key, description, count, first_seen, last_seen, evidence) of a user's patterns."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT key, description, count, first_seen, last_seen, evidence FROM patterns WHERE user_id = %s",
+                (user_id,),
+            ).fetchall()
+        )
+        return [(str(r[0]), str(r[1]), int(r[2]), utc(r[3]), utc(r[4]), str(r[5])) for r in rows]
+
+    def add_entities(self, user_id: str, turn_seq: int, names: Sequence[tuple[str, str]], when: datetime) -> None:
+        """Record (name, kind) mentions in one turn and their co-occurrence edges."""
+
+        def work(connection: Connection) -> None:
+            ids: list[int] = []
+            for name, kind in dict.fromkeys(names):
+                connection.execute(
+                    "INSERT INTO entities (user_id, name, kind, mentions, first_seen, last_seen)"
+                    " VALUES (%s, %s, %s, 0, %s, %s) ON CONFLICT (user_id, name) DO NOTHING",
+                    (user_id, name, kind, when, when),
+                )
+                row = connection.execute(
+                    "SELECT id FROM entities WHERE user_id = %s AND name = %s", (user_id, name)
+                ).fetchone()
+                assert row is not None  # inserted just above, or there already
+                entity_id = int(row[0])
+                inserted = connection.execute(
+                    "INSERT INTO entity_mentions (entity_id, turn_seq) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (entity_id, turn_seq),
+                ).rowcount
+                if inserted:
+                    connection.execute(
+                        "UPDATE entities SET mentions = mentions + 1, last_seen = GREATEST(last_seen, %s),"
+                        " kind = CASE WHEN kind = 'other' THEN %s ELSE kind END WHERE id = %s",
+                        (when, kind, entity_id),
+                    )
+                    ids.append(entity_id)
+            for position, first in enumerate(ids):
+                for second in ids[position + 1 :]:
+                    connection.execute(
+                        "INSERT INTO entity_edges (user_id, source, target, weight, last_seen)"
+                        " VALUES (%s, %s, %s, 1, %s) ON CONFLICT (source, target)"
+                        " DO UPDATE SET weight = entity_edges.weight + 1, last_seen = excluded.last_seen",
+                        (user_id, min(first, second), max(first, second), when),
+                    )
+
+        self._write(work)
+
+    def entities(self, user_id: str, *, names: Sequence[str] | None = None, limit: int = 50) -> list[EntityNode]:
+        """Entities of a user, most mentioned first (or the ones named, case-insensitively)."""
+        query = "SELECT name, kind, mentions, first_seen, last_seen FROM entities WHERE user_id = %s"
+        parameters: list[Any] = [user_id]
+        if names is not None:
+            if not names:
+                return []
+            query += " AND lower(name) = ANY(%s::text[])"
+            parameters.append([name.lower() for name in names])
+        query += ' ORDER BY mentions DESC, name COLLATE "C" LIMIT %s'
+        rows = self._read(lambda connection: connection.execute(query, (*parameters, limit)).fetchall())
+        return [EntityNode(str(r[0]), str(r[1]), int(r[2]), utc(r[3]), utc(r[4])) for r in rows]
+
+    def neighbours(self, user_id: str, names: Sequence[str], limit: int = 20) -> list[EntityEdge]:
+        """Edges touching the named entities, heaviest first."""
+        if not names:
+            return []
+        lowered = [name.lower() for name in names]
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT a.name, b.name, e.weight FROM entity_edges e JOIN entities a ON a.id = e.source"
+                " JOIN entities b ON b.id = e.target WHERE e.user_id = %s"
+                " AND (lower(a.name) = ANY(%s::text[]) OR lower(b.name) = ANY(%s::text[]))"
+                " ORDER BY e.weight DESC, e.source, e.target LIMIT %s",
+                (user_id, lowered, lowered, limit),
+            ).fetchall()
+        )
+        return [EntityEdge(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    # -- audit and counts -------------------------------------------------------------
+
+    def events(self, user_id: str, *, limit: int = 50) -> list[MemoryEvent]:
+        """The user's audit log, newest first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT at, kind, detail FROM events WHERE user_id = %s ORDER BY id DESC LIMIT %s", (user_id, limit)
+            ).fetchall()
+        )
+        return [MemoryEvent(utc(r[0]), str(r[1]), dict(r[2])) for r in rows]
+
+    def tier_counts(self, user_id: str) -> dict[str, int]:
+        """How many items each tier holds for a user (one statement, one snapshot)."""
+        query = "SELECT " + ", ".join(f"({sql}) AS {name}" for name, sql in _TIER_COUNTS.items())
+        row = self._read(lambda connection: connection.execute(query, {"user": user_id}).fetchone())
+        assert row is not None  # a SELECT without FROM returns one row
+        return {name: int(value) for name, value in zip(_TIER_COUNTS, row, strict=True)}
+
+
+def _cell_text(cell: Cell) -> str:
+    """A cell as searched: its attribute's words make it findable by what it is about."""
+    label = cell.attribute.replace(":", " ").replace("_", " ")
+    return f"{label}: {cell.value} — {cell.content}"
+
+
+def _cell(row: Sequence[Any]) -> Cell:
+    return Cell(
+        id=str(row[0]),
+        user_id=str(row[1]),
+        kind=str(row[2]),
+        subject=str(row[3]),
+        attribute=str(row[4]),
+        value=str(row[5]),
+        content=str(row[6]),
+        salience=float(row[7]),
+        valid_from=utc(row[8]),
+        source_turn_id=str(row[9]),
+        valid_to=optional_utc(row[10]),
+        superseded_by=row[11],
+        scene_id=row[12],
+    )

@@ -1,0 +1,140 @@
+"""The durable job queue and the working set, in the same database as the turns.
+
+Workers in any number of processes and machines claim jobs with ``FOR UPDATE SKIP
+LOCKED``: a job row locked by one claimer is skipped by the others, and a claimed job
+carries a lease (on the database's clock, so the machines' clocks need not agree); a job
+whose lease ran out (its worker died) is claimed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from memstrata.models import Role, Turn
+from memstrata.storage.base import Job
+from memstrata.storage.postgres.connection import Connected
+from memstrata.storage.postgres.rows import Connection
+
+_CLAIM = """
+    UPDATE jobs SET state = 'running', attempts = attempts + 1,
+        lease_until = clock_timestamp() + make_interval(secs => %s)
+    WHERE id = (
+        SELECT id FROM jobs
+        WHERE state IN ('pending', 'running') AND (state = 'pending' OR lease_until < clock_timestamp())
+        ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+    )
+    RETURNING id, kind, user_id, payload, attempts
+"""
+
+
+def enqueue(connection: Connection, kind: str, user_id: str, payload: dict[str, Any]) -> int:
+    """Add a pending job inside the caller's transaction."""
+    row = connection.execute(
+        "INSERT INTO jobs (kind, user_id, payload, created_at) VALUES (%s, %s, %s, %s) RETURNING id",
+        (kind, user_id, Jsonb(payload), datetime.now(UTC)),
+    ).fetchone()
+    assert row is not None  # INSERT … RETURNING always returns the row
+    return int(row[0])
+
+
+def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], capacity: int) -> None:
+    """Put new turns into their session's working set; move overflowing exchanges to mid-term.
+
+    An exchange starts at each user message. When a session holds more than ``capacity``
+    exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
+    is queued in the same transaction: nothing is ever dropped. The caller holds the
+    users' writer locks, so two processes never number exchanges at once.
+    """
+    touched: dict[tuple[str, str], None] = {}
+    for seq, turn in turns:
+        key = (turn.user_id, turn.session_id or "")
+        row = connection.execute(
+            "SELECT MAX(exchange) FROM working_items WHERE user_id = %s AND session_key = %s", key
+        ).fetchone()
+        latest = row[0] if row else None
+        exchange = 0 if latest is None else int(latest) + (1 if turn.role is Role.USER else 0)
+        connection.execute(
+            "INSERT INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT DO NOTHING",
+            (seq, key[0], key[1], exchange),
+        )
+        touched[key] = None
+    for user_id, session_key in touched:
+        exchanges = [
+            int(row[0])
+            for row in connection.execute(
+                "SELECT DISTINCT exchange FROM working_items WHERE user_id = %s AND session_key = %s ORDER BY exchange",
+                (user_id, session_key),
+            )
+        ]
+        overflow = exchanges[: max(0, len(exchanges) - capacity)]
+        if not overflow:
+            continue
+        rows = connection.execute(
+            "DELETE FROM working_items WHERE user_id = %s AND session_key = %s AND exchange = ANY(%s::integer[])"
+            " RETURNING turn_seq",
+            (user_id, session_key, overflow),
+        ).fetchall()
+        enqueue(connection, "midterm", user_id, {"seqs": sorted(int(row[0]) for row in rows)})
+
+
+class QueueMixin(Connected):
+    """Job and working-set methods of the PostgreSQL store."""
+
+    def claim_job(self, lease_seconds: float) -> Job | None:
+        """Take the next job to run (or one a crashed worker left), leased for a while."""
+
+        def work(connection: Connection) -> Job | None:
+            row = connection.execute(_CLAIM, (lease_seconds,)).fetchone()
+            if row is None:
+                return None
+            return Job(int(row[0]), str(row[1]), str(row[2]), dict(row[3]), int(row[4]))
+
+        return self._write(work)
+
+    def finish_job(self, job_id: int) -> None:
+        """Mark a job done."""
+        self._write(
+            lambda connection: connection.execute(
+                "UPDATE jobs SET state = 'done', finished_at = %s, lease_until = NULL WHERE id = %s",
+                (datetime.now(UTC), job_id),
+            )
+        )
+
+    def fail_job(self, job_id: int, error: str, *, retry: bool) -> None:
+        """Record a failure; the job is tried again later, or parked as failed."""
+        state = "pending" if retry else "failed"
+        self._write(
+            lambda connection: connection.execute(
+                "UPDATE jobs SET state = %s, error = %s, lease_until = NULL WHERE id = %s",
+                (state, error[:2000], job_id),
+            )
+        )
+
+    def count_jobs(self, user_id: str | None = None) -> int:
+        """Jobs not finished yet (pending or running)."""
+        query = "SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')"
+        parameters: list[Any] = []
+        if user_id is not None:
+            query += " AND user_id = %s"
+            parameters.append(user_id)
+        row = self._read(lambda connection: connection.execute(query, parameters).fetchone())
+        return int(row[0]) if row else 0
+
+    def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
+        """Queue background work durably."""
+        return self._write(lambda connection: enqueue(connection, kind, user_id, payload))
+
+    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
+        """Turns in working memory (one session, or all of the user's), oldest first."""
+        query = "SELECT turn_seq FROM working_items WHERE user_id = %s"
+        parameters: list[Any] = [user_id]
+        if session_id is not None:
+            query += " AND session_key = %s"
+            parameters.append(session_id)
+        rows = self._read(lambda connection: connection.execute(query + " ORDER BY turn_seq", parameters).fetchall())
+        return [int(row[0]) for row in rows]

@@ -1,0 +1,273 @@
+"""Search candidates from PostgreSQL: tsvector full-text ranking and pgvector vectors (exact or through HNSW)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+
+from memstrata.models import SearchFilters, Turn
+from memstrata.storage.base import Seqs, VectorBatch, Vectors
+from memstrata.storage.postgres.connection import Connected, take_user_locks
+from memstrata.storage.postgres.neighbours import FAR, NEAR
+from memstrata.storage.postgres.rows import TURN_COLUMNS, Connection, PgVector, filter_clause, turn_from_row
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+_WORD = re.compile(r"\w+", re.UNICODE)
+_FTS5_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+#: Text search configuration made by migration 1: English stemming, no stopword list.
+TEXT_SEARCH_CONFIG = "memstrata_english"
+#: ts_rank weights of the labels {D, C, B, A}: the SQLite store's BM25 column weights, text and speaker 1.0,
+#: the turns ±1 away 0.5, ±2 away 0.25.
+_TURN_WEIGHTS = "'{0.25, 0.5, 1.0, 1.0}'"
+#: hnsw.ef_search bounds: pgvector's default, and its maximum.
+_EF_SEARCH = (40, 1000)
+
+
+def match_terms(match: str) -> list[str]:
+    """The terms of a full-text match expression as made by ``retrieval.fulltext.fts_query``.
+
+    That expression is a disjunction of double-quoted terms (``"lisbon" OR "moved"``).
+    Only the quoted strings are taken; nothing in them is ever read as syntax, because
+    each becomes its own ``phraseto_tsquery``. An expression without quotes is read as
+    plain words, FTS5's operator words dropped.
+    """
+    quoted = [term.replace('""', '"') for term in _QUOTED.findall(match)]
+    if quoted:
+        return [term for term in quoted if term.strip()]
+    return [word for word in _WORD.findall(match) if word not in _FTS5_OPERATORS]
+
+
+def tsquery(terms: Sequence[str]) -> tuple[str, list[str]]:
+    """SQL for the OR of the terms as a tsquery, with its parameters (one per term)."""
+    part = f"phraseto_tsquery('{TEXT_SEARCH_CONFIG}', %s)"
+    return "(" + " || ".join(part for _ in terms) + ")", list(terms)
+
+
+class RetrievalMixin(Connected):
+    """Full-text and vector candidates of the PostgreSQL store."""
+
+    def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
+        """Candidates ranked by ``ts_rank_cd`` (higher is better, as with SQLite's ``-bm25``), best first."""
+        terms = match_terms(match)
+        if not terms or limit < 1:
+            return []
+        query, parameters = tsquery(terms)
+        where, filter_parameters = filter_clause(filters)
+        statement = (
+            f"WITH q AS (SELECT {query} AS query)"
+            f" SELECT t.seq, ts_rank_cd({_TURN_WEIGHTS}, t.search, q.query, 1) AS score FROM q, turns t"
+            f" WHERE t.search @@ q.query AND t.user_id = %s{where} ORDER BY score DESC, t.seq LIMIT %s"
+        )
+        rows = self._read(
+            lambda connection: connection.execute(
+                statement, [*parameters, user_id, *filter_parameters, limit]
+            ).fetchall()
+        )
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def derived_fulltext(
+        self, match: str, user_id: str, limit: int, tiers: Sequence[str] = ("longterm",)
+    ) -> list[tuple[int, float]]:
+        """Full-text candidates among current derived items of these tiers, best first."""
+        terms = match_terms(match)
+        if not terms or not tiers or limit < 1:
+            return []
+        query, parameters = tsquery(terms)
+        statement = (
+            f"WITH q AS (SELECT {query} AS query) SELECT d.seq, ts_rank_cd(d.search, q.query, 1) AS score"
+            " FROM q, derived d WHERE d.search @@ q.query AND d.user_id = %s AND d.is_current"
+            " AND d.tier = ANY(%s::text[]) ORDER BY score DESC, d.seq LIMIT %s"
+        )
+        rows = self._read(
+            lambda connection: connection.execute(statement, [*parameters, user_id, list(tiers), limit]).fetchall()
+        )
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:
+        """(id, tier, content, source turn ids) of derived items, by seq."""
+        if not seqs:
+            return {}
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT d.seq, d.id, d.tier, d.content, ARRAY(SELECT t.id FROM derived_sources s"
+                " JOIN turns t ON t.seq = s.turn_seq WHERE s.derived_seq = d.seq ORDER BY t.seq)"
+                " FROM derived d WHERE d.seq = ANY(%s::bigint[]) AND d.user_id = %s",
+                ([int(seq) for seq in seqs], user_id),
+            ).fetchall()
+        )
+        return {int(row[0]): (str(row[1]), str(row[2]), str(row[3]), tuple(str(s) for s in row[4])) for row in rows}
+
+    def filtered_seqs(self, user_id: str, filters: SearchFilters) -> Seqs:
+        """Seqs of ``user_id``'s turns that pass ``filters``."""
+        where, parameters = filter_clause(filters)
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT t.seq FROM turns t WHERE t.user_id = %s{where}", [user_id, *parameters]
+            ).fetchall()
+        )
+        return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+
+    # -- vectors ----------------------------------------------------------------------
+
+    def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
+        """Vectors stored after vector id ``after``, for catching an index up."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT id, turn_seq, embedding FROM turn_vectors WHERE model_id = %s AND user_id = %s AND id > %s"
+                " ORDER BY id",
+                (model_id, user_id, after),
+                binary=True,
+            ).fetchall()
+        )
+        if not rows:
+            return VectorBatch(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), after)
+        seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
+        return VectorBatch(seqs, np.stack([row[2] for row in rows]), int(rows[-1][0]))
+
+    def vectors_for(self, model_id: str, seqs: Sequence[int]) -> dict[int, Vectors]:
+        """Stored vectors of these turns, by seq."""
+        if not seqs:
+            return {}
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT turn_seq, embedding FROM turn_vectors WHERE model_id = %s AND turn_seq = ANY(%s::bigint[])",
+                (model_id, [int(seq) for seq in seqs]),
+                binary=True,
+            ).fetchall()
+        )
+        return {int(seq): vector for seq, vector in rows}
+
+    def count_missing_vectors(self, model_id: str) -> int:
+        """How many turns have no vector of ``model_id``."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS"
+                " (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)",
+                (model_id,),
+            ).fetchone()
+        )
+        return int(row[0]) if row else 0
+
+    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
+        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {TURN_COLUMNS} FROM turns t WHERE NOT EXISTS"
+                " (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)"
+                " ORDER BY t.seq LIMIT %s",
+                (model_id, limit),
+            ).fetchall()
+        )
+        return [(int(row[0]), turn_from_row(row)) for row in rows]
+
+    def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
+        """Store vectors for existing turns (replacing any of the same model); a turn deleted meanwhile is skipped."""
+        pairs = list(zip((int(seq) for seq in seqs), vectors, strict=True))
+        if not pairs:
+            return
+        self._ensure_vector_index(model_id, int(np.asarray(vectors).shape[-1]))
+
+        def work(connection: Connection) -> None:
+            owners = dict(
+                connection.execute(
+                    "SELECT seq, user_id FROM turns WHERE seq = ANY(%s::bigint[])", ([seq for seq, _ in pairs],)
+                ).fetchall()
+            )
+            take_user_locks(connection, owners.values())
+            kept = [(seq, vector) for seq, vector in pairs if seq in owners]
+            connection.execute(
+                "DELETE FROM turn_vectors WHERE model_id = %s AND turn_seq = ANY(%s::bigint[])",
+                (model_id, [seq for seq, _ in kept]),
+            )
+            insert_vectors(connection, model_id, [(seq, owners[seq], vector) for seq, vector in kept])
+
+        self._write(work)
+
+    def rebuild_fulltext(self) -> None:
+        """Recompute every turn's neighbour text and rebuild the full-text indexes (tsvectors follow the text)."""
+
+        def work(connection: Connection) -> None:
+            connection.execute(f"UPDATE turns t SET near = {NEAR}, far = {FAR}")
+            connection.execute("REINDEX INDEX turns_search; REINDEX INDEX derived_search")
+
+        self._write(work)
+
+    def nearest(
+        self, model_id: str, user_id: str, vector: Vectors, limit: int, allowed_seqs: Seqs | Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` turns of ``user_id`` nearest to ``vector`` as (seq, cosine similarity), best first.
+
+        Without ``allowed_seqs`` the model's HNSW index answers (approximate); when it
+        returns fewer than ``limit`` (a user with a small share of the table, whose turns
+        the index's candidate list missed) the same question is answered exactly. With
+        ``allowed_seqs`` (a filtered search) the answer is exact over those turns.
+        """
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        dimension = int(query_vector.shape[0])
+        if limit < 1:
+            return []
+        allowed = None if allowed_seqs is None else [int(seq) for seq in allowed_seqs]
+        if allowed is not None and not allowed:
+            return []
+        if allowed is None and self._has_vector_index(model_id, dimension):
+            found = self._read(lambda c: self._approximate(c, model_id, user_id, query_vector, limit))
+            if len(found) >= limit:
+                return found
+        exact = (
+            "SELECT turn_seq, 1 - (embedding <=> %s) AS similarity FROM turn_vectors"
+            " WHERE model_id = %s AND user_id = %s AND dimension = %s"
+            + ("" if allowed is None else " AND turn_seq = ANY(%s::bigint[])")
+            + " ORDER BY embedding <=> %s, turn_seq LIMIT %s"
+        )
+        parameters: list[Any] = [PgVector(query_vector), model_id, user_id, dimension]
+        parameters += [] if allowed is None else [allowed]
+        parameters += [PgVector(query_vector), limit]
+        rows = self._read(lambda connection: connection.execute(exact, parameters).fetchall())
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def _approximate(
+        self, connection: Connection, model_id: str, user_id: str, vector: Vectors, limit: int
+    ) -> list[tuple[int, float]]:
+        """Ask the HNSW index, letting it look at more candidates than pgvector's default when ``limit`` is large."""
+        ef_search = min(max(_EF_SEARCH[0], 2 * limit), _EF_SEARCH[1])
+        statement = approximate_statement(model_id, len(vector))
+        settings = f"BEGIN; SET LOCAL hnsw.ef_search = {ef_search}"
+        if self._iterative_scan:
+            settings += "; SET LOCAL hnsw.iterative_scan = strict_order"
+        connection.execute(settings)
+        try:
+            rows = connection.execute(statement, (PgVector(vector), user_id, PgVector(vector), limit)).fetchall()
+        finally:
+            connection.execute("ROLLBACK")
+        return [(int(seq), float(score)) for seq, score in rows]
+
+
+def approximate_statement(model_id: str, dimension: int) -> sql.Composed:
+    """The query the HNSW index of (model, dimension) answers; parameters: vector, user, vector, limit.
+
+    The model and dimension are literals, not parameters, so the planner can match the
+    partial index's predicate and expression.
+    """
+    return sql.SQL(
+        "SELECT turn_seq, 1 - (embedding::vector({dimension}) <=> %s::vector({dimension})) FROM turn_vectors"
+        " WHERE model_id = {model_id} AND dimension = {dimension} AND user_id = %s"
+        " ORDER BY embedding::vector({dimension}) <=> %s::vector({dimension}) LIMIT %s"
+    ).format(dimension=sql.Literal(dimension), model_id=sql.Literal(model_id))
+
+
+def insert_vectors(connection: Connection, model_id: str, rows: Sequence[tuple[int, str, Vectors]]) -> None:
+    """Insert (turn seq, user id, vector) rows in order, so their ids grow in that order."""
+    if not rows:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO turn_vectors (turn_seq, model_id, user_id, dimension, embedding) VALUES (%s, %s, %s, %s, %s)",
+            [
+                (seq, model_id, user_id, int(np.asarray(vector).shape[-1]), PgVector(np.asarray(vector, np.float32)))
+                for seq, user_id, vector in rows
+            ],
+        )

@@ -1,0 +1,153 @@
+"""Conversions between memstrata's values and PostgreSQL rows, including pgvector's ``vector`` type."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+from psycopg.types.json import Jsonb
+
+from memstrata.models import Role, Scope, SearchFilters, Turn
+from memstrata.storage.base import Vectors
+
+Connection = psycopg.Connection[Any]
+TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
+_HEADER = struct.Struct(">HH")
+
+
+class PgVector:
+    """A float32 vector to be sent as pgvector's ``vector`` (wrapped so no other ndarray is mistaken for one)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Vectors) -> None:
+        self.values = values
+
+
+class _VectorBinaryDumper(Dumper):
+    """pgvector's binary wire format: dimension and a reserved word (uint16 each), then big-endian float32s."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Buffer:
+        array = np.ascontiguousarray(obj.values, dtype=">f4").reshape(-1)
+        return _HEADER.pack(len(array), 0) + array.tobytes()
+
+
+class _VectorBinaryLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> Vectors:
+        loaded: Vectors = np.frombuffer(bytes(data), dtype=">f4", offset=_HEADER.size).astype(np.float32)
+        return loaded
+
+
+class _VectorTextLoader(Loader):
+    def load(self, data: Buffer) -> Vectors:
+        text = bytes(data).decode("ascii").strip("[]")
+        return np.array(text.split(",") if text else [], dtype=np.float32)
+
+
+def configure_connection(connection: Connection) -> None:
+    """Per-connection setup: UTC timestamps and the adapters of pgvector's type."""
+    connection.execute("SET TIME ZONE 'UTC'")
+    info = TypeInfo.fetch(connection, "vector")
+    if info is None:  # the schema is migrated before any pooled connection opens, so this is a broken setup
+        raise psycopg.ProgrammingError("the type 'vector' is missing; is the pgvector extension installed?")
+    dumper = type("VectorBinaryDumper", (_VectorBinaryDumper,), {"oid": info.oid})
+    connection.adapters.register_dumper(PgVector, dumper)
+    connection.adapters.register_loader(info.oid, _VectorBinaryLoader)
+    connection.adapters.register_loader(info.oid, _VectorTextLoader)
+
+
+def utc(value: datetime) -> datetime:
+    """A loaded timestamp as an aware UTC datetime, whatever the session's time zone."""
+    return value.astimezone(UTC)
+
+
+def optional_utc(value: datetime | None) -> datetime | None:
+    """``utc`` that lets ``None`` through."""
+    return None if value is None else utc(value)
+
+
+def turn_row(turn: Turn) -> tuple[Any, ...]:
+    """The column values of a turn, in ``TURN_COLUMNS`` order without ``seq``."""
+    return (
+        turn.id,
+        turn.user_id,
+        turn.agent_id,
+        turn.session_id,
+        turn.role.value,
+        turn.name,
+        turn.content,
+        turn.created_at,
+        Jsonb(dict(turn.metadata)),
+        turn.importance,
+    )
+
+
+def turn_from_row(row: Sequence[Any]) -> Turn:
+    """A turn from a row selected with ``TURN_COLUMNS``."""
+    return Turn(
+        id=row[1],
+        user_id=row[2],
+        agent_id=row[3],
+        session_id=row[4],
+        role=Role(row[5]),
+        name=row[6],
+        content=row[7],
+        created_at=utc(row[8]),
+        metadata=row[9],
+        importance=row[10],
+    )
+
+
+def record_event(connection: Connection, kind: str, user_id: str | None, detail: Mapping[str, Any]) -> None:
+    """Append to the audit log inside the caller's transaction."""
+    connection.execute(
+        "INSERT INTO events (at, kind, user_id, detail) VALUES (%s, %s, %s, %s::jsonb)",
+        (datetime.now(UTC), kind, user_id, json.dumps(dict(detail), sort_keys=True, default=str)),
+    )
+
+
+def scope_clause(scope: Scope) -> tuple[str, list[Any]]:
+    """SQL narrowing ``turns`` to a scope."""
+    clauses, parameters = ["user_id = %s"], [scope.user_id]
+    if scope.agent_id is not None:
+        clauses.append("agent_id = %s")
+        parameters.append(scope.agent_id)
+    if scope.session_id is not None:
+        clauses.append("session_id = %s")
+        parameters.append(scope.session_id)
+    return " AND ".join(clauses), parameters
+
+
+def filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
+    """SQL for the filters on table alias ``t``; empty when nothing narrows."""
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    if filters.agent_id is not None:
+        clauses.append("t.agent_id = %s")
+        parameters.append(filters.agent_id)
+    if filters.session_id is not None:
+        clauses.append("t.session_id = %s")
+        parameters.append(filters.session_id)
+    if filters.roles:
+        clauses.append("t.role = ANY(%s::text[])")
+        parameters.append([role.value for role in filters.roles])
+    if filters.after is not None:
+        clauses.append("t.created_at >= %s")
+        parameters.append(filters.after)
+    if filters.before is not None:
+        clauses.append("t.created_at < %s")
+        parameters.append(filters.before)
+    return "".join(f" AND {clause}" for clause in clauses), parameters

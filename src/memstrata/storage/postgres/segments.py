@@ -1,0 +1,284 @@
+"""SQL for the summarising tiers: mid-term segments, long-term scenes and consolidations ("sleep")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from memstrata.models import Consolidation, Segment
+from memstrata.storage.postgres.connection import Connected
+from memstrata.storage.postgres.derived import put_derived
+from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
+
+_SEGMENT_COLUMNS = (
+    "s.id, s.user_id, s.summary, s.keywords, s.visits, s.turn_count, s.heat, s.state, s.created_at,"
+    " s.last_activity, s.session_id, s.promoted_at"
+)
+
+
+class SegmentsMixin(Connected):
+    """Methods the tiers call for segments, scenes and consolidations."""
+
+    # -- segments ---------------------------------------------------------------------
+
+    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
+        """The user's active mid-term segments with their centroid vectors."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS}, s.centroid FROM segments s WHERE s.user_id = %s AND s.state = 'active'"
+                " ORDER BY s.ordinal",
+                (user_id,),
+            ).fetchall()
+        )
+        return [(_segment(row), None if row[12] is None else bytes(row[12])) for row in rows]
+
+    def segments(self, user_id: str, *, limit: int = 50) -> list[Segment]:
+        """Segments of a user, hottest first (archived ones last)."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS} FROM segments s WHERE s.user_id = %s"
+                " ORDER BY s.state = 'active' DESC, s.heat DESC, s.id COLLATE \"C\" LIMIT %s",
+                (user_id, limit),
+            ).fetchall()
+        )
+        return [_segment(row) for row in rows]
+
+    def segment_turn_seqs(self, segment_id: str) -> list[int]:
+        """Turns that make up a segment, oldest first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT turn_seq FROM segment_turns WHERE segment_id = %s ORDER BY turn_seq", (segment_id,)
+            ).fetchall()
+        )
+        return [int(row[0]) for row in rows]
+
+    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
+        """Create or update a segment, link its new turns, and refresh its search item."""
+
+        def work(connection: Connection) -> None:
+            connection.execute(
+                "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
+                " promoted_at, created_at, last_activity, centroid)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
+                " visits = excluded.visits, turn_count = excluded.turn_count, heat = excluded.heat,"
+                " state = excluded.state, last_activity = excluded.last_activity, centroid = excluded.centroid",
+                (
+                    segment.id,
+                    segment.user_id,
+                    segment.session_id,
+                    segment.summary,
+                    Jsonb(list(segment.keywords)),
+                    segment.visits,
+                    segment.turn_count,
+                    segment.heat,
+                    segment.state,
+                    segment.promoted_at,
+                    segment.created_at,
+                    segment.last_activity,
+                    centroid,
+                ),
+            )
+            connection.execute(
+                "INSERT INTO segment_turns (segment_id, turn_seq) SELECT %s, unnest(%s::bigint[])"
+                " ON CONFLICT DO NOTHING",
+                (segment.id, [int(seq) for seq in new_turn_seqs]),
+            )
+            sources = [
+                int(row[0])
+                for row in connection.execute(
+                    "SELECT turn_seq FROM segment_turns WHERE segment_id = %s ORDER BY turn_seq", (segment.id,)
+                )
+            ]
+            content = segment.summary + (f" (topics: {', '.join(segment.keywords)})" if segment.keywords else "")
+            put_derived(
+                connection,
+                segment.id,
+                segment.user_id,
+                "midterm",
+                content,
+                sources,
+                segment.created_at,
+                is_current=segment.state == "active",
+            )
+
+        self._write(work)
+
+    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
+        """Record visits and the recomputed heat."""
+        self._write(
+            lambda connection: connection.execute(
+                "UPDATE segments SET visits = %s, heat = %s, last_activity = %s WHERE id = %s",
+                (visits, heat, last_activity, segment_id),
+            )
+        )
+
+    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
+        """Active segments containing any of these turns."""
+        if not turn_seqs:
+            return []
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS} FROM segments s WHERE s.user_id = %s AND s.state = 'active'"
+                " AND EXISTS (SELECT 1 FROM segment_turns st WHERE st.segment_id = s.id"
+                " AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.ordinal",
+                (user_id, [int(seq) for seq in turn_seqs]),
+            ).fetchall()
+        )
+        return [_segment(row) for row in rows]
+
+    def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
+        """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
+
+        def work(connection: Connection) -> None:
+            for segment_id in segment_ids:
+                connection.execute("UPDATE segments SET state = 'archived' WHERE id = %s", (segment_id,))
+                connection.execute("UPDATE derived SET is_current = false WHERE id = %s", (segment_id,))
+                record_event(
+                    connection, "eviction", user_id, {"segment_id": segment_id, "heat": reason.get(segment_id)}
+                )
+
+        self._write(work)
+
+    def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
+        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
+
+        def work(connection: Connection) -> None:
+            connection.execute(
+                "INSERT INTO scenes (id, user_id, title, summary, segment_id, created_at, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (scene_id, segment.user_id, title, segment.summary, segment.id, now, now),
+            )
+            connection.execute("UPDATE segments SET promoted_at = %s WHERE id = %s", (now, segment.id))
+            connection.execute(
+                "UPDATE cells SET scene_id = %s WHERE scene_id IS NULL AND source_turn_seq IN"
+                " (SELECT turn_seq FROM segment_turns WHERE segment_id = %s)",
+                (scene_id, segment.id),
+            )
+            sources = [
+                int(row[0])
+                for row in connection.execute(
+                    "SELECT turn_seq FROM segment_turns WHERE segment_id = %s ORDER BY turn_seq", (segment.id,)
+                )
+            ]
+            put_derived(connection, scene_id, segment.user_id, "scene", f"{title}: {segment.summary}", sources, now)
+            record_event(
+                connection,
+                "promotion",
+                segment.user_id,
+                {"segment_id": segment.id, "scene_id": scene_id, "heat": segment.heat},
+            )
+
+        self._write(work)
+
+    # -- consolidation ----------------------------------------------------------------
+
+    def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
+        """Seqs of a user's turns not yet in any consolidation, oldest first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT t.seq FROM turns t WHERE t.user_id = %s AND NOT EXISTS"
+                " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq) ORDER BY t.seq LIMIT %s",
+                (user_id, limit),
+            ).fetchall()
+        )
+        return [int(row[0]) for row in rows]
+
+    def unconsolidated_size(self, user_id: str) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation, counted in SQL."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT COUNT(*), COALESCE(SUM(length(trim(t.content))"
+                " - length(replace(trim(t.content), ' ', '')) + 1), 0)"
+                " FROM turns t WHERE t.user_id = %s AND NOT EXISTS"
+                " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq)",
+                (user_id,),
+            ).fetchone()
+        )
+        assert row is not None  # an aggregate always returns one row
+        return int(row[0]), int(row[1])
+
+    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
+        """Store a consolidation summary with links to its source turns."""
+
+        def work(connection: Connection) -> None:
+            connection.execute(
+                "INSERT INTO consolidations (id, user_id, summary, compression_ratio, entity_preservation, tes,"
+                " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (
+                    consolidation.id,
+                    consolidation.user_id,
+                    consolidation.summary,
+                    consolidation.compression_ratio,
+                    consolidation.entity_preservation,
+                    consolidation.tes,
+                    consolidation.created_at,
+                ),
+            )
+            connection.execute(
+                "INSERT INTO consolidation_turns (consolidation_id, turn_seq) SELECT %s, unnest(%s::bigint[])",
+                (consolidation.id, [int(seq) for seq in turn_seqs]),
+            )
+            put_derived(
+                connection,
+                consolidation.id,
+                consolidation.user_id,
+                "consolidation",
+                consolidation.summary,
+                list(turn_seqs),
+                consolidation.created_at,
+            )
+            record_event(
+                connection,
+                "consolidation",
+                consolidation.user_id,
+                {"id": consolidation.id, "turns": len(turn_seqs), "tes": round(consolidation.tes, 4)},
+            )
+
+        self._write(work)
+
+    def consolidations(self, user_id: str, *, limit: int = 20) -> list[Consolidation]:
+        """Recent consolidations of a user, newest first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT c.id, c.user_id, c.summary, c.compression_ratio, c.entity_preservation, c.tes, c.created_at,"
+                " ARRAY(SELECT t.id FROM consolidation_turns ct JOIN turns t ON t.seq = ct.turn_seq"
+                " WHERE ct.consolidation_id = c.id ORDER BY t.seq)"
+                ' FROM consolidations c WHERE c.user_id = %s ORDER BY c.created_at DESC, c.id COLLATE "C" DESC'
+                " LIMIT %s",
+                (user_id, limit),
+            ).fetchall()
+        )
+        return [
+            Consolidation(
+                str(row[0]),
+                str(row[1]),
+                str(row[2]),
+                tuple(str(turn_id) for turn_id in row[7]),
+                float(row[3]),
+                float(row[4]),
+                float(row[5]),
+                utc(row[6]),
+            )
+            for row in rows
+        ]
+
+
+def _segment(row: Sequence[Any]) -> Segment:
+    return Segment(
+        id=str(row[0]),
+        user_id=str(row[1]),
+        summary=str(row[2]),
+        keywords=tuple(row[3]),
+        visits=int(row[4]),
+        turn_count=int(row[5]),
+        heat=float(row[6]),
+        state=str(row[7]),
+        created_at=utc(row[8]),
+        last_activity=utc(row[9]),
+        session_id=row[10],
+        promoted_at=optional_utc(row[11]),
+    )

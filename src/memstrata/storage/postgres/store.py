@@ -1,0 +1,301 @@
+"""PostgreSQL store: the same protocols as the SQLite store, for several processes and machines sharing one database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memstrata.errors import IdConflict, StorageError
+from memstrata.models import Scope, Turn, format_time
+from memstrata.storage.base import Vectors
+from memstrata.storage.postgres import queue
+from memstrata.storage.postgres.derived import purge_derived
+from memstrata.storage.postgres.keys import KeysMixin
+from memstrata.storage.postgres.knowledge import KnowledgeMixin
+from memstrata.storage.postgres.neighbours import neighbour_seqs, refresh_context
+from memstrata.storage.postgres.queue import QueueMixin
+from memstrata.storage.postgres.retrieval import RetrievalMixin, insert_vectors
+from memstrata.storage.postgres.rows import (
+    TURN_COLUMNS,
+    Connection,
+    record_event,
+    scope_clause,
+    turn_from_row,
+    turn_row,
+)
+from memstrata.storage.postgres.segments import SegmentsMixin
+
+if TYPE_CHECKING:
+    from memstrata.storage.base import KeyStore, ServerSideVectors, TierStore
+
+_PAGE = 1000
+_PRUNABLE = {
+    "episodic": ("turns", "created_at", "seq", "true"),
+    "midterm": ("segments", "last_activity", "ordinal", "state = 'archived'"),
+    "longterm": ("cells", "valid_to", "ordinal", "valid_to IS NOT NULL"),
+}
+
+
+def open_postgres(url: str, *, busy_timeout_seconds: float = 30.0) -> PostgresStore:
+    """Open ``postgresql://user:password@host:5432/database`` (``postgres://`` works too)."""
+    return PostgresStore(url, busy_timeout_seconds=busy_timeout_seconds)
+
+
+class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, KeysMixin):
+    """The shared source of truth; a small connection pool serves the threads of one process."""
+
+    # -- turns ------------------------------------------------------------------------
+
+    def insert_turns(
+        self,
+        turns: Sequence[Turn],
+        vectors: Vectors | None,
+        model_id: str,
+        *,
+        working_capacity: int | None = None,
+    ) -> list[int]:
+        """Store new turns and their vectors atomically; identical re-sends are skipped.
+
+        With ``working_capacity``, the same transaction adds the new turns to their
+        session's working set (moving overflow to a mid-term job) and queues a
+        ``process`` job for them, so background work is never lost.
+        """
+        if vectors is not None and len(vectors) != len(turns):
+            raise StorageError("insert_turns needs exactly one vector per turn")
+        if vectors is not None and len(turns):
+            self._ensure_vector_index(model_id, int(np.asarray(vectors).shape[-1]))
+
+        def work(connection: Connection) -> list[int]:
+            seqs: list[int] = []
+            fresh: list[tuple[int, Turn]] = []
+            new_vectors: list[tuple[int, str, Vectors]] = []
+            for index, (turn, inserted) in enumerate(zip(turns, _insert_rows(connection, turns), strict=True)):
+                if inserted is None:  # the id exists: a retry of the same message is skipped, anything else conflicts
+                    seqs.append(_existing_seq(connection, turn))
+                    continue
+                seqs.append(inserted)
+                fresh.append((inserted, turn))
+                if vectors is not None:
+                    new_vectors.append((inserted, turn.user_id, vectors[index]))
+            insert_vectors(connection, model_id, new_vectors)
+            added = {seq for seq, _ in fresh}
+            refresh_context(connection, added | neighbour_seqs(connection, added))
+            if fresh and working_capacity is not None:
+                queue.track_working(connection, fresh, working_capacity)
+                for user_id in dict.fromkeys(turn.user_id for _, turn in fresh):
+                    mine = [seq for seq, turn in fresh if turn.user_id == user_id]
+                    queue.enqueue(connection, "process", user_id, {"seqs": mine})
+            return seqs
+
+        return self._write(work, lock_users=[turn.user_id for turn in turns])
+
+    def get_by_ids(self, ids: Sequence[str], user_id: str | None = None) -> dict[str, Turn]:
+        """Turns with these ids, limited to ``user_id`` when given."""
+        if not ids:
+            return {}
+        query = f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ANY(%s::text[])"
+        parameters: list[Any] = [list(ids)]
+        if user_id is not None:
+            query += " AND user_id = %s"
+            parameters.append(user_id)
+        rows = self._read(lambda connection: connection.execute(query, parameters).fetchall())
+        return {str(row[1]): turn_from_row(row) for row in rows}
+
+    def get_by_seqs(self, seqs: Sequence[int], user_id: str) -> dict[int, Turn]:
+        """Turns of ``user_id`` with these seqs."""
+        if not seqs:
+            return {}
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE seq = ANY(%s::bigint[]) AND user_id = %s",
+                ([int(seq) for seq in seqs], user_id),
+            ).fetchall()
+        )
+        return {int(row[0]): turn_from_row(row) for row in rows}
+
+    def delete(self, turn_id: str, user_id: str) -> int | None:
+        """Delete one turn of ``user_id``; cascades clear its vectors and links, and what was derived from it."""
+
+        def work(connection: Connection) -> int | None:
+            row = connection.execute(
+                "SELECT seq FROM turns WHERE id = %s AND user_id = %s FOR UPDATE", (turn_id, user_id)
+            ).fetchone()
+            if row is None:
+                return None
+            seq = int(row[0])
+            neighbours = neighbour_seqs(connection, [seq])
+            _purge_for_turns(connection, user_id, [seq])
+            connection.execute("DELETE FROM turns WHERE seq = %s", (seq,))
+            refresh_context(connection, neighbours)
+            record_event(connection, "delete", user_id, {"turn_id": turn_id})
+            return seq
+
+        return self._write(work, lock_users=[user_id])
+
+    def forget(self, scope: Scope) -> int:
+        """Hard-delete a scope with everything derived from it.
+
+        The rows are gone for every reader when this returns; their bytes stay in the table
+        files until (auto)vacuum reuses the space (``VACUUM FULL`` rewrites the tables).
+        """
+        where, parameters = scope_clause(scope)
+
+        def work(connection: Connection) -> int:
+            neighbours: set[int] = set()  # forgetting a whole user leaves no neighbours behind
+            if scope.agent_id is None and scope.session_id is None:
+                purge_derived(connection, scope.user_id, None)
+            else:
+                seqs = [int(r[0]) for r in connection.execute(f"SELECT seq FROM turns WHERE {where}", parameters)]
+                neighbours = neighbour_seqs(connection, seqs)
+                _purge_for_turns(connection, scope.user_id, seqs)
+            count = max(connection.execute(f"DELETE FROM turns WHERE {where}", parameters).rowcount, 0)
+            refresh_context(connection, neighbours)
+            detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
+            record_event(connection, "forget", scope.user_id, detail)
+            return count
+
+        return self._write(work, lock_users=[scope.user_id])
+
+    def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
+        """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
+        table, time_column, order, where = _PRUNABLE[tier]
+        key = "seq" if tier == "episodic" else "id"
+
+        def work(connection: Connection) -> int:
+            doomed: set[Any] = set()
+            if cutoff is not None:
+                doomed |= {
+                    row[0]
+                    for row in connection.execute(
+                        f"SELECT {key} FROM {table} WHERE user_id = %s AND {where} AND {time_column} < %s",
+                        (user_id, cutoff),
+                    )
+                }
+            if keep_last is not None:
+                doomed |= {
+                    row[0]
+                    for row in connection.execute(
+                        f"SELECT {key} FROM {table} WHERE user_id = %s AND {where}"
+                        f" ORDER BY {time_column} DESC, {order} DESC OFFSET %s",
+                        (user_id, keep_last),
+                    )
+                }
+            items = sorted(doomed)
+            if tier == "episodic":
+                neighbours = neighbour_seqs(connection, items)
+                _purge_for_turns(connection, user_id, items)
+                connection.execute("DELETE FROM turns WHERE seq = ANY(%s::bigint[])", (items,))
+                refresh_context(connection, neighbours)
+            elif items:
+                connection.execute("DELETE FROM derived WHERE id = ANY(%s::text[])", (items,))
+                connection.execute(f"DELETE FROM {table} WHERE id = ANY(%s::text[])", (items,))
+            if items:
+                cutoff_text = cutoff and format_time(cutoff)
+                detail = {"tier": tier, "items": len(items), "cutoff": cutoff_text, "keep_last": keep_last}
+                record_event(connection, "retention", user_id, detail)
+            return len(items)
+
+        return self._write(work, lock_users=[user_id])
+
+    def history(self, scope: Scope, *, limit: int, offset: int = 0, newest_first: bool = False) -> list[Turn]:
+        """Turns of ``scope`` in time order (ties in insertion order)."""
+        where, parameters = scope_clause(scope)
+        direction = "DESC" if newest_first else "ASC"
+        query = (
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} "
+            f"ORDER BY created_at {direction}, seq {direction} LIMIT %s OFFSET %s"
+        )
+        rows = self._read(lambda connection: connection.execute(query, [*parameters, limit, offset]).fetchall())
+        return [turn_from_row(row) for row in rows]
+
+    def iterate(self, user_id: str | None = None) -> Iterator[tuple[int, Turn]]:
+        """Every turn as (seq, turn), in pages, so memory stays flat on large stores."""
+        after = 0
+        while True:
+            if user_id is None:
+                query = f"SELECT {TURN_COLUMNS} FROM turns WHERE seq > %s ORDER BY seq LIMIT {_PAGE}"
+                parameters: list[Any] = [after]
+            else:
+                query = f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = %s AND seq > %s ORDER BY seq LIMIT {_PAGE}"
+                parameters = [user_id, after]
+            rows = self._fetch_all(query, parameters)
+            if not rows:
+                return
+            for row in rows:
+                yield int(row[0]), turn_from_row(row)
+            after = int(rows[-1][0])
+
+    def counts(self) -> dict[str, int]:
+        """Totals for ``info``."""
+
+        def work(connection: Connection) -> dict[str, int]:
+            row = connection.execute(
+                "SELECT COUNT(*), COUNT(DISTINCT user_id), COUNT(DISTINCT user_id || '/' || COALESCE(session_id, ''))"
+                " FROM turns"
+            ).fetchone()
+            assert row is not None  # an aggregate always returns one row
+            result = {"turns": int(row[0]), "users": int(row[1]), "sessions": int(row[2])}
+            for model_id, count in connection.execute(
+                'SELECT model_id, COUNT(*) FROM turn_vectors GROUP BY model_id ORDER BY model_id COLLATE "C"'
+            ):
+                result[f"vectors[{model_id}]"] = int(count)
+            return result
+
+        return self._read(work)
+
+
+def _insert_rows(connection: Connection, turns: Sequence[Turn]) -> list[int | None]:
+    """Insert the turns in order (one round trip, pipelined); each one's new seq, or ``None`` if its id exists."""
+    if not turns:
+        return []
+    inserted: list[int | None] = []
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO turns ({TURN_COLUMNS.removeprefix('seq, ')})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
+            [turn_row(turn) for turn in turns],
+            returning=True,
+        )
+        while True:
+            row = cursor.fetchone()
+            inserted.append(None if row is None else int(row[0]))
+            if not cursor.nextset():
+                return inserted
+
+
+def _existing_seq(connection: Connection, turn: Turn) -> int:
+    """The seq of the stored turn with ``turn``'s id, after checking it is the same message."""
+    row = connection.execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = %s", (turn.id,)).fetchone()
+    if row is None:  # deleted between the conflicting insert and this read: a conflict, to be retried
+        raise StorageError(f"turn {turn.id!r} was deleted while being written; retry the write")
+    if not turn_from_row(row).is_same_message(turn):
+        raise IdConflict(f"id {turn.id!r} is already used by a different message; use a new id")
+    return int(row[0])
+
+
+def _purge_for_turns(connection: Connection, user_id: str, seqs: list[int]) -> None:
+    """Drop what was derived from ``seqs``; the other turns of a dropped segment go back to mid-term."""
+    if not seqs:
+        return
+    remaining = [
+        int(row[0])
+        for row in connection.execute(
+            "SELECT DISTINCT turn_seq FROM segment_turns WHERE segment_id IN"
+            " (SELECT segment_id FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]))"
+            " AND turn_seq <> ALL(%s::bigint[]) ORDER BY turn_seq",
+            (seqs, seqs),
+        )
+    ]
+    purge_derived(connection, user_id, seqs)
+    if remaining:
+        queue.enqueue(connection, "midterm", user_id, {"seqs": remaining})
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_the_protocols(store: PostgresStore) -> tuple[TierStore, KeyStore, ServerSideVectors]:
+        """mypy proves here that the adapter implements every method the tiers, the server and search call."""
+        return store, store, store

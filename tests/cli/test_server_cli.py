@@ -1,0 +1,109 @@
+"""`memstrata serve` and `memstrata keys …` as a user runs them: subprocesses, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from memstrata.bench.serve import free_port
+from tests.cli.test_cli import ok, run_cli
+
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+
+
+def test_keys_create_list_revoke(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    created = json.loads(ok(run_cli("keys", "create", "--tenant", "acme", "--name", "bot", "--json", home=home)))
+    assert created["secret"].startswith("msk_")
+    assert (created["tenant"], created["name"]) == ("acme", "bot")
+    ok(run_cli("keys", "create", "--tenant", "globex", home=home))
+
+    listed = json.loads(ok(run_cli("keys", "list", "--json", home=home)))
+    assert [key["tenant"] for key in listed] == ["acme", "globex"]
+    assert all("secret" not in key and key["is_active"] for key in listed)
+    assert created["secret"] not in ok(run_cli("keys", "list", home=home))
+    assert [key["id"] for key in json.loads(ok(run_cli("keys", "list", "--tenant", "acme", "--json", home=home)))] == [
+        created["id"]
+    ]
+
+    ok(run_cli("keys", "revoke", created["id"], home=home))
+    after = {key["id"]: key for key in json.loads(ok(run_cli("keys", "list", "--json", home=home)))}
+    assert after[created["id"]]["is_active"] is False
+    assert after[created["id"]]["revoked_at"]
+
+
+def test_the_secret_is_printed_once(tmp_path: Path) -> None:
+    output = ok(run_cli("keys", "create", "--tenant", "acme", home=tmp_path / "home"))
+    assert "msk_" in output
+    assert "only" in output
+
+
+def test_key_errors_exit_with_their_codes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    bad_tenant = run_cli("keys", "create", "--tenant", "a/b", home=home)
+    assert bad_tenant.returncode == 2
+    assert "tenant" in bad_tenant.stderr
+    unknown = run_cli("keys", "revoke", "no-such-key", home=home)
+    assert unknown.returncode == 3
+    assert "keys list" in unknown.stderr
+
+
+def test_print_openapi_matches_the_checked_in_schema(tmp_path: Path) -> None:
+    assert ok(run_cli("serve", "--print-openapi", home=tmp_path / "home")) == OPENAPI.read_text(encoding="utf-8")
+
+
+def test_serve_without_the_extra_names_the_install_command(tmp_path: Path) -> None:
+    fake = tmp_path / "fake-site" / "fastapi"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named fastapi', name='fastapi')\n")
+    paths = [str(fake.parent), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    result = run_cli("serve", home=tmp_path / "home", env={"PYTHONPATH": os.pathsep.join(paths)})
+    assert result.returncode == 4
+    assert "pip install 'memstrata[server]'" in result.stderr
+
+
+def test_serve_answers_and_stops_cleanly(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
+    environment |= {"MEMSTRATA_HOME": str(home), "MEMSTRATA_EMBEDDER": "hash"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memstrata", "serve", "--port", str(port), "--log-level", "warning"],
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, server.communicate()
+            time.sleep(0.05)
+        assert httpx.get(f"{url}/v1/version").status_code == 401
+        # A key created while the server runs works at once: keys are read from the store per request.
+        secret = json.loads(ok(run_cli("keys", "create", "--tenant", "acme", "--json", home=home)))["secret"]
+        headers = {"Authorization": f"Bearer {secret}"}
+        added = httpx.post(f"{url}/v1/memories", json={"messages": "hello", "user_id": "ana"}, headers=headers)
+        assert added.status_code == 201
+        assert httpx.get(f"{url}/v1/version", headers=headers).json()["tenant"] == "acme"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, stderr = server.communicate(timeout=30)
+    # uvicorn shuts down cleanly, then re-raises the signal so supervisors see it.
+    assert server.returncode in (0, -signal.SIGTERM), stderr
+    assert "no active API key" in stderr
+    assert "Traceback" not in stderr

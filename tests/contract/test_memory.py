@@ -1,0 +1,300 @@
+"""The public ``Memory`` API end to end, backend by backend: what a user sees must not depend on the store."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstrata import IdConflict, Memory, NotFound, Role
+
+T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
+MODES = ("hybrid", "fulltext", "vector")
+
+
+def _exchange(memory: Memory, text: str, reply: str = "Noted.", *, user: str = "ana", session: str = "s1") -> None:
+    memory.add(
+        [{"role": "user", "content": text}, {"role": "assistant", "content": reply}], user_id=user, session_id=session
+    )
+
+
+# -- writing and reading ---------------------------------------------------------------------
+
+
+def test_add_get_and_idempotent_retries(memory: Memory) -> None:
+    moment = datetime(2023, 7, 9, 23, 59, 58, 123456, tzinfo=UTC)
+    [turn] = memory.add("I moved to Lisbon", user_id="ana", id="m1", timestamp=moment, metadata={"k": [1, "v"]})
+    assert memory.get("m1", user_id="ana") == turn
+    assert turn.created_at == moment and turn.metadata == {"k": [1, "v"]}
+    assert memory.add("I moved to Lisbon", user_id="ana", id="m1") == [turn]
+    with pytest.raises(IdConflict):
+        memory.add("I moved to Porto", user_id="ana", id="m1")
+    with pytest.raises(IdConflict):
+        memory.add([{"content": "new one", "id": "m2"}, {"content": "changed", "id": "m1"}], user_id="ana")
+    with pytest.raises(NotFound):
+        memory.get("m2", user_id="ana")
+    assert [t.id for t in memory.history(user_id="ana")] == ["m1"]
+    with pytest.raises(NotFound):
+        memory.get("m1", user_id="bob")
+
+
+def test_history_orders_pages_and_scopes(memory: Memory) -> None:
+    for minutes, (text, session) in enumerate([("first", "s1"), ("second", "s2"), ("third", "s1")]):
+        memory.add(text, user_id="ana", session_id=session, timestamp=T0 + timedelta(minutes=minutes))
+    memory.add("tied a", user_id="ana", session_id="s3", timestamp=T0)
+    memory.add("tied b", user_id="ana", session_id="s3", timestamp=T0)
+    assert [t.content for t in memory.history(user_id="ana")] == ["first", "tied a", "tied b", "second", "third"]
+    assert [t.content for t in memory.history(user_id="ana", session_id="s1", newest_first=True)] == ["third", "first"]
+    assert [t.content for t in memory.history(user_id="ana", limit=2, offset=1)] == ["tied a", "tied b"]
+
+
+def test_search_modes_find_the_right_turn(memory: Memory) -> None:
+    memory.add(
+        [
+            {"content": "I moved to Lisbon last spring"},
+            {"content": "My favourite food is spicy ramen"},
+            {"content": "The quarterly report is due on Friday"},
+        ],
+        user_id="ana",
+    )
+    for mode in MODES:
+        hits = memory.search("spicy ramen", user_id="ana", mode=mode)
+        assert hits[0].content == "My favourite food is spicy ramen", mode
+        assert hits[0].tier == "episodic" and hits[0].turn is not None and hits[0].source_turn_ids == (hits[0].id,)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert set(memory.search("spicy ramen", user_id="ana")[0].ranks) == {"fulltext", "vector"}
+    assert memory.search("Friday report", user_id="ana", mode="fulltext")[0].content == (
+        "The quarterly report is due on Friday"
+    )
+
+
+def test_search_filters_agree_across_modes(memory: Memory) -> None:
+    memory.add("coffee in the morning session one", user_id="ana", session_id="s1", agent_id="a1", timestamp=T0)
+    memory.add(
+        [{"role": "assistant", "content": "coffee reply from the assistant"}],
+        user_id="ana",
+        session_id="s1",
+        agent_id="a1",
+        timestamp=T0 + timedelta(hours=1),
+    )
+    memory.add("coffee talk in session two", user_id="ana", session_id="s2", agent_id="a2", timestamp=T0 + timedelta(1))
+    memory.add("coffee without a session", user_id="ana", timestamp=T0 + timedelta(days=2))
+
+    def contents(**kwargs: Any) -> set[str]:
+        results: list[set[str]] = [
+            {h.content for h in memory.search("coffee", user_id="ana", mode=mode, **kwargs)} for mode in MODES
+        ]
+        assert results[0] == results[1] == results[2], kwargs
+        return results[0]
+
+    assert len(contents()) == 4
+    assert contents(session_id="s1") == {"coffee in the morning session one", "coffee reply from the assistant"}
+    assert contents(agent_id="a2") == {"coffee talk in session two"}
+    assert contents(roles=["assistant"]) == {"coffee reply from the assistant"}
+    assert contents(roles=[Role.USER], session_id="s1") == {"coffee in the morning session one"}
+    assert contents(after=T0 + timedelta(days=1)) == {"coffee talk in session two", "coffee without a session"}
+    assert contents(before=T0 + timedelta(hours=1)) == {"coffee in the morning session one"}
+    assert contents(session_id="nope") == set()
+
+
+@pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a AND OR NOT b", "'; DROP TABLE turns; --", "%_%", "who is it"])
+def test_search_syntax_is_only_words(memory: Memory, query: str) -> None:
+    memory.add("a plain note about NEAR and AND words, who is it", user_id="ana")
+    for mode in MODES:
+        assert isinstance(memory.search(query, user_id="ana", mode=mode), list)
+    assert len(memory.history(user_id="ana")) == 1
+
+
+def test_users_are_isolated(memory: Memory) -> None:
+    [ana] = memory.add("shared sentence about tea", user_id="ana")
+    [bob] = memory.add("shared sentence about tea", user_id="bob")
+    for mode in MODES:
+        assert [h.id for h in memory.search("tea", user_id="ana", mode=mode)] == [ana.id]
+        assert [h.id for h in memory.search("tea", user_id="bob", mode=mode)] == [bob.id]
+        assert memory.search("tea", user_id="carol", mode=mode) == []
+    with pytest.raises(NotFound):
+        memory.delete(ana.id, user_id="bob")
+    assert memory.forget(user_id="carol").turns == 0
+    memory.delete(ana.id, user_id="ana")
+    assert [h.id for h in memory.search("tea", user_id="bob")] == [bob.id]
+    assert memory.search("tea", user_id="ana") == []
+
+
+def test_delete_and_forget_remove_from_every_view(memory: Memory) -> None:
+    [gone] = memory.add("the secret lighthouse code", user_id="ana", session_id="s1")
+    memory.add("another lighthouse in session two", user_id="ana", session_id="s2")
+    assert len(memory.search("lighthouse", user_id="ana")) == 2  # loads the vector index
+    memory.delete(gone.id, user_id="ana")
+    with pytest.raises(NotFound):
+        memory.get(gone.id, user_id="ana")
+    for mode in MODES:
+        assert gone.id not in {h.id for h in memory.search("secret lighthouse", user_id="ana", mode=mode)}
+    deletion = memory.forget(user_id="ana", session_id="s2")
+    assert deletion.turns == 1 and deletion.session_id == "s2"
+    assert memory.history(user_id="ana") == [] and memory.search("lighthouse", user_id="ana") == []
+
+
+def test_a_second_memory_sees_the_first_ones_writes(open_memory: Callable[..., Memory]) -> None:
+    first, second = open_memory(), open_memory()
+    assert second.search("harbour", user_id="ana") == []
+    [turn] = first.add("the harbour at dawn", user_id="ana")
+    for mode in MODES:
+        assert [h.id for h in second.search("harbour dawn", user_id="ana", mode=mode)] == [turn.id]
+    first.delete(turn.id, user_id="ana")
+    assert second.search("harbour dawn", user_id="ana", mode="fulltext") == []
+
+
+# -- moving ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("embeddings", [False, True])
+def test_export_import_round_trip(
+    open_memory: Callable[..., Memory], tmp_path: Path, storage_url: str, embeddings: bool
+) -> None:
+    source = open_memory()
+    source.add([{"content": "I live in Porto", "name": "Ana"}], user_id="ana", session_id="s", metadata={"x": 1})
+    source.add("bob's own note", user_id="bob")
+    report = source.export(tmp_path / "all.jsonl", embeddings=embeddings)
+    assert (report.turns, report.embeddings) == (2, 2 if embeddings else 0)
+    lines = (tmp_path / "all.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line) for line in lines)
+    original = {turn.id: turn for user in ("ana", "bob") for turn in source.history(user_id=user)}
+    source.forget(user_id="ana")
+    source.forget(user_id="bob")
+    imported = source.import_(tmp_path / "all.jsonl")
+    assert (imported.turns, imported.skipped) == (2, 0)
+    assert {turn.id: turn for user in ("ana", "bob") for turn in source.history(user_id=user)} == original
+    assert source.import_(tmp_path / "all.jsonl").skipped == 2
+    assert source.search("Porto", user_id="ana")[0].content == "I live in Porto"
+    one = source.export(tmp_path / "bob.jsonl", user_id="bob")
+    assert one.turns == 1
+
+
+# -- the tiers, through flush() ------------------------------------------------------------------
+
+
+def test_tier_work_builds_cells_profile_patterns_graph_and_segments(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(working_capacity=2)
+    _exchange(memory, "I live in Porto.")
+    _exchange(memory, "I met Caroline and Melanie at the Lisbon Book Fair.")
+    _exchange(memory, "Just give me the code, no explanation.")
+    _exchange(memory, "Give me the code first please.")
+    _exchange(memory, "I moved to Lisbon last month.")
+    memory.flush()
+    history = memory.cells(user_id="ana", attribute="location", include_superseded=True)
+    assert [cell.value for cell in history] == ["Lisbon", "Porto"]
+    assert history[1].superseded_by == history[0].id and history[0].is_current
+    assert memory.profile(user_id="ana").get("location") == "Lisbon"
+    patterns = memory.patterns(user_id="ana")
+    assert patterns and patterns[0].count >= 2
+    graph = memory.graph(user_id="ana", query="What does Caroline do?")
+    assert "Caroline" in {node.name for node in graph.nodes}
+    assert any("Caroline" in (edge.source, edge.target) for edge in graph.edges)
+    report = memory.inspect(user_id="ana")
+    assert len(report.working) == 4 and report.pending_jobs == 0
+    assert report.counts["midterm_active"] + report.counts["midterm_archived"] >= 1
+    assert report.counts["episodic"] == 10
+    assert {"supersession"} <= {event.kind for event in report.events}
+    hits = memory.search("Lisbon", user_id="ana", tiers=("longterm", "midterm"), limit=20)
+    assert {"longterm", "midterm"} <= {hit.tier for hit in hits}
+    assert all(hit.source_turn_ids for hit in hits)
+    assert memory.inspect(user_id="bob").counts["episodic"] == 0
+
+
+def test_visits_promote_segments_and_consolidation_summarises(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(working_capacity=1, promote_heat=3.0)
+    _exchange(memory, "The sailing regatta in Cascais starts at nine.")
+    _exchange(memory, "Unrelated: buy printer toner.")
+    _exchange(memory, "Another unrelated thing about taxes.")
+    memory.flush()
+    for _ in range(3):
+        memory.search("sailing regatta Cascais", user_id="ana")
+        memory.flush()
+    report = memory.inspect(user_id="ana")
+    assert any(segment.visits >= 1 for segment in report.segments)
+    assert report.counts["scenes"] >= 1 and "promotion" in {event.kind for event in report.events}
+    for n in range(4):
+        _exchange(memory, f"The garden shed roof leaks near the window, repair attempt {n} failed.")
+    for n in range(4):
+        _exchange(memory, f"Quarterly invoice numbers for Acme Corp were wrong in batch {n}.")
+    made = memory.consolidate(user_id="ana")
+    assert made and all(item.summary and item.source_turn_ids and 0 <= item.tes <= 1 for item in made)
+    assert memory.consolidations(user_id="ana")[: len(made)] == sorted(made, key=lambda c: c.id, reverse=True)
+    assert memory.consolidate(user_id="ana") == []
+
+
+def test_deleting_and_forgetting_reach_the_tiers(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(working_capacity=2)
+    _exchange(memory, "I live in Porto.")
+    for n in range(4):
+        _exchange(memory, f"Filler message {n}")
+    memory.flush()
+    source = memory.cells(user_id="ana")[0].source_turn_id
+    memory.delete(source, user_id="ana")
+    memory.flush()
+    assert memory.cells(user_id="ana", include_superseded=True) == []
+    assert not any("Porto" in hit.content for hit in memory.search("Porto", user_id="ana", tiers=("longterm",)))
+    memory.consolidate(user_id="ana")
+    memory.forget(user_id="ana")
+    assert all(value == 0 for value in memory.inspect(user_id="ana").counts.values())
+
+
+def test_prune_keeps_the_newest(memory: Memory) -> None:
+    for n in range(5):
+        memory.add(f"Message {n}", user_id="ana", timestamp=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=n))
+    assert memory.prune(user_id="ana", tier="episodic", keep_last=3) == 2
+    assert [t.content for t in memory.history(user_id="ana")] == ["Message 2", "Message 3", "Message 4"]
+    assert len(memory.search("Message", user_id="ana", mode="vector", limit=10)) == 3
+    assert "retention" in {event.kind for event in memory.inspect(user_id="ana").events}
+
+
+def test_two_memories_flushing_at_once_run_each_job_once(open_memory: Callable[..., Memory]) -> None:
+    first, second = open_memory(), open_memory()
+    requests = ["Just give me the code, no explanation.", "Give me the code first please.", "Show me code for it"]
+    for text in requests * 3:
+        first.add(text, user_id="solo", session_id="s")
+    first.flush()  # the reference: one worker alone
+    for text in requests * 3:
+        first.add(text, user_id="duo", session_id="s")
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def flush(memory: Memory) -> None:
+        try:
+            start.wait()
+            memory.flush()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=flush, args=(memory,)) for memory in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    counts = {user: {p.key: p.count for p in second.patterns(user_id=user)} for user in ("solo", "duo")}
+    assert counts["duo"] == counts["solo"] and counts["solo"]  # a job run twice would count its patterns twice
+    assert second.inspect(user_id="duo").pending_jobs == 0
+
+
+def test_the_background_worker_runs_jobs_without_flush(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(background=True, working_capacity=1)
+    _exchange(memory, "I live in Porto.")
+    deadline = time.monotonic() + 30
+    while memory.profile(user_id="ana").get("location") != "Porto":
+        assert time.monotonic() < deadline, "the background worker never ran"
+        time.sleep(0.05)
+
+
+def test_info_names_the_store_without_secrets(memory: Memory, storage_url: str) -> None:
+    memory.add("hello", user_id="ana")
+    info = memory.info()
+    assert info["counts"]["turns"] == 1 and info["counts"]["users"] == 1
+    assert info["counts"][f"vectors[{memory.embedder.model_id}]"] == 1
+    assert "password" not in str(info["storage"])

@@ -1,0 +1,351 @@
+"""The ``TierStore`` protocol, backend by backend: the job queue, the working set and every derived tier."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from memstrata.models import Cell, Consolidation, Role, Scope, Segment, Turn
+from memstrata.storage.base import TierStore
+
+MODEL = "contract-model"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _turn(turn_id: str, content: str, *, user_id: str = "ana", role: Role = Role.USER, session: str = "s") -> Turn:
+    return Turn(id=turn_id, user_id=user_id, role=role, content=content, created_at=T0, session_id=session)
+
+
+def _segment(segment_id: str, *, user_id: str = "ana", heat: float = 1.0, state: str = "active") -> Segment:
+    return Segment(
+        id=segment_id,
+        user_id=user_id,
+        summary=f"summary of {segment_id} about sailing",
+        keywords=("sailing", "regatta"),
+        visits=0,
+        turn_count=2,
+        heat=heat,
+        state=state,
+        created_at=T0,
+        last_activity=T0 + timedelta(hours=1),
+        session_id="s",
+    )
+
+
+def _cell(cell_id: str, value: str, *, valid_from: datetime = T0, source: str = "t0") -> Cell:
+    return Cell(
+        id=cell_id,
+        user_id="ana",
+        kind="fact",
+        subject="user",
+        attribute="location",
+        value=value,
+        content=f"I live in {value}",
+        salience=0.8,
+        valid_from=valid_from,
+        source_turn_id=source,
+    )
+
+
+# -- the job queue --------------------------------------------------------------------------
+
+
+def test_jobs_are_claimed_in_order_leased_finished_and_failed(store: TierStore) -> None:
+    first = store.enqueue_job("process", "ana", {"seqs": [1, 2]})
+    second = store.enqueue_job("visit", "bob", {"searches": [[3]]})
+    assert second > first
+    assert store.count_jobs() == 2 and store.count_jobs("ana") == 1 and store.count_jobs("carol") == 0
+    job = store.claim_job(60)
+    assert job is not None and (job.id, job.kind, job.user_id, job.payload, job.attempts) == (
+        first,
+        "process",
+        "ana",
+        {"seqs": [1, 2]},
+        1,
+    )
+    assert store.count_jobs() == 2  # running still counts
+    other = store.claim_job(60)
+    assert other is not None and other.id == second
+    assert store.claim_job(60) is None  # both leased
+    store.finish_job(first)
+    store.fail_job(second, "boom", retry=True)
+    assert store.count_jobs() == 1
+    again = store.claim_job(60)
+    assert again is not None and again.id == second and again.attempts == 2
+    store.fail_job(second, "boom again", retry=False)
+    assert store.count_jobs() == 0 and store.claim_job(60) is None
+
+
+def test_an_expired_lease_is_claimed_again(store: TierStore) -> None:
+    job_id = store.enqueue_job("process", "ana", {})
+    abandoned = store.claim_job(0.01)
+    assert abandoned is not None and abandoned.id == job_id
+    deadline = datetime.now(UTC) + timedelta(seconds=10)
+    while (retaken := store.claim_job(60)) is None:
+        assert datetime.now(UTC) < deadline, "the expired lease was never taken over"
+    assert retaken.id == job_id and retaken.attempts == 2
+
+
+def test_two_stores_claiming_at_once_never_share_a_job(open_tier_store: Callable[[], TierStore]) -> None:
+    stores = [open_tier_store(), open_tier_store()]
+    ids = {stores[0].enqueue_job("process", f"user{n % 3}", {"n": n}) for n in range(40)}
+    claimed: list[list[int]] = [[], []]
+    start = threading.Barrier(2)
+
+    def drain(index: int) -> None:
+        start.wait()
+        while (job := stores[index].claim_job(60)) is not None:
+            claimed[index].append(job.id)
+            stores[index].finish_job(job.id)
+
+    threads = [threading.Thread(target=drain, args=(index,)) for index in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(claimed[0] + claimed[1]) == sorted(ids)  # every job ran exactly once
+    assert stores[1].count_jobs() == 0
+
+
+def test_insert_tracks_the_working_set_and_queues_jobs_in_the_same_transaction(store: TierStore) -> None:
+    turns = []
+    for n in range(4):
+        turns += [_turn(f"u{n}", f"question {n}"), _turn(f"a{n}", f"answer {n}", role=Role.ASSISTANT)]
+    seqs = store.insert_turns(turns, None, MODEL, working_capacity=2)
+    assert store.working_seqs("ana") == seqs[4:]
+    assert store.working_seqs("ana", "s") == seqs[4:] and store.working_seqs("ana", "other") == []
+    jobs = [store.claim_job(60) for _ in range(2)]
+    assert store.claim_job(60) is None
+    by_kind = {job.kind: job for job in jobs if job is not None}
+    assert by_kind["midterm"].payload == {"seqs": seqs[:4]}  # the two oldest exchanges overflowed
+    assert by_kind["process"].payload == {"seqs": seqs}
+    store.insert_turns(turns[:2], None, MODEL, working_capacity=2)  # a retry queues nothing new
+    assert store.claim_job(60) is None
+    assert store.tier_counts("ana")["working"] == 4
+
+
+# -- segments, scenes, cells, profile ------------------------------------------------------------
+
+
+def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn("t0", "sailing in Cascais"), _turn("t1", "the regatta starts")], None, MODEL)
+    centroid = np.arange(4, dtype=np.float32).tobytes()
+    store.save_segment(_segment("seg1", heat=2.0), centroid, seqs[:1])
+    store.save_segment(_segment("seg1", heat=3.0), centroid, seqs[1:])
+    store.save_segment(_segment("seg2", heat=5.0), centroid, [])
+    [(active, stored_centroid), _] = store.active_segments("ana")
+    assert active.id == "seg1" and active.heat == 3.0 and stored_centroid == centroid
+    assert active.keywords == ("sailing", "regatta") and active.created_at == T0
+    assert store.segment_turn_seqs("seg1") == seqs
+    assert [s.id for s in store.segments("ana")] == ["seg2", "seg1"]  # hottest first
+    assert [s.id for s in store.segments_of_turns("ana", seqs[:1])] == ["seg1"]
+    assert store.segments_of_turns("bob", seqs) == [] and store.active_segments("bob") == []
+    found = store.derived_fulltext('"sailing"', "ana", 10, ("midterm",))
+    items = store.derived_items([seq for seq, _ in found], "ana")
+    assert sorted(item[0] for item in items.values()) == ["seg1", "seg2"]
+    assert {item[3] for item in items.values()} == {("t0", "t1"), ()}
+    assert store.derived_items([seq for seq, _ in found], "bob") == {}
+
+    later = T0 + timedelta(days=1)
+    store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)
+    store.promote_segment(store.segments("ana")[0], "scene1", "sailing, regatta", later)
+    promoted = next(s for s in store.segments("ana") if s.id == "seg1")
+    assert (promoted.visits, promoted.heat, promoted.last_activity, promoted.promoted_at) == (3, 9.0, later, later)
+    scene_hits = store.derived_fulltext('"regatta"', "ana", 10, ("scene",))
+    [(scene_id, tier, content, sources)] = store.derived_items([seq for seq, _ in scene_hits], "ana").values()
+    assert (scene_id, tier, sources) == ("scene1", "scene", ("t0", "t1")) and content.startswith("sailing, regatta:")
+
+    store.archive_segments("ana", ["seg2"], {"seg2": 0.1})
+    assert [s.id for s, _ in store.active_segments("ana")] == ["seg1"]
+    assert [s.state for s in store.segments("ana")] == ["active", "archived"]
+    remaining = store.derived_items(
+        [seq for seq, _ in store.derived_fulltext('"sailing"', "ana", 10, ("midterm",))], "ana"
+    )
+    assert [item[0] for item in remaining.values()] == ["seg1"]
+    kinds = [event.kind for event in store.events("ana")]
+    assert kinds == ["eviction", "promotion"]
+    counts = store.tier_counts("ana")
+    assert (counts["midterm_active"], counts["midterm_archived"], counts["scenes"]) == (1, 1, 1)
+
+
+def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> None:
+    [porto_seq, lisbon_seq] = store.insert_turns(
+        [_turn("t0", "I live in Porto"), _turn("t1", "Lisbon now")], None, MODEL
+    )
+    store.add_cell(_cell("c1", "Porto"), porto_seq, single_valued=True, supersede=[])
+    later = T0 + timedelta(days=30)
+    store.add_cell(
+        _cell("c2", "Lisbon", valid_from=later, source="t1"), lisbon_seq, single_valued=True, supersede=["c1"]
+    )
+    assert [cell.value for cell in store.current_cells("ana", "user", "location")] == ["Lisbon"]
+    history = store.cells("ana", attribute="location", include_superseded=True)
+    assert [(c.id, c.valid_to, c.superseded_by, c.source_turn_id) for c in history] == [
+        ("c2", None, None, "t1"),
+        ("c1", later, "c2", "t0"),
+    ]
+    assert store.cells("ana", subject="nobody") == [] and store.cells("bob") == []
+    assert len(store.cells("ana", include_superseded=True, limit=1)) == 1
+    hits = store.derived_fulltext('"porto" OR "lisbon"', "ana", 10)  # longterm: current cells only
+    [(cell_id, tier, content, sources)] = store.derived_items([seq for seq, _ in hits], "ana").values()
+    assert (cell_id, tier, sources) == ("c2", "longterm", ("t1",)) and "Lisbon" in content
+    store.set_profile("ana", {"location": "Porto", "job": "engineer"}, porto_seq, T0)
+    store.set_profile("ana", {"location": "Lisbon"}, lisbon_seq, later)
+    assert store.profile("ana") == {"job": "engineer", "location": "Lisbon"}
+    assert list(store.profile("ana")) == ["job", "location"] and store.profile("bob") == {}
+    assert [event.kind for event in store.events("ana")] == ["supersession"]
+    assert store.events("ana")[0].detail == {"old": "c1", "new": "c2", "subject": "user", "attribute": "location"}
+
+
+def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
+    turns = [_turn("t0", "first"), _turn("t1", "reply", role=Role.ASSISTANT), _turn("t2", "second")]
+    turns.append(Turn(id="t3", user_id="ana", role=Role.USER, content="pinned", created_at=T0, importance=0.9))
+    seqs = store.insert_turns(turns, np.eye(4, 4, dtype=np.float32), MODEL)
+    store.set_importance({seqs[0]: 0.5, seqs[3]: 0.1})
+    store.set_importance({seqs[0]: 0.25})
+    assert store.importance_of(seqs) == {seqs[0]: 0.25, seqs[3]: 0.9}
+    assert store.previous_user_text("ana", "s", seqs[2]) == "first"
+    assert store.previous_user_text("ana", "s", seqs[0]) is None
+    assert store.previous_user_text("ana", None, seqs[3] + 1) == "pinned"
+    recent = store.recent_vectors(MODEL, "ana", seqs[2], 5)
+    assert [np.frombuffer(blob, dtype=np.float32).tolist() for blob in recent] == [
+        [0.0, 1.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+    ]
+
+
+def test_patterns_and_entities_count_and_connect(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn("t0", "Caroline met Melanie"), _turn("t1", "Caroline again")], None, MODEL)
+    later = T0 + timedelta(days=2)
+    store.observe_pattern("ana", "code_first", "wants code first", "give me the code", T0)
+    store.observe_pattern("ana", "code_first", "wants code first", "code please", later)
+    [(key, description, count, first, last, evidence)] = store.pattern_rows("ana")
+    assert (key, description, count, first, last, evidence) == (
+        "code_first",
+        "wants code first",
+        2,
+        T0,
+        later,
+        "code please",
+    )
+    store.add_entities("ana", seqs[0], [("Caroline", "other"), ("Melanie", "person"), ("Caroline", "other")], T0)
+    store.add_entities("ana", seqs[1], [("Caroline", "person")], later)
+    store.add_entities("ana", seqs[1], [("Caroline", "person")], later)  # the same mention again counts once
+    nodes = store.entities("ana")
+    assert [(n.name, n.kind, n.mentions, n.first_seen, n.last_seen) for n in nodes] == [
+        ("Caroline", "person", 2, T0, later),
+        ("Melanie", "person", 1, T0, T0),
+    ]
+    assert [n.name for n in store.entities("ana", names=["caroline"])] == ["Caroline"]
+    assert store.entities("ana", names=[]) == [] and store.entities("bob") == []
+    [edge] = store.neighbours("ana", ["MELANIE"])
+    assert {edge.source, edge.target} == {"Caroline", "Melanie"} and edge.weight == 1
+    assert store.neighbours("ana", []) == [] and store.neighbours("bob", ["Caroline"]) == []
+    counts = store.tier_counts("ana")
+    assert (counts["patterns"], counts["entities"]) == (1, 2)
+
+
+def test_consolidations_link_their_turns(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn(f"t{n}", f"garden shed roof leak number {n}") for n in range(4)], None, MODEL)
+    assert store.unconsolidated_turns("ana", 10) == seqs
+    assert store.unconsolidated_size("ana") == (4, 24)
+    made = Consolidation("k1", "ana", "The shed roof leaks.", ("t0", "t1", "t2"), 0.5, 1.0, 0.75, T0)
+    store.add_consolidation(made, seqs[:3])
+    assert store.consolidations("ana") == [made]
+    assert store.consolidations("bob") == []
+    assert store.unconsolidated_turns("ana", 10) == seqs[3:]
+    assert store.unconsolidated_size("ana") == (1, 6)
+    hits = store.derived_fulltext('"shed"', "ana", 5, ("consolidation",))
+    [(item_id, tier, _, sources)] = store.derived_items([seq for seq, _ in hits], "ana").values()
+    assert (item_id, tier, sources) == ("k1", "consolidation", ("t0", "t1", "t2"))
+    assert store.events("ana")[0].detail == {"id": "k1", "turns": 3, "tes": 0.75}
+
+
+# -- deletion reaches every tier ----------------------------------------------------------------
+
+
+def _populate(store: TierStore) -> list[int]:
+    seqs = store.insert_turns(
+        [_turn("t0", "I live in Porto"), _turn("t1", "Caroline says hi"), _turn("t2", "sailing talk", session="x")],
+        np.eye(3, 4, dtype=np.float32),
+        MODEL,
+        working_capacity=10,
+    )
+    store.add_cell(_cell("c1", "Porto"), seqs[0], single_valued=True, supersede=[])
+    store.set_profile("ana", {"location": "Porto"}, seqs[0], T0)
+    store.add_entities("ana", seqs[1], [("Caroline", "person")], T0)
+    store.save_segment(_segment("seg1"), b"", seqs[:2])
+    store.add_consolidation(Consolidation("k1", "ana", "summary", ("t0", "t1"), 0.5, 0.5, 0.5, T0), seqs[:2])
+    store.set_importance({seq: 0.5 for seq in seqs})
+    return seqs
+
+
+def test_deleting_a_turn_purges_what_was_derived_from_it(store: TierStore) -> None:
+    seqs = _populate(store)
+    while (job := store.claim_job(60)) is not None:
+        store.finish_job(job.id)
+    assert store.delete("t0", "ana") == seqs[0]
+    assert store.cells("ana", include_superseded=True) == [] and store.profile("ana") == {}
+    assert store.segments("ana") == [] and store.consolidations("ana") == []
+    assert store.derived_fulltext('"porto" OR "summary" OR "sailing"', "ana", 10, ("longterm", "midterm")) == []
+    assert store.working_seqs("ana") == seqs[1:]
+    job = store.claim_job(60)  # the deleted segment's other turn goes back to mid-term
+    assert job is not None and (job.kind, job.payload) == ("midterm", {"seqs": [seqs[1]]})
+    assert store.importance_of(seqs) == {seqs[1]: 0.5, seqs[2]: 0.5}
+    assert store.events("ana")[0].kind == "delete"
+
+
+def test_forgetting_a_user_empties_every_tier_and_spares_others(store: TierStore) -> None:
+    _populate(store)
+    store.insert_turns([_turn("b0", "I live in Oslo", user_id="bob")], None, MODEL, working_capacity=10)
+    assert store.forget(Scope("ana")) == 3
+    assert all(value == 0 for value in store.tier_counts("ana").values()), store.tier_counts("ana")
+    assert store.count_jobs("ana") == 0 and store.count_jobs("bob") == 1
+    assert store.tier_counts("bob")["episodic"] == 1
+    assert store.events("ana")[0].detail == {"agent_id": None, "session_id": None, "turns": 3}
+
+
+def test_forgetting_a_session_keeps_the_rest(store: TierStore) -> None:
+    seqs = _populate(store)
+    assert store.forget(Scope("ana", session_id="x")) == 1
+    assert store.tier_counts("ana")["episodic"] == 2
+    assert [c.id for c in store.cells("ana")] == ["c1"] and [s.id for s in store.segments("ana")] == ["seg1"]
+    assert store.working_seqs("ana") == seqs[:2]
+
+
+# -- retention -------------------------------------------------------------------------------------
+
+
+def test_prune_each_tier_by_age_and_count(store: TierStore) -> None:
+    turns = [
+        Turn(id=f"t{n}", user_id="ana", role=Role.USER, content=f"note {n}", created_at=T0 + timedelta(days=n))
+        for n in range(5)
+    ]
+    seqs = store.insert_turns(turns, None, MODEL)
+    store.insert_turns([_turn("b0", "bob's note", user_id="bob")], None, MODEL)
+    for n, seq in enumerate(seqs[:3]):
+        later = T0 + timedelta(days=n)
+        store.add_cell(
+            _cell(f"c{n}", f"City{n}", valid_from=later, source=f"t{n}"),
+            seq,
+            single_valued=True,
+            supersede=[f"c{n - 1}"] if n else [],
+        )
+    assert store.prune("ana", "longterm", None, 1) == 1  # superseded cells: c1 and c0; keep c1
+    assert [c.id for c in store.cells("ana", include_superseded=True)] == ["c2", "c1"]
+    assert store.prune("ana", "longterm", T0 + timedelta(days=10), None) == 1
+    assert [c.id for c in store.cells("ana", include_superseded=True)] == ["c2"]
+    store.save_segment(_segment("old", state="archived"), b"", [])
+    store.save_segment(_segment("live"), b"", [])
+    assert store.prune("ana", "midterm", T0 + timedelta(days=10), None) == 1
+    assert [s.id for s in store.segments("ana")] == ["live"]
+    assert store.prune("ana", "episodic", T0 + timedelta(days=1), None) == 1
+    assert store.prune("ana", "episodic", None, 2) == 2
+    assert [turn.id for turn in store.history(Scope("ana"), limit=10)] == ["t3", "t4"]
+    assert store.history(Scope("bob"), limit=10)[0].id == "b0"
+    assert store.prune("ana", "episodic", None, 2) == 0
+    retention = [event.detail for event in store.events("ana") if event.kind == "retention"]
+    assert retention[0] == {"tier": "episodic", "items": 2, "cutoff": None, "keep_last": 2}
+    assert retention[1]["cutoff"] == "2024-01-02T00:00:00.000000+00:00"

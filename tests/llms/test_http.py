@@ -1,0 +1,184 @@
+"""Shared HTTP behaviour: retries with backoff and Retry-After, timeouts, and errors that say what to fix."""
+
+from __future__ import annotations
+
+import logging
+import random
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from pydantic import SecretStr
+
+from memstrata import load_settings
+from memstrata.errors import ProviderError
+from memstrata.llms.anthropic import AnthropicLLM
+from memstrata.llms.http import RetryPolicy, parse_retry_after
+from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
+from tests.llm_server import CHAT, MESSAGES, LLMServer, Reply
+from tests.llms.conftest import SECRET, Sleeps
+
+MakeOpenAI = Callable[..., OpenAICompatLLM]
+
+
+def test_429_then_success_honours_retry_after(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, Reply.error(429, "slow down", retry_after=7), "done")
+    assert make_openai().complete("x") == "done"
+    assert sleeps.delays == [7.0]
+    assert len(llm_server.requests_to(CHAT)) == 2
+
+
+def test_retry_after_as_http_date(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    llm_server.queue(CHAT, Reply.error(503, retry_after=when), "done")
+    assert make_openai().complete("x") == "done"
+    assert 25 <= sleeps.delays[0] <= 30
+
+
+def test_retry_after_is_capped(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, Reply.error(429, retry_after=86_400), "done")
+    make_openai().complete("x")
+    assert sleeps.delays == [RetryPolicy().max_retry_after_seconds]
+
+
+def test_5xx_backs_off_exponentially_with_jitter(
+    make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps
+) -> None:
+    llm_server.queue(CHAT, Reply.error(500), Reply.error(502), Reply.error(503), "done")
+    assert make_openai().complete("x") == "done"
+    base = RetryPolicy().base_delay_seconds
+    assert len(sleeps.delays) == 3
+    for retry, delay in enumerate(sleeps.delays):
+        assert base * 2**retry * 0.5 <= delay <= base * 2**retry
+
+
+def test_backoff_is_bounded() -> None:
+    policy = RetryPolicy(base_delay_seconds=1, max_delay_seconds=5)
+    assert all(policy.delay(30, None, random.Random(seed)) <= 5 for seed in range(20))
+
+
+def test_retries_are_bounded(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, *[Reply.error(429, "rate limited")] * 5)
+    with pytest.raises(ProviderError, match="429") as info:
+        make_openai(max_retries=2).complete("x")
+    assert "MEMSTRATA_LLM_MAX_RETRIES" in str(info.value)
+    assert len(sleeps.delays) == 2
+    assert len(llm_server.requests_to(CHAT)) == 3
+
+
+def test_server_error_after_retries_says_try_later(
+    make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps
+) -> None:
+    llm_server.queue(CHAT, Reply.error(500, "boom"), Reply.error(500, "boom"))
+    with pytest.raises(ProviderError, match="HTTP 500 after 1 retries"):
+        make_openai(max_retries=1).complete("x")
+
+
+def test_timeout_raises_provider_error(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    llm_server.queue(CHAT, Reply.slow(3.0))
+    with pytest.raises(ProviderError, match="no reply") as info:
+        make_openai(timeout_seconds=0.2, max_retries=0).complete("x")
+    assert "MEMSTRATA_LLM_TIMEOUT_SECONDS" in str(info.value)
+
+
+def test_timeout_is_retried(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, Reply.slow(3.0), "in time")
+    assert make_openai(timeout_seconds=0.3, max_retries=1).complete("x") == "in time"
+    assert len(sleeps.delays) == 1
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_auth_failure_names_the_key_setting_and_never_the_key(
+    make_openai: MakeOpenAI, llm_server: LLMServer, caplog: pytest.LogCaptureFixture, status: int
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # A server that echoes the key back must not get it into the message either.
+    llm_server.queue(CHAT, Reply.error(status, f"Incorrect API key provided: {SECRET}"))
+    llm = make_openai()
+    with pytest.raises(ProviderError) as info:
+        llm.complete("x")
+    message = str(info.value)
+    assert "MEMSTRATA_LLM_API_KEY" in message
+    assert SECRET not in message
+    assert SECRET not in repr(info.value)
+    assert SECRET not in caplog.text
+    assert SECRET not in repr(llm)
+    assert all(SECRET not in record.getMessage() for record in caplog.records)
+
+
+def test_key_is_hidden_in_settings_and_options(llm_server: LLMServer) -> None:
+    settings = load_settings(llm_api_key=SECRET)
+    assert SECRET not in repr(settings)
+    assert SECRET not in str(settings.model_dump())
+    options = OpenAIOptions(model="m", base_url=llm_server.openai_url, api_key=SecretStr(SECRET))
+    assert SECRET not in repr(options)
+
+
+def test_retry_logs_do_not_contain_the_key(
+    make_openai: MakeOpenAI, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    llm_server.queue(CHAT, Reply.error(503), "ok")
+    make_openai().complete("x")
+    assert "retrying" in caplog.text
+    assert SECRET not in caplog.text
+
+
+def test_anthropic_auth_failure(
+    make_anthropic: Callable[..., AnthropicLLM], llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    llm_server.queue(MESSAGES, Reply.error(401, "invalid x-api-key"))
+    with pytest.raises(ProviderError, match="MEMSTRATA_LLM_API_KEY") as info:
+        make_anthropic().complete("x")
+    assert SECRET not in str(info.value) + caplog.text
+
+
+def test_not_found_names_model_and_base_url(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    llm_server.queue(CHAT, Reply.error(404, "model 'nope' not found"))
+    with pytest.raises(ProviderError) as info:
+        make_openai(model="nope").complete("x")
+    message = str(info.value)
+    assert "MEMSTRATA_LLM_MODEL" in message and "'nope'" in message
+    assert "MEMSTRATA_LLM_BASE_URL" in message and llm_server.openai_url in message
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_connection_refused_names_the_url(sleeps: Sleeps) -> None:
+    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    llm = OpenAICompatLLM(OpenAIOptions(model="m", base_url=base_url, max_retries=2), sleep=sleeps)
+    with pytest.raises(ProviderError) as info:
+        llm.complete("x")
+    message = str(info.value)
+    assert "connection refused" in message
+    assert f"{base_url}/chat/completions" in message
+    assert "must be running" in message
+    assert len(sleeps.delays) == 2
+
+
+def test_malformed_json_body_raises(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    llm_server.queue(CHAT, Reply.malformed())
+    with pytest.raises(ProviderError, match="not a JSON object"):
+        make_openai().complete("x")
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("5", 5.0), ("0.5", 0.5), ("-3", 0.0), (None, None), ("", None), ("soon", None)],
+)
+def test_parse_retry_after(header: str | None, expected: float | None) -> None:
+    assert parse_retry_after(header) == expected
+
+
+def test_parse_retry_after_http_date() -> None:
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    assert parse_retry_after("Thu, 01 Jan 2026 12:00:10 GMT", now=now) == 10.0
+    assert parse_retry_after("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0

@@ -1,0 +1,249 @@
+"""The MCP tools in-process, through the SDK's Client: schemas, results, scoping and errors."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from mcp import Client
+
+from memstrata import Memory
+from memstrata.config import load_settings
+from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.errors import InvalidInput
+from memstrata.mcp.app import create_server
+from tests.fakes import FakeLLM
+from tests.mcp.conftest import data, error, text, with_client
+
+TOOLS = {"add_memory", "search_memory", "get_context", "forget_memory", "inspect_memory"}
+
+
+async def _tools(client: Client) -> dict[str, Any]:
+    return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+
+def test_a_fixed_user_server_lists_the_tools_without_user_id(memory: Memory) -> None:
+    tools = with_client(create_server(memory, user_id="ana"), _tools)
+    assert set(tools) == TOOLS  # no chat without an LLM
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 80
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert "user_id" not in tool.input_schema["properties"]
+        assert "user_id" not in tool.input_schema.get("required", [])
+    assert tools["search_memory"].input_schema["required"] == ["query"]
+    assert tools["forget_memory"].input_schema["required"] == ["confirm"]
+    assert tools["forget_memory"].annotations.destructive_hint is True
+    assert tools["search_memory"].annotations.read_only_hint is True
+    assert "agent_id" in tools["search_memory"].input_schema["properties"]
+
+
+def test_a_per_call_server_requires_user_id_on_every_tool(memory: Memory) -> None:
+    tools = with_client(create_server(memory), _tools)
+    for tool in tools.values():
+        assert tool.input_schema["required"][0] == "user_id"
+        assert tool.input_schema["properties"]["user_id"]["type"] == "string"
+
+
+def test_add_search_context_inspect_forget(memory: Memory) -> None:
+    async def session(client: Client) -> None:
+        added = data(await client.call_tool("add_memory", {"content": "I moved to Lisbon in May", "session_id": "s1"}))
+        assert added["user_id"] == "ana"
+        [stored] = added["memories"]
+        assert (stored["content"], stored["role"], stored["session_id"]) == ("I moved to Lisbon in May", "user", "s1")
+        assert "Stored 1 memory for ana" in text(await client.call_tool("add_memory", {"content": "My cat is Miso"}))
+        await client.call_tool("add_memory", {"content": "Noted: Lisbon.", "role": "assistant", "session_id": "s1"})
+
+        result = await client.call_tool("search_memory", {"query": "Lisbon", "limit": 5})
+        hits = data(result)["hits"]
+        assert stored["id"] in {hit["id"] for hit in hits[:2]}
+        assert all("Lisbon" in hit["content"] for hit in hits[:2])
+        assert "I moved to Lisbon in May" in text(result) and stored["id"] in text(result)
+
+        result = await client.call_tool("get_context", {"query": "Where does Ana live?", "token_budget": 200})
+        context = data(result)
+        assert "Lisbon" in context["text"] and 0 < context["tokens"] <= 200
+        assert context["token_budget"] == 200
+        assert any(stored["id"] in item["source_turn_ids"] for item in context["items"])
+        assert text(result) == context["text"]
+
+        report = data(await client.call_tool("inspect_memory", {}))
+        assert report["user_id"] == "ana" and report["counts"]["episodic"] == 3
+        assert "Memory of ana" in text(await client.call_tool("inspect_memory", {"limit": 3}))
+
+        assert "confirm=true" in error(await client.call_tool("forget_memory", {"confirm": False}))
+        assert data(await client.call_tool("inspect_memory", {}))["counts"]["episodic"] == 3
+        deleted = data(await client.call_tool("forget_memory", {"confirm": True, "session_id": "s1"}))
+        assert deleted == {"user_id": "ana", "agent_id": None, "session_id": "s1", "deleted_turns": 2}
+        left = data(await client.call_tool("search_memory", {"query": "Lisbon"}))["hits"]
+        assert [hit["content"] for hit in left] == ["My cat is Miso"]
+        result = await client.call_tool("forget_memory", {"confirm": True})
+        assert data(result)["deleted_turns"] == 1 and "Deleted 1 memory of ana" in text(result)
+
+    with_client(create_server(memory, user_id="ana"), session)
+    assert memory.history(user_id="ana") == []
+
+
+def test_a_fixed_user_server_cannot_touch_another_user(memory: Memory) -> None:
+    [bob] = memory.add("Bob lives in Porto", user_id="bob")
+
+    async def session(client: Client) -> None:
+        assert data(await client.call_tool("search_memory", {"query": "Bob lives in Porto"}))["hits"] == []
+        assert "Porto" not in data(await client.call_tool("get_context", {"query": "Porto"}))["text"]
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("search_memory", {"query": "Porto", "user_id": "bob"}),
+            ("get_context", {"query": "Porto", "user_id": "bob"}),
+            ("add_memory", {"content": "planted", "user_id": "bob"}),
+            ("inspect_memory", {"user_id": "bob"}),
+            ("forget_memory", {"confirm": True, "user_id": "bob"}),
+        ]
+        for name, arguments in calls:
+            assert "serves only user 'ana'" in error(await client.call_tool(name, arguments)), name
+        assert data(await client.call_tool("forget_memory", {"confirm": True}))["deleted_turns"] == 0
+        # Naming the server's own user is allowed.
+        assert data(await client.call_tool("inspect_memory", {"user_id": "ana"}))["user_id"] == "ana"
+
+    with_client(create_server(memory, user_id="ana"), session)
+    assert [turn.id for turn in memory.history(user_id="bob")] == [bob.id]
+
+
+def test_per_call_scoping_keeps_users_apart(memory: Memory) -> None:
+    async def session(client: Client) -> None:
+        await client.call_tool("add_memory", {"user_id": "ana", "content": "Ana lives in Lisbon"})
+        await client.call_tool("add_memory", {"user_id": "bob", "content": "Bob lives in Porto"})
+        ana = data(await client.call_tool("search_memory", {"user_id": "ana", "query": "lives in"}))["hits"]
+        assert [hit["content"] for hit in ana] == ["Ana lives in Lisbon"]
+        assert "Porto" not in data(await client.call_tool("get_context", {"user_id": "ana", "query": "Porto"}))["text"]
+        assert "user_id" in error(await client.call_tool("search_memory", {"query": "lives in"}))
+        assert data(await client.call_tool("forget_memory", {"user_id": "ana", "confirm": True}))["deleted_turns"] == 1
+        bob = data(await client.call_tool("search_memory", {"user_id": "bob", "query": "lives in"}))["hits"]
+        assert [hit["content"] for hit in bob] == ["Bob lives in Porto"]
+        assert data(await client.call_tool("inspect_memory", {"user_id": "bob"}))["counts"]["episodic"] == 1
+
+    with_client(create_server(memory), session)
+
+
+def test_a_fixed_agent_writes_and_reads_only_as_that_agent(memory: Memory) -> None:
+    memory.add("The other agent's note about Lisbon", user_id="ana", agent_id="other")
+
+    async def session(client: Client) -> None:
+        tools = await _tools(client)
+        assert "agent_id" not in tools["search_memory"].input_schema["properties"]
+        [stored] = data(await client.call_tool("add_memory", {"content": "Ana likes Lisbon"}))["memories"]
+        assert stored["agent_id"] == "helper"
+        hits = data(await client.call_tool("search_memory", {"query": "Lisbon"}))["hits"]
+        assert [hit["content"] for hit in hits] == ["Ana likes Lisbon"]
+        assert "agent 'helper'" in error(await client.call_tool("search_memory", {"query": "x", "agent_id": "other"}))
+        assert data(await client.call_tool("forget_memory", {"confirm": True}))["deleted_turns"] == 1
+
+    with_client(create_server(memory, user_id="ana", agent_id="helper"), session)
+    assert [turn.agent_id for turn in memory.history(user_id="ana")] == ["other"]
+
+
+def test_errors_are_tool_errors_with_a_clear_message(memory: Memory) -> None:
+    async def session(client: Client) -> None:
+        assert "query must not be empty" in error(await client.call_tool("search_memory", {"query": "   "}))
+        assert "timestamp" in error(await client.call_tool("add_memory", {"content": "x", "timestamp": "yesterday"}))
+        assert "token_budget" in error(await client.call_tool("get_context", {"query": "x", "token_budget": 5}))
+        assert "limit" in error(await client.call_tool("search_memory", {"query": "x", "limit": 0}))
+        assert "role" in error(await client.call_tool("add_memory", {"content": "x", "role": "narrator"}))
+        assert "content" in error(await client.call_tool("add_memory", {}))
+        memory.add("I live in Lisbon", user_id="ana", id="m1")
+        conflict = error(await client.call_tool("add_memory", {"content": "I live in Porto", "id": "m1"}))
+        assert "m1" in conflict and "new id" in conflict
+        # The same id and text again is a safe retry, not an error.
+        assert data(await client.call_tool("add_memory", {"content": "I live in Lisbon", "id": "m1"}))
+        # A server whose Memory is closed reports the storage error, not a crash.
+        memory.close()
+        assert "closed" in error(await client.call_tool("search_memory", {"query": "Lisbon"}))
+
+    with_client(create_server(memory, user_id="ana"), session)
+
+
+def test_chat_is_a_tool_only_when_an_llm_is_configured(home: Path) -> None:
+    llm = FakeLLM({"chat": ["You moved to Lisbon in May."]})
+    with Memory(home, embedder=HashEmbedder(), llm=llm, background=False) as memory:
+        memory.add("I moved to Lisbon in May", user_id="ana", session_id="s0")
+
+        async def session(client: Client) -> dict[str, Any]:
+            tools = await _tools(client)
+            assert set(tools) == {*TOOLS, "chat"}
+            assert "user_id" not in tools["chat"].input_schema["properties"]
+            result = await client.call_tool("chat", {"message": "Where do I live?", "session_id": "s1"})
+            assert text(result) == "You moved to Lisbon in May."
+            reply: dict[str, Any] = data(result)
+            return reply
+
+        reply = with_client(create_server(memory, user_id="ana"), session)
+        assert reply["is_extractive"] is False and len(reply["turn_ids"]) == 2
+        assert any("Lisbon" in used["text"] for used in reply["memories"])
+        assert "Lisbon" in (llm.calls_for("chat")[0].memory or "")
+        assert [turn.role for turn in memory.history(user_id="ana", session_id="s1")] == ["user", "assistant"]
+
+
+def test_a_failing_llm_is_a_tool_error(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), llm=FakeLLM({"chat": []}), background=False) as memory:
+        result = with_client(create_server(memory), lambda c: c.call_tool("chat", {"user_id": "ana", "message": "hi"}))
+        assert "no scripted reply" in error(result)
+        assert memory.history(user_id="ana") == []
+
+
+class SlowLLM(FakeLLM):
+    """A FakeLLM whose chat reply waits until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__({"chat": ["Done."]})
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def generate(self, messages: Any, **options: Any) -> Any:
+        """Signal the call, wait for the release, then answer."""
+        self.started.set()
+        self.release.wait(timeout=10)
+        return super().generate(messages, **options)
+
+
+def test_a_slow_call_does_not_block_the_others(home: Path) -> None:
+    llm = SlowLLM()
+    with Memory(home, embedder=HashEmbedder(), llm=llm, background=False) as memory:
+        memory.add("I moved to Lisbon in May", user_id="ana")
+        order: list[str] = []
+
+        async def session(client: Client) -> None:
+            async def ask() -> None:
+                data(await client.call_tool("chat", {"message": "Where do I live?"}))
+                order.append("chat")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask)
+                await anyio.to_thread.run_sync(llm.started.wait, 5)
+                with anyio.fail_after(5):
+                    assert data(await client.call_tool("search_memory", {"query": "Lisbon"}))["hits"]
+                order.append("search")
+                llm.release.set()
+
+        with_client(create_server(memory, user_id="ana"), session)
+        assert order == ["search", "chat"]
+
+
+def test_the_lifespan_opens_the_memory_and_closes_it(home: Path) -> None:
+    settings = load_settings(home=home, embedder="hash", background=False)
+    server = create_server(settings=settings, user_id="ana")
+
+    async def session(client: Client) -> list[str]:
+        await client.call_tool("add_memory", {"content": "I moved to Lisbon in May"})
+        return [hit["content"] for hit in data(await client.call_tool("search_memory", {"query": "Lisbon"}))["hits"]]
+
+    assert with_client(server, session) == ["I moved to Lisbon in May"]
+    assert "chat" not in with_client(server, _tools)
+    # Closed on shutdown: the store opens again and holds what the tools wrote.
+    with Memory(settings=settings) as reopened:
+        assert [turn.content for turn in reopened.history(user_id="ana")] == ["I moved to Lisbon in May"]
+
+
+def test_a_bad_fixed_user_fails_when_the_server_is_built(memory: Memory) -> None:
+    with pytest.raises(InvalidInput, match="user_id"):
+        create_server(memory, user_id="  ")

@@ -1,0 +1,94 @@
+"""Context assembly: budgets, section order, shares, and time-ordered excerpts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstrata.retrieval.assembly import SECTION_TITLES, Candidate, assemble
+from memstrata.retrieval.tokens import count_tokens
+
+START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def _episodes(count: int, words: int = 12) -> list[Candidate]:
+    return [
+        Candidate(
+            "episode",
+            "episode",
+            "episodic",
+            f"t{i}",
+            f"Ana: message {i} " + "word " * words,
+            1.0 / (i + 1),
+            (f"t{i}",),
+            START + timedelta(days=count - i),
+        )
+        for i in range(count)
+    ]
+
+
+def test_stable_sections_come_first_and_episodes_read_in_time_order() -> None:
+    candidates = {
+        "episode": _episodes(5),
+        "profile": [Candidate("profile", "profile", "longterm", "p:city", "city: Lisbon")],
+        "cell": [Candidate("cell", "cell", "longterm", "c1", "Ana likes tea", 1.0, ("t9",))],
+    }
+    context = assemble("what does Ana like?", "ana", candidates, 1000)
+    text = context.text
+    assert text.index(SECTION_TITLES["profile"]) < text.index(SECTION_TITLES["cell"]) < text.index("message")
+    positions = [text.index(f"message {i} ") for i in range(5)]
+    assert positions == sorted(positions, reverse=True)  # older (higher i) first
+    assert "[9 May 2023 (Tuesday)]" in text
+    assert context.tokens == count_tokens(text) <= 1000
+    assert [item.kind for item in context.items][:2] == ["profile", "cell"]
+    assert context.turn_ids[0] == "t9"
+
+
+def test_budget_keeps_the_best_episodes_and_reports_what_it_left_out() -> None:
+    context = assemble("q", "ana", {"episode": _episodes(40)}, 200)
+    assert context.tokens <= 200
+    kept = {item.id for item in context.items}
+    assert "t0" in kept and "t39" not in kept
+    assert context.omitted == 40 - len(kept)
+
+
+def test_one_section_cannot_crowd_out_the_episodes() -> None:
+    cells = [Candidate("cell", "cell", "longterm", f"c{i}", f"fact number {i} " * 5, 1.0) for i in range(100)]
+    context = assemble("q", "ana", {"cell": cells, "episode": _episodes(30)}, 500)
+    episode_tokens = sum(item.tokens for item in context.items if item.kind == "episode")
+    assert episode_tokens > 250
+
+
+def test_unused_share_flows_back_to_other_sections() -> None:
+    cells = [Candidate("cell", "cell", "longterm", f"c{i}", f"fact number {i}", 1.0) for i in range(60)]
+    context = assemble("q", "ana", {"cell": cells}, 500)
+    assert len(context.items) > 30 and context.tokens <= 500
+
+
+def test_an_item_offered_twice_appears_once() -> None:
+    episode = _episodes(1)[0]
+    recent = Candidate("recent", "episode", "working", "t0", episode.text, when=episode.when)
+    context = assemble("q", "ana", {"episode": [episode], "recent": [recent]}, 500)
+    assert [item.id for item in context.items] == ["t0"]
+
+
+def test_nothing_to_say_is_an_empty_block() -> None:
+    context = assemble("q", "ana", {}, 500)
+    assert context.text == "" and context.tokens == 0 and context.items == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.integers(min_value=50, max_value=3000),
+    sizes=st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=40),
+)
+def test_never_over_budget(budget: int, sizes: list[int]) -> None:
+    episodes = [
+        Candidate("episode", "episode", "episodic", f"t{i}", "Bo: " + "x y, " * size, 1.0, (f"t{i}",), START)
+        for i, size in enumerate(sizes)
+    ]
+    cells = [Candidate("cell", "cell", "longterm", f"c{i}", "z " * size, 1.0) for i, size in enumerate(sizes)]
+    context = assemble("q", "u", {"episode": episodes, "cell": cells}, budget)
+    assert context.tokens == count_tokens(context.text) <= budget

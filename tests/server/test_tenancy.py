@@ -1,0 +1,57 @@
+"""Tenant names and the id namespace they give."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata import InvalidInput
+from memstrata.server.tenancy import Tenant, check_tenant
+from memstrata.validation import MAX_IDENTIFIER_LENGTH
+
+
+@pytest.mark.parametrize("name", ["acme", "a", "ACME-2", "team_7.prod", "0" * 64])
+def test_valid_tenants(name: str) -> None:
+    assert check_tenant(name) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["", "a/b", "/", "acme/", "-acme", ".acme", "a b", "ä", "a\x00", "x" * 65, None, 5, "a\nb"]
+)
+def test_invalid_tenants(name: object) -> None:
+    with pytest.raises(InvalidInput, match="tenant"):
+        check_tenant(name)
+
+
+def test_ids_go_in_and_come_out() -> None:
+    tenant = Tenant("acme")
+    assert tenant.inside("ana", "user_id") == "acme/ana"
+    assert tenant.outside("acme/ana") == "ana"
+    assert tenant.inside("globex/ana", "user_id") == "acme/globex/ana"
+    assert tenant.outside(tenant.inside("globex/ana", "user_id")) == "globex/ana"
+    assert tenant.outside("01JB2Q8V6Z3N4M5K6J7H8G9F0E") == "01JB2Q8V6Z3N4M5K6J7H8G9F0E"  # made by memstrata
+    assert tenant.owns("acme/ana") and not tenant.owns("acmex/ana") and not tenant.owns("globex/acme/ana")
+
+
+def test_one_tenant_cannot_spell_anothers_ids() -> None:
+    # "acme" + "/" + anything never equals "acm" + "/" + anything, because names cannot hold "/".
+    assert Tenant("acm").inside("e/ana", "user_id") != Tenant("acme").inside("ana", "user_id")
+
+
+@pytest.mark.parametrize("value", [None, "", "  ", "a\x00b", "\ud800", 7])
+def test_unusable_ids_are_invalid_input(value: object) -> None:
+    with pytest.raises(InvalidInput, match="user_id"):
+        Tenant("acme").inside(value, "user_id")
+
+
+def test_the_namespace_counts_against_the_id_length() -> None:
+    tenant = Tenant("acme")
+    longest = MAX_IDENTIFIER_LENGTH - len("acme/")
+    assert len(tenant.inside("u" * longest, "user_id")) == MAX_IDENTIFIER_LENGTH
+    with pytest.raises(InvalidInput, match=f"longer than {longest}"):
+        tenant.inside("u" * (longest + 1), "user_id")
+
+
+def test_messages_lose_the_namespace() -> None:
+    assert Tenant("acme").clean("no memory with id 'acme/x' for user 'acme/ana'") == (
+        "no memory with id 'x' for user 'ana'"
+    )

@@ -1,0 +1,263 @@
+"""What only the PostgreSQL store has to get right: migrations under a lock, HNSW indexes, commit order, errors."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from memstrata import Memory, Role, SchemaTooNew, SearchFilters, StorageError, Turn
+from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.errors import ConfigError, MissingDependency
+from memstrata.storage import open_store
+from tests.postgres_server import require_driver
+
+psycopg = require_driver()
+
+from memstrata.storage.postgres.connection import redact  # noqa: E402
+from memstrata.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS  # noqa: E402
+from memstrata.storage.postgres.retrieval import approximate_statement, match_terms  # noqa: E402
+from memstrata.storage.postgres.rows import PgVector, configure_connection  # noqa: E402
+from memstrata.storage.postgres.store import PostgresStore, open_postgres  # noqa: E402
+
+MODEL = "pg-model"
+
+
+def _turn(turn_id: str, content: str = "text", user_id: str = "ana") -> Turn:
+    return Turn(
+        id=turn_id, user_id=user_id, role=Role.USER, content=content, created_at=datetime(2024, 1, 1, tzinfo=UTC)
+    )
+
+
+def _unit_rows(count: int, dimension: int, seed: int) -> np.ndarray:
+    matrix = np.random.default_rng(seed).standard_normal((count, dimension)).astype(np.float32)
+    normalised: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return normalised
+
+
+def _query(url: str, statement: str, parameters: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as connection:
+        cursor = connection.execute(statement, parameters)
+        rows: list[tuple[object, ...]] = cursor.fetchall() if cursor.description else []
+        return rows
+
+
+@pytest.fixture
+def store(postgres_url: str) -> Iterator[PostgresStore]:
+    opened = open_postgres(postgres_url)
+    yield opened
+    opened.close()
+
+
+# -- opening and migrating ----------------------------------------------------------------------
+
+
+def test_both_schemes_open_the_postgres_store(postgres_url: str) -> None:
+    for url in (postgres_url, postgres_url.replace("postgresql://", "postgres://", 1)):
+        store = open_store(url)
+        try:
+            assert isinstance(store, PostgresStore)
+        finally:
+            store.close()
+
+
+def test_a_fresh_database_records_every_migration_once(store: PostgresStore, postgres_url: str) -> None:
+    rows = _query(postgres_url, "SELECT version, name FROM schema_migrations ORDER BY version")
+    assert rows == [(m.version, m.name) for m in MIGRATIONS] and rows[-1][0] == LATEST_VERSION
+    store.insert_turns([_turn("a", "still here")], None, MODEL)
+    store.close()
+    reopened = open_postgres(postgres_url)
+    try:
+        assert reopened.get_by_ids(["a"])["a"].content == "still here"
+    finally:
+        reopened.close()
+    assert _query(postgres_url, "SELECT version, name FROM schema_migrations ORDER BY version") == rows
+
+
+def test_processes_opening_a_new_database_at_once_migrate_it_once(postgres_url: str) -> None:
+    opened: list[PostgresStore] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def open_one() -> None:
+        try:
+            start.wait()
+            opened.append(open_postgres(postgres_url))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    for store in opened:
+        store.close()
+    assert errors == [] and len(opened) == 4
+    assert _query(postgres_url, "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations") == [
+        (LATEST_VERSION, LATEST_VERSION)
+    ]
+
+
+def test_a_newer_schema_is_refused_and_left_alone(store: PostgresStore, postgres_url: str) -> None:
+    store.insert_turns([_turn("a", "keep me")], None, MODEL)
+    store.close()
+    _query(
+        postgres_url,
+        "INSERT INTO schema_migrations (version, name) VALUES (%s, 'from the future')",
+        (LATEST_VERSION + 1,),
+    )
+    with pytest.raises(SchemaTooNew, match="upgrade") as info:
+        open_store(postgres_url)
+    assert str(LATEST_VERSION + 1) in str(info.value)
+    assert _query(postgres_url, "SELECT content FROM turns") == [("keep me",)]
+    with pytest.raises(SchemaTooNew):
+        Memory(storage_url=postgres_url, embedder=HashEmbedder(), background=False)
+
+
+def test_an_unreachable_server_raises_storage_error_without_the_password() -> None:
+    url = "postgresql://memstrata:topsecret@127.0.0.1:1/nowhere?connect_timeout=3"
+    with pytest.raises(StorageError, match="cannot connect") as info:
+        open_store(url)
+    assert "topsecret" not in str(info.value) and "check the host" in str(info.value)
+
+
+def test_a_malformed_url_raises_config_error() -> None:
+    with pytest.raises(ConfigError):
+        open_store("postgresql://host/db?not_a_libpq_option=1")
+
+
+def test_locations_never_show_passwords(postgres_url: str) -> None:
+    assert redact("postgresql://u:secret@db.example:5432/app?password=x&sslmode=require") == (
+        "postgresql://u@db.example:5432/app?sslmode=require"
+    )
+    with_password = postgres_url.replace("postgres:@", "postgres:hunter2@", 1)
+    store = open_store(with_password)
+    try:
+        assert "hunter2" not in store.location and store.location.startswith("postgresql://postgres@")
+    finally:
+        store.close()
+
+
+def test_a_missing_driver_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [name for name in sys.modules if name.startswith("memstrata.storage.postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(MissingDependency, match=r"pip install 'memstrata\[postgres\]'"):
+        open_store("postgresql://localhost/db")
+
+
+def test_driver_errors_become_storage_errors(store: PostgresStore, postgres_url: str) -> None:
+    _query(postgres_url, "DROP TABLE events CASCADE")
+    with pytest.raises(StorageError, match="reading"):
+        store.events("ana")
+    store.insert_turns([_turn("a")], None, MODEL)
+    with pytest.raises(StorageError, match="writing"):
+        store.delete("a", "ana")  # records an event
+    assert store.get_by_ids(["a"]).keys() == {"a"}  # the failed transaction changed nothing
+
+
+# -- full-text translation ---------------------------------------------------------------------------
+
+
+def test_match_expressions_become_terms_never_syntax() -> None:
+    assert match_terms('"lisbon" OR "moved"') == ["lisbon", "moved"]
+    assert match_terms('"say ""hi"""') == ['say "hi"']
+    assert match_terms("plain words OR NEAR more") == ["plain", "words", "more"]
+    assert match_terms('"" OR "  "') == []
+
+
+def test_stemming_and_neighbour_text_are_indexed(store: PostgresStore, postgres_url: str) -> None:
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    seqs = store.insert_turns(
+        [
+            Turn("a", "ana", Role.USER, "running late today", moment, session_id="s"),
+            Turn("b", "ana", Role.ASSISTANT, "she runs daily", moment, session_id="s"),
+        ],
+        None,
+        MODEL,
+    )
+    assert {seq for seq, _ in store.fulltext('"run"', "ana", SearchFilters(), 5)} == set(seqs)
+    assert _query(postgres_url, "SELECT near, far FROM turns ORDER BY seq") == [
+        (" she runs daily", " "),
+        ("running late today ", " "),
+    ]
+
+
+# -- vectors ------------------------------------------------------------------------------------
+
+
+def test_each_model_gets_an_hnsw_index_that_its_queries_use(store: PostgresStore, postgres_url: str) -> None:
+    store.insert_turns([_turn(f"t{n}") for n in range(50)], _unit_rows(50, 8, 1), MODEL)
+    store.put_vectors("other-model", [1, 2], _unit_rows(2, 16, 2))
+    indexes = _query(postgres_url, "SELECT model_id, dimension, index_name FROM vector_indexes ORDER BY model_id")
+    assert [(model, dimension) for model, dimension, _ in indexes] == [("other-model", 16), (MODEL, 8)]
+    definitions = dict(
+        _query(postgres_url, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'turn_vectors'")
+    )
+    for _, dimension, name in indexes:
+        assert "USING hnsw" in str(definitions[name]) and f"vector({dimension})" in str(definitions[name])
+    mine = next(name for model, _, name in indexes if model == MODEL)
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        configure_connection(connection)
+        connection.execute("BEGIN; SET LOCAL enable_seqscan = off")
+        query = _unit_rows(1, 8, 3)[0]
+        statement = approximate_statement(MODEL, 8)
+        plan = connection.execute(
+            b"EXPLAIN " + statement.as_bytes(connection), (PgVector(query), "ana", PgVector(query), 5)
+        ).fetchall()
+        connection.execute("ROLLBACK")
+    assert any(f"Index Scan using {mine}" in str(row[0]) for row in plan), plan
+
+
+def test_nearest_is_exact_for_a_user_the_index_candidates_miss(store: PostgresStore) -> None:
+    vectors = _unit_rows(400, 8, 4)
+    store.insert_turns([_turn(f"big{n}", user_id="big") for n in range(397)], vectors[:397], MODEL)
+    small = store.insert_turns([_turn(f"small{n}", user_id="small") for n in range(3)], vectors[397:], MODEL)
+    found = store.nearest(MODEL, "small", vectors[0], 10)
+    assert sorted(seq for seq, _ in found) == small
+    expected = sorted(range(3), key=lambda n: -float(vectors[397 + n] @ vectors[0]))
+    assert [seq for seq, _ in found] == [small[n] for n in expected]
+    big = store.nearest(MODEL, "big", vectors[5], 10)
+    assert big[0][0] == 6 and len(big) == 10  # seqs start at 1
+    store.delete("big5", "big")
+    assert 6 not in {seq for seq, _ in store.nearest(MODEL, "big", vectors[5], 10)}
+
+
+def test_vector_ids_grow_in_commit_order_for_concurrent_writers(postgres_url: str) -> None:
+    writers = [open_postgres(postgres_url) for _ in range(2)]
+    reader = open_postgres(postgres_url)
+    written: list[int] = []
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def write(index: int) -> None:
+        for n in range(40):
+            written.extend(writers[index].insert_turns([_turn(f"w{index}-{n}")], _unit_rows(1, 4, n), MODEL))
+
+    def read() -> None:
+        high_water = 0
+        while True:
+            finished = done.is_set()
+            batch = reader.vectors_after(MODEL, "ana", high_water)
+            seen.update(batch.seqs.tolist())
+            high_water = batch.high_water
+            if finished:
+                return
+
+    threads = [threading.Thread(target=write, args=(index,)) for index in (0, 1)]
+    catch_up = threading.Thread(target=read)
+    catch_up.start()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    done.set()
+    catch_up.join(60)
+    for store in [*writers, reader]:
+        store.close()
+    assert len(written) == 80 and seen == set(written)  # catching up by id never skipped a commit

@@ -1,0 +1,100 @@
+"""Memory.context: one memory block under a token budget, scoped, stable parts first."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata import InvalidInput, Memory
+from memstrata.retrieval.tokens import count_tokens
+
+
+def _seed(memory: Memory) -> None:
+    memory.add(
+        [
+            {"role": "user", "content": "I live in Lisbon and I love hiking.", "name": "Ana"},
+            {"role": "assistant", "content": "Lisbon has great trails nearby."},
+        ],
+        user_id="ana",
+        session_id="s1",
+        timestamp="2024-03-01T10:00:00Z",
+    )
+    memory.add("My favourite food is bacalhau.", user_id="ana", session_id="s1", timestamp="2024-03-02T10:00:00Z")
+    memory.add("I live in Porto now.", user_id="ana", session_id="s2", timestamp="2024-06-02T10:00:00Z")
+    memory.add("I live in Oslo and love skiing.", user_id="bo", session_id="x", timestamp="2024-06-02T10:00:00Z")
+    memory.flush()
+
+
+def test_context_holds_the_relevant_turns_verbatim_with_dates(memory: Memory) -> None:
+    _seed(memory)
+    context = memory.context("where does Ana live?", user_id="ana", token_budget=400)
+    assert "I live in Lisbon and I love hiking." in context.text
+    assert "I live in Porto now." in context.text
+    assert "[2 June 2024 (Sunday)]" in context.text
+    assert context.tokens == count_tokens(context.text) <= 400
+    assert context.token_budget == 400 and context.user_id == "ana"
+    assert {item.kind for item in context.items} >= {"episode"}
+    assert set(context.turn_ids) <= {turn.id for turn in memory.history(user_id="ana")}
+
+
+def test_context_never_shows_another_users_memory(memory: Memory) -> None:
+    _seed(memory)
+    context = memory.context("who lives in Oslo and skis?", user_id="ana", token_budget=2000)
+    assert "Oslo" not in context.text and "skiing" not in context.text
+    assert "Oslo" in memory.context("who lives in Oslo?", user_id="bo").text
+
+
+def test_stable_parts_come_before_the_excerpts(memory: Memory) -> None:
+    _seed(memory)
+    text = memory.context("where does Ana live?", user_id="ana", token_budget=1000).text
+    assert text.startswith("# Memory")
+    if "## About the user" in text:
+        assert text.index("## About the user") < text.index("## From past conversations")
+
+
+def test_small_budget_is_respected(memory: Memory) -> None:
+    _seed(memory)
+    for budget in (50, 80, 120):
+        context = memory.context("where does Ana live?", user_id="ana", token_budget=budget)
+        assert context.tokens <= budget
+
+
+def test_session_context_adds_its_recent_exchanges(memory: Memory) -> None:
+    _seed(memory)
+    context = memory.context("bacalhau", user_id="ana", session_id="s2", token_budget=1000)
+    assert "I live in Porto now." in context.text
+    assert "bacalhau" in context.text  # retrieval still spans the whole memory
+
+
+def test_unknown_user_gets_an_empty_block(memory: Memory) -> None:
+    context = memory.context("anything", user_id="nobody")
+    assert context.text == "" and context.tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"token_budget": 10}, "token_budget"),
+        ({"token_budget": "1000"}, "token_budget"),
+        ({"token_budget": True}, "token_budget"),
+        ({"include_superseded": "yes"}, "include_superseded"),
+        ({"user_id": ""}, "user_id"),
+    ],
+)
+def test_bad_arguments_are_rejected(memory: Memory, arguments: dict[str, object], message: str) -> None:
+    call = {"user_id": "ana", **arguments}
+    with pytest.raises(InvalidInput, match=message):
+        memory.context("where?", **call)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="query"):
+        memory.context("   ", user_id="ana")
+
+
+def test_superseded_facts_only_when_asked(memory: Memory) -> None:
+    memory.add("My favourite colour is blue.", user_id="cy", timestamp="2024-01-01T00:00:00Z")
+    memory.add("My favourite colour is green.", user_id="cy", timestamp="2024-02-01T00:00:00Z")
+    memory.flush()
+    assert [cell.value for cell in memory.cells(user_id="cy", include_superseded=True)] == ["green", "blue"]
+    current = memory.context("favourite colour", user_id="cy", token_budget=2000)
+    with_history = memory.context("favourite colour", user_id="cy", token_budget=2000, include_superseded=True)
+    assert "My favourite colour is blue. (until 2024-02-01, then replaced)" in with_history.text
+    assert "then replaced" not in current.text
+    assert "- favourite color: green" in current.text
