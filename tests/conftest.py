@@ -16,6 +16,7 @@ from tests.postgres_server import (  # noqa: F401  (fixtures shared by every tes
     postgres_template,
     postgres_url,
 )
+from tests.redis_server import redis_server, redis_url  # noqa: F401  (fixtures shared by every test dir)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 LOCOMO = SHARED / "datasets" / "locomo" / "locomo10.json"

@@ -98,3 +98,18 @@ def test_superseded_facts_only_when_asked(memory: Memory) -> None:
     assert "My favourite colour is blue. (until 2024-02-01, then replaced)" in with_history.text
     assert "then replaced" not in current.text
     assert "- favourite color: green" in current.text
+
+
+def test_recent_exchanges_stay_with_their_agent(memory: Memory) -> None:
+    memory.add("planner note: book the venue", user_id="ana", session_id="s", agent_id="planner")
+    memory.add("coder note: fix the parser", user_id="ana", session_id="s", agent_id="coder")
+    text = memory.context("notes", user_id="ana", session_id="s", agent_id="planner", token_budget=500).text
+    assert "book the venue" in text and "fix the parser" not in text
+
+
+def test_flush_can_wait_for_one_user(memory: Memory) -> None:
+    memory.add("first things first", user_id="ana")
+    memory.flush(user_id="ana")
+    assert memory.inspect(user_id="ana").pending_jobs == 0
+    with pytest.raises(InvalidInput, match="user_id"):
+        memory.flush(user_id="")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -48,9 +48,20 @@ class Settings(BaseSettings):
         max_length=8,
         description="Weights of the turns 1, 2, … away in a turn's searched vector (JSON list in env).",
     )
+    vector_search: Literal["memory", "server"] = Field(
+        default="memory",
+        description="memory: exact search in process, with neighbour blending; server: the store's own "
+        "index (pgvector HNSW), no blending.",
+    )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
     working_capacity: int = Field(
         default=10, ge=1, le=10_000, description="Exchanges kept per session in working memory."
+    )
+    working_url: str | None = Field(
+        default=None, description="redis://host:port/db keeps working memory in Redis; default: in the store."
+    )
+    working_ttl_seconds: float = Field(
+        default=7 * 24 * 3600.0, gt=0, description="A Redis-held session idle this long moves whole to mid-term."
     )
     background: bool = Field(default=True, description="Run tier work in a background thread (else on flush()).")
     midterm_capacity: int = Field(default=200, ge=1, description="Active mid-term segments per user before eviction.")

@@ -18,7 +18,7 @@ from memstrata import __version__
 from memstrata.config import Settings, load_settings
 from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder, Vectors
-from memstrata.errors import IdConflict, InvalidInput, NotFound, StorageError
+from memstrata.errors import ConfigError, IdConflict, InvalidInput, NotFound, StorageError
 from memstrata.ids import IdGenerator
 from memstrata.llms import load_llm
 from memstrata.llms.base import LLM
@@ -32,10 +32,11 @@ from memstrata.retrieval.fulltext import fts_query, indexed_text
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
 from memstrata.retrieval.rerank import focus_on_speaker
 from memstrata.retrieval.vectors import VectorIndex
-from memstrata.storage import open_store
-from memstrata.storage.base import Store, TierStore
+from memstrata.storage import open_store, open_working_set
+from memstrata.storage.base import Job, ServerSideVectors, Store, TierStore
 from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
 from memstrata.tiers.worker import Activity, Worker
+from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
 from memstrata.transfer import header_line, read_export, turn_line
 from memstrata.validation import (
     check_identifier,
@@ -116,6 +117,12 @@ class Memory(TierViews, ContextViews, ChatViews):
         self._store = store or open_store(
             settings.resolved_storage_url, busy_timeout_seconds=settings.busy_timeout_seconds
         )
+        if settings.vector_search == "server" and not isinstance(self._store, ServerSideVectors):
+            self._store.close()
+            raise ConfigError(
+                f"vector_search = 'server' needs a store with its own vector index (PostgreSQL + pgvector), "
+                f"not {self._store.location}; use vector_search = 'memory'"
+            )
         self._index = VectorIndex(self._embedder.dimension, neighbour_weights=settings.neighbour_weights)
         self._ids = IdGenerator()
         self._executor: ThreadPoolExecutor | None = None
@@ -136,9 +143,14 @@ class Memory(TierViews, ContextViews, ChatViews):
         )
         store_with_tiers = cast(TierStore, self._store)
         self._hierarchy = Hierarchy(store_with_tiers, self._embedder, self._llm, policy, self._ids)
+        self._shared_working = _shared_working(settings, store_with_tiers)
+        claim: Callable[[], Job | None] = functools.partial(store_with_tiers.claim_job, policy.job_lease_seconds)
+        run: Callable[[Job], None] = self._hierarchy.run
+        if self._shared_working is not None:
+            claim, run = self._shared_working.claimer(claim), self._shared_working.runner(run)
         self._worker = Worker(
-            lambda: store_with_tiers.claim_job(policy.job_lease_seconds),
-            self._hierarchy.run,
+            claim,
+            run,
             store_with_tiers.finish_job,
             lambda job_id, error, retry: store_with_tiers.fail_job(job_id, error, retry=retry),
             max_attempts=policy.max_attempts,
@@ -163,6 +175,8 @@ class Memory(TierViews, ContextViews, ChatViews):
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
             self._index.drop()
+            if self._shared_working is not None:
+                self._shared_working.close()
             self._store.close()
 
     def __enter__(self) -> Memory:
@@ -242,11 +256,22 @@ class Memory(TierViews, ContextViews, ChatViews):
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed([indexed_text(t) for t in fresh], known=[known_vectors.get(t.id) for t in fresh])
-            self._store.insert_turns(
-                fresh, vectors, self._embedder.model_id, working_capacity=self.settings.working_capacity
-            )
+            self._insert_turns(fresh, vectors, self._embedder.model_id)
             self._after_enqueue()
         return [existing.get(turn.id, turn) for turn in turns]
+
+    def _insert_turns(self, turns: list[Turn], vectors: Vectors, model_id: str) -> None:
+        """Write new turns durably; their working set follows in the same transaction, or in Redis."""
+        if self._shared_working is not None:
+            self._shared_working.insert(turns, vectors, model_id)
+        else:
+            self._store.insert_turns(turns, vectors, model_id, working_capacity=self.settings.working_capacity)
+
+    def _working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
+        """Turns in working memory (one session, or all of the user's), oldest first."""
+        if self._shared_working is not None:
+            return self._shared_working.working_seqs(user_id, session_id)
+        return cast(TierStore, self._store).working_seqs(user_id, session_id)
 
     def _after_enqueue(self) -> None:
         """Nudge the background worker (when there is one) about new jobs."""
@@ -349,7 +374,8 @@ class Memory(TierViews, ContextViews, ChatViews):
         """Each retriever's ranked candidates: ``fulltext`` and ``vector`` turns, ``derived`` items."""
         rankings: dict[str, list[tuple[str, int]]] = {}
         match = fts_query(text) if mode != "vector" else None
-        if mode != "fulltext":
+        server_side = self._server_vectors()
+        if mode != "fulltext" and server_side is None:
             self._sync_index(user_id)
         allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(user_id, filters)
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
@@ -361,7 +387,10 @@ class Memory(TierViews, ContextViews, ChatViews):
         )
         if mode != "fulltext":
             query_vector = self._embedder.embed_query(text)
-            found = self._index.search(user_id, query_vector, depth, allowed)
+            if server_side is not None:
+                found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
+            else:
+                found = self._index.search(user_id, query_vector, depth, allowed)
             rankings["vector"] = [("turn", seq) for seq, _ in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
@@ -371,6 +400,12 @@ class Memory(TierViews, ContextViews, ChatViews):
         """Rerank fused candidates: lift the turns of the speaker the query names."""
         turns = self._store.get_by_seqs([seq for kind, seq in (item.key for item in fused) if kind == "turn"], user_id)
         return focus_on_speaker(text, fused, {("turn", seq): turn.name for seq, turn in turns.items()})
+
+    def _server_vectors(self) -> ServerSideVectors | None:
+        """The store's own vector index, when settings ask for it (``vector_search="server"``)."""
+        if self.settings.vector_search == "server" and isinstance(self._store, ServerSideVectors):
+            return self._store
+        return None
 
     def _load_hits(self, fused: Sequence[Fused[tuple[str, int]]], count: int, user_id: str) -> list[Hit]:
         """Read the top ``count`` fused items from the store as hits."""
@@ -433,10 +468,11 @@ class Memory(TierViews, ContextViews, ChatViews):
 
     def _sync_index(self, user_id: str) -> None:
         """Load vectors other writers (or this one) stored since the index last looked."""
+        generation = self._index.generation(user_id)
         after = self._index.high_water(user_id) or 0
         batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
         if len(batch.seqs) or self._index.high_water(user_id) is None:
-            self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water)
+            self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
 
     def get(self, turn_id: str, *, user_id: str) -> Turn:
         """The turn with this id in ``user_id``'s memory; NotFound otherwise."""
@@ -484,6 +520,8 @@ class Memory(TierViews, ContextViews, ChatViews):
         self._require_open()
         scope = self._scope(user_id, agent_id, session_id)
         count = self._store.forget(scope)
+        if self._shared_working is not None:
+            self._shared_working.forget(scope)
         self._index.drop(scope.user_id)
         return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
 
@@ -561,7 +599,7 @@ class Memory(TierViews, ContextViews, ChatViews):
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed([indexed_text(turn) for turn in fresh], known=[known.get(turn.id) for turn in fresh])
-            self._store.insert_turns(fresh, vectors, model_id, working_capacity=self.settings.working_capacity)
+            self._insert_turns(fresh, vectors, model_id)
             self._after_enqueue()
         return TransferReport(
             str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
@@ -594,3 +632,16 @@ class Memory(TierViews, ContextViews, ChatViews):
             check_identifier(agent_id, "agent_id", required=False),
             check_identifier(session_id, "session_id", required=False),
         )
+
+
+def _shared_working(settings: Settings, store: TierStore) -> SharedWorkingMemory | None:
+    """Working memory in Redis when ``working_url`` is set; ``None`` keeps it in the store's own transaction."""
+    if settings.working_url is None:
+        return None
+    try:
+        working = open_working_set(settings.working_url)
+    except BaseException:
+        store.close()
+        raise
+    policy = WorkingPolicy(capacity=settings.working_capacity, idle_seconds=settings.working_ttl_seconds)
+    return SharedWorkingMemory(store, working, policy)

@@ -121,7 +121,7 @@ class ChatViews:
         if scope.session_id is None:
             return []
         store = self._chat_memory._tiers
-        turns = store.get_by_seqs(store.working_seqs(scope.user_id, scope.session_id), scope.user_id)
+        turns = store.get_by_seqs(self._chat_memory._working_seqs(scope.user_id, scope.session_id), scope.user_id)
         return conversation([turns[seq] for seq in sorted(turns) if turns[seq].agent_id == scope.agent_id])
 
     def _consolidation_due(self, user_id: str) -> bool:

@@ -98,7 +98,7 @@ class ContextViews:
                     if hit.tier in SUMMARY_TIERS
                 ],
                 "episode": [_episode(hit, "episode") for hit in episodes],
-                "recent": self._recent(user, scope.session_id),
+                "recent": self._recent(user, scope.session_id, scope.agent_id),
             }
             built = assemble(text, user, candidates, budget, self.assembly_policy)
             included = {item.id for item in built.items if item.kind == "episode"}
@@ -172,11 +172,12 @@ class ContextViews:
             for e in subgraph.edges
         ]
 
-    def _recent(self, user: str, session_id: str | None) -> list[Candidate]:
+    def _recent(self, user: str, session_id: str | None, agent_id: str | None) -> list[Candidate]:
         if session_id is None:
             return []
         store = self._store_tiers
-        turns = store.get_by_seqs(store.working_seqs(user, session_id), user)
+        found = store.get_by_seqs(self._working_seqs(user, session_id), user)  # type: ignore[attr-defined]
+        turns = {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
         # Newest first, so the budget keeps the latest exchanges; rendering restores time order.
         return [
             Candidate(

@@ -37,9 +37,10 @@ class TierViews:
         self._require_open()  # type: ignore[attr-defined]
         return str(check_identifier(user_id, "user_id"))
 
-    def flush(self, timeout: float | None = 60.0) -> None:
-        """Wait until background tier work queued so far is done (tests and benchmarks use it)."""
+    def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None) -> None:
+        """Wait until background tier work queued so far (of one user, or of all) is done."""
         self._require_open()  # type: ignore[attr-defined]
+        user = self._checked_user(user_id) if user_id is not None else None
         deadline = None if timeout is None else time.monotonic() + timeout
         self._queue_visits()  # type: ignore[attr-defined]
         while True:
@@ -47,7 +48,7 @@ class TierViews:
                 self._worker.drain()
             elif not self._worker.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic())):
                 raise StorageError("background work did not finish in time; call flush() again or raise timeout")
-            if self._tiers.count_jobs() == 0:
+            if self._tiers.count_jobs(user) == 0:
                 return
             if deadline is not None and time.monotonic() > deadline:
                 raise StorageError("background work did not finish in time; another process may hold the jobs")
@@ -56,7 +57,7 @@ class TierViews:
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
         user = self._checked_user(user_id)
-        self.flush()
+        self.flush(user_id=user)  # only this user's queued work: other users' never delay it
         return self._hierarchy.consolidate(user)
 
     def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:
@@ -124,10 +125,10 @@ class TierViews:
         """Each tier of a user: counts, working set, hot segments, profile, cells, patterns, entities, log."""
         user = self._checked_user(user_id)
         store = self._tiers
-        working = store.get_by_seqs(store.working_seqs(user), user)
+        working = store.get_by_seqs(self._working_seqs(user), user)  # type: ignore[attr-defined]
         return Inspection(
             user_id=user,
-            counts=store.tier_counts(user),
+            counts={**store.tier_counts(user), "working": len(working)},
             working=tuple(working[seq] for seq in sorted(working)),
             segments=tuple(store.segments(user, limit=limit)),
             profile=store.profile(user),

@@ -161,3 +161,10 @@ def test_bad_options_are_invalid_input(memory: Memory) -> None:
         _shell(memory, token_budget=5)
     with pytest.raises(InvalidInput):
         ChatShell(memory, Console(file=io.StringIO()), user_id="")
+
+
+def test_square_brackets_are_shown_as_text_not_markup(memory: Memory) -> None:
+    memory.add("the config lives in [/etc] and [bold]", user_id="ana", session_id="[s1]")
+    shell, output = _shell(memory)
+    text = _run(shell, output, "/search where is [/etc] file")
+    assert "search: where is [/etc] file" in text and "[/etc] and [bold]" in text and "[s1]" in text

@@ -33,6 +33,11 @@ def test_one_conversation_report(tmp_path: Path) -> None:
             assert all(item.startswith(record["conversation"] + ":") for item in ranked), "scope leak"
     assert "conversations 6-10" not in report["retrieval"]
     assert report["ingest_vs_embedder"] is not None and report["ingest_vs_embedder"] > 0
+    baselines = report["retrieval"]["all"]
+    assert {"bm25_baseline", "dense_baseline"} <= set(baselines)
+    for record in records:
+        for name in ("bm25_baseline", "dense_baseline"):
+            assert all(item.startswith(record["conversation"] + ":") for item in record[name]["ranked"])
     context = report["context"]["all"]
     assert set(context) == {"500", "1000", "2000"}
     for budget, groups in context.items():

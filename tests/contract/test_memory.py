@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import IdConflict, Memory, NotFound, Role
+from memstrata import ConfigError, IdConflict, Memory, NotFound, Role
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
 MODES = ("hybrid", "fulltext", "vector")
@@ -298,3 +298,20 @@ def test_info_names_the_store_without_secrets(memory: Memory, storage_url: str) 
     assert info["counts"]["turns"] == 1 and info["counts"]["users"] == 1
     assert info["counts"][f"vectors[{memory.embedder.model_id}]"] == 1
     assert "password" not in str(info["storage"])
+
+
+def test_server_side_vector_search_where_the_store_has_an_index(
+    open_memory: Callable[..., Memory], storage_url: str
+) -> None:
+    if storage_url.startswith("sqlite"):
+        with pytest.raises(ConfigError, match="vector_search"):
+            open_memory(vector_search="server")
+        return
+    memory = open_memory(vector_search="server")
+    memory.add("the lighthouse keeper waves", user_id="ana", session_id="a")
+    memory.add("a quiet harbour at dusk", user_id="ana", session_id="b")
+    memory.add("the lighthouse keeper waves", user_id="bo", session_id="a")
+    hits = memory.search("lighthouse keeper", user_id="ana", mode="vector")
+    assert hits[0].content == "the lighthouse keeper waves"
+    assert all(hit.turn is not None and hit.turn.user_id == "ana" for hit in hits)
+    assert memory.search("harbour", user_id="ana", mode="vector", session_id="b")[0].content.startswith("a quiet")

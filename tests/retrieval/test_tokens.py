@@ -58,3 +58,8 @@ def test_truncation_fits_and_keeps_a_prefix() -> None:
     assert text.startswith(cut) and count_tokens(cut) <= 4 and cut
     assert truncate_to_tokens(text, 100) == text
     assert truncate_to_tokens(text, 0) == ""
+
+
+def test_underscores_count() -> None:
+    assert count_tokens("_" * 80) >= 20
+    assert count_tokens("__init__") >= 3

@@ -268,3 +268,21 @@ def test_two_neighbour_distances_reach_two_turns_away() -> None:
     index.extend("ana", np.arange(1, 6), rows, 5)
     found = dict(index.search("ana", rows[0], 5))
     assert found[1] > found[2] > found[3] > 0 and found[4] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_batch_read_before_a_removal_is_ignored() -> None:
+    index = VectorIndex(8)
+    rows = _unit_rows(3)
+    index.extend("ana", np.array([1]), rows[:1], 1)
+    before = index.generation("ana")
+    index.drop("ana")  # a forget committed while a search was reading the store
+    index.extend("ana", np.array([1, 2, 3]), rows, 3, before)
+    assert index.high_water("ana") is None and index.search("ana", rows[0], 3) == []
+    current = index.generation("ana")
+    index.extend("ana", np.array([2, 3]), rows[1:], 3, current)
+    index.remove("ana", np.array([2]))
+    index.extend("ana", np.array([2]), rows[1:2], 3, current)  # overtaken by the removal
+    assert [seq for seq, _ in index.search("ana", rows[2], 3)] == [3]
+    everyone = index.generation("ana")
+    index.drop()
+    assert index.generation("ana") != everyone

@@ -128,7 +128,7 @@ class ChatShell:
             return
         table = Table("kind", "tier", "score", "memory", title="memories used", title_justify="left")
         for item in reply.memories:
-            table.add_row(item.kind, item.tier, f"{item.score:.4f}", Text(_short(item.text)))
+            table.add_row(Text(item.kind), Text(item.tier), f"{item.score:.4f}", Text(_short(item.text)))
         self.console.print(table)
 
     # -- commands ---------------------------------------------------------------------
@@ -136,7 +136,7 @@ class ChatShell:
     def _inspect(self, argument: str) -> None:
         self.memory.flush()  # show the tiers with the queued work done, as `memstrata inspect` does
         report = self.memory.inspect(user_id=self.user_id, limit=5)
-        table = Table("tier", "items", title=f"memory of {report.user_id}", title_justify="left")
+        table = Table("tier", "items", title=Text(f"memory of {report.user_id}"), title_justify="left")
         for name, count in report.counts.items():
             table.add_row(name, str(count))
         self.console.print(table)
@@ -153,13 +153,15 @@ class ChatShell:
         if not hits:
             self._say("no memories matched")
             return
-        table = Table("#", "score", "when", "session", "memory", title=f"search: {argument}", title_justify="left")
+        table = Table(
+            "#", "score", "when", "session", "memory", title=Text(f"search: {argument}"), title_justify="left"
+        )
         for rank, hit in enumerate(hits, start=1):
             turn = hit.turn
             when = f"{turn.created_at:%Y-%m-%d %H:%M}" if turn else hit.tier
             speaker = f"{turn.name or turn.role.value}: " if turn else ""
             session = (turn.session_id or "") if turn else ""
-            table.add_row(str(rank), f"{hit.score:.4f}", when, session, Text(speaker + hit.content))
+            table.add_row(str(rank), f"{hit.score:.4f}", when, Text(session), Text(speaker + hit.content))
         self.console.print(table)
 
     def _profile(self, argument: str) -> None:
@@ -172,7 +174,7 @@ class ChatShell:
         if profile:
             table = Table("trait", "value", title="profile", title_justify="left")
             for key, value in profile.items():
-                table.add_row(key, Text(value))
+                table.add_row(Text(key), Text(value))
             self.console.print(table)
         if cells:
             facts = Table("kind", "fact", "since", title="current facts", title_justify="left")

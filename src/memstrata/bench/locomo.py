@@ -15,10 +15,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
 from memstrata import Memory
+from memstrata.bench.baselines import PlainBM25, PlainDense
 from memstrata.bench.context_metrics import (
     answer_in_context,
     answer_string_in_context,
@@ -31,6 +33,8 @@ from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
 
 MODES = ("hybrid", "fulltext", "vector")
+# Plain retrieval without memstrata's neighbours, blending, fusion or rerank (bench/baselines.py).
+BASELINES = ("bm25_baseline", "dense_baseline")
 CUTOFFS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUDGETS = (500, 1000, 2000)
@@ -96,20 +100,32 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         tempfile.TemporaryDirectory(prefix="memstrata-locomo-") as scratch,
         Memory(options.home or Path(scratch), **overrides) as memory,
     ):
-        embed_seconds = _time_embedder(memory, turns) if options.embedder_baseline else None
+        bm25 = PlainBM25()
+        bm25.add([(turn_id(t), t.conversation, t.speaker, t.text) for t in turns])
+        dense = PlainDense(memory.embedder) if options.embedder_baseline else None
+        embed_seconds = _time_embedder(memory, turns, dense) if dense is not None else None
         ingest_seconds = _ingest(memory, turns, console)
-        records = _ask(memory, questions, turns, options, number_of, console)
+        records = _ask(
+            memory, questions, turns, options, number_of, console, {"bm25_baseline": bm25, "dense_baseline": dense}
+        )
         report = _report(memory, options.tiers, records, len(turns), ingest_seconds, embed_seconds, chosen, number_of)
         report["consolidation"] = _consolidation_scores(memory, chosen)
         return report, records
 
 
-def _time_embedder(memory: Memory, turns: list[DialogTurn]) -> float:
+def _time_embedder(memory: Memory, turns: list[DialogTurn], dense: PlainDense) -> float:
+    """Seconds the bare embedder takes for the texts memstrata embeds; keeps the vectors for the dense baseline."""
     started = time.perf_counter()
-    texts = [turn.text for turn in turns]
-    for start in range(0, len(texts), 64):
-        memory.embedder.embed_documents(texts[start : start + 64])
-    return time.perf_counter() - started
+    texts = [f"{turn.speaker}: {turn.text}" for turn in turns]
+    chunks = [memory.embedder.embed_documents(texts[start : start + 64]) for start in range(0, len(texts), 64)]
+    elapsed = time.perf_counter() - started
+    vectors = np.vstack(chunks) if chunks else np.zeros((0, memory.embedder.dimension), np.float32)
+    by_user: dict[str, list[int]] = defaultdict(list)
+    for index, turn in enumerate(turns):
+        by_user[turn.conversation].append(index)
+    for user, rows in by_user.items():
+        dense.add(user, [turn_id(turns[row]) for row in rows], vectors[rows])
+    return elapsed
 
 
 def _ingest(memory: Memory, turns: list[DialogTurn], console: Console) -> float:
@@ -141,6 +157,7 @@ def _ask(
     options: LocomoOptions,
     number_of: dict[str, int],
     console: Console,
+    baselines: dict[str, PlainBM25 | PlainDense | None],
 ) -> list[dict[str, Any]]:
     text_of = {turn_id(turn): turn.text for turn in turns}
     texts_by_conversation: dict[str, list[str]] = defaultdict(list)
@@ -188,6 +205,11 @@ def _ask(
                 ranked = list(dict.fromkeys(turn_id for hit in hits for turn_id in hit.source_turn_ids))
                 ranked = ranked[: max(CUTOFFS)]
                 record[mode] = {"ranked": ranked, "ms": elapsed}
+            for name, plain in baselines.items():
+                if plain is not None:
+                    started = time.perf_counter()
+                    ranked = plain.search(question.question, question.conversation, max(CUTOFFS))
+                    record[name] = {"ranked": ranked, "ms": (time.perf_counter() - started) * 1000}
             record["context"] = {}
             for budget in options.budgets:
                 started = time.perf_counter()
@@ -228,10 +250,15 @@ def _by_age(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
                     f"{mode} recall@10": statistics.fmean(
                         recall_at(r[mode]["ranked"], r["evidence"], 10) for r in subset
                     )
-                    for mode in MODES
+                    for mode in _modes(records)
                 },
             }
     return result
+
+
+def _modes(records: Sequence[dict[str, Any]]) -> list[str]:
+    """memstrata's modes, then the baselines this run computed."""
+    return [mode for mode in (*MODES, *BASELINES) if records and mode in records[0]]
 
 
 def _consolidation_scores(memory: Memory, conversations: Sequence[str]) -> dict[str, Any]:
@@ -297,9 +324,9 @@ def _report(
                     if any(r["category"] == c for r in subset)
                 },
             }
-            for mode in MODES
+            for mode in _modes(subset)
         }
-    latencies = {mode: [r[mode]["ms"] for r in records] for mode in MODES}
+    latencies = {mode: [r[mode]["ms"] for r in records] for mode in _modes(records)}
     for budget in {budget for r in records for budget in r.get("context", {})}:
         latencies[f"context@{budget}"] = [r["context"][budget]["ms"] for r in records]
     context = {split: _context_scores(subset) for split, subset in splits.items() if subset}

@@ -94,7 +94,7 @@ def locomo(
 
     Example: memstrata bench locomo --conversations 1-5 --json results/locomo.json
     """
-    from memstrata.bench.locomo import MODES, LocomoOptions, parse_conversations, run_locomo
+    from memstrata.bench.locomo import LocomoOptions, parse_conversations, run_locomo
     from memstrata.errors import InvalidInput
 
     try:
@@ -121,7 +121,7 @@ def locomo(
         details.write_text("".join(json.dumps(record) + "\n" for record in records))
     for split, by_mode in report["retrieval"].items():
         table = Table("mode / category", "n", "R@5", "R@10", "R@20", "hit@10", "NDCG@10", title=f"LoCoMo, {split}")
-        for mode in MODES:
+        for mode in by_mode:
             for group, scores in by_mode[mode].items():
                 if scores:
                     table.add_row(

@@ -13,7 +13,7 @@ import math
 import re
 
 # Contractions, words (with one leading space), digit groups, spaces, punctuation runs.
-_PIECES = re.compile(r"""'(?:s|t|re|ve|m|ll|d)\b| ?[^\W\d_]+| ?\d{1,3}|\s+(?!\S)|\s+| ?[^\s\w]+""", re.IGNORECASE)
+_PIECES = re.compile(r"""'(?:s|t|re|ve|m|ll|d)\b| ?[^\W\d_]+| ?\d{1,3}|\s+(?!\S)|\s+| ?[^\s\w]+|_+""", re.IGNORECASE)
 # A word up to this many letters is one token in both vocabularies, in the main.
 WHOLE_WORD_LETTERS = 10
 # Letters per extra token in longer (rarer) words.

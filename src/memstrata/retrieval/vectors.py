@@ -45,15 +45,32 @@ class VectorIndex:
         self.neighbour_weights = tuple(float(weight) for weight in neighbour_weights)
         self._blocks: dict[str, _Block] = {}
         self._lock = threading.Lock()
+        # Bumped by every removal, so a batch read from the store before a delete or forget
+        # committed cannot put the deleted vectors back (see ``extend``).
+        self._epoch = 0
+        self._generations: dict[str, int] = {}
 
     def high_water(self, user_id: str) -> int | None:
         """The last store vector id loaded for ``user_id``, or ``None`` if never loaded."""
         block = self._blocks.get(user_id)
         return None if block is None else block.high_water
 
-    def extend(self, user_id: str, seqs: Seqs, vectors: Vectors, high_water: int) -> None:
-        """Append vectors for turns ``seqs`` and record ``high_water``; known seqs are replaced."""
+    def generation(self, user_id: str) -> tuple[int, int]:
+        """Changes whenever vectors of ``user_id`` are removed; pass it back to ``extend``."""
         with self._lock:
+            return self._epoch, self._generations.get(user_id, 0)
+
+    def extend(
+        self, user_id: str, seqs: Seqs, vectors: Vectors, high_water: int, generation: tuple[int, int] | None = None
+    ) -> None:
+        """Append vectors for turns ``seqs`` and record ``high_water``; known seqs are replaced.
+
+        With the ``generation`` read before the batch was fetched, a batch that a removal
+        overtook is ignored (the next catch-up reads the store again).
+        """
+        with self._lock:
+            if generation is not None and generation != (self._epoch, self._generations.get(user_id, 0)):
+                return
             block = self._blocks.get(user_id)
             if block is None:
                 block = _Block(np.zeros(0, np.int64), np.zeros((0, self.dimension), np.float32))
@@ -66,6 +83,7 @@ class VectorIndex:
     def remove(self, user_id: str, seqs: Seqs) -> None:
         """Forget the vectors of turns ``seqs`` (no-op for unknown ones)."""
         with self._lock:
+            self._generations[user_id] = self._generations.get(user_id, 0) + 1
             block = self._blocks.get(user_id)
             if block is not None:
                 self._remove_locked(block, np.asarray(seqs, np.int64))
@@ -74,8 +92,10 @@ class VectorIndex:
         """Unload one user's vectors, or everyone's; the next search reloads from the store."""
         with self._lock:
             if user_id is None:
+                self._epoch += 1
                 self._blocks.clear()
             else:
+                self._generations[user_id] = self._generations.get(user_id, 0) + 1
                 self._blocks.pop(user_id, None)
 
     def search(self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None) -> list[tuple[int, float]]:
@@ -84,7 +104,8 @@ class VectorIndex:
             block = self._blocks.get(user_id)
             if block is None or block.size == 0 or limit < 1:
                 return []
-            seqs = block.seqs[: block.size]
+            # A copy: a concurrent delete or re-sort rewrites the block once the lock is released.
+            seqs = block.seqs[: block.size].copy()
             query = np.asarray(query, np.float32)
             scores = block.vectors[: block.size] @ query
             if block.searched is not None:

@@ -307,6 +307,74 @@ class TierStore(Store, Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Overflow:
+    """Exchanges that left a working set together, owed to mid-term; ``token`` acknowledges them once queued."""
+
+    token: str
+    user_id: str
+    seqs: tuple[int, ...]
+
+
+class WorkingSet(Protocol):
+    """Working memory kept outside the store (Redis), so processes on many machines share each session.
+
+    The built-in stores keep the working set in the transaction that stores the turns
+    (``insert_turns(..., working_capacity=N)``); this seam is for one that cannot join it.
+    Invariants every adapter keeps:
+
+    - ``track`` is atomic for the whole batch and idempotent: a turn seq already in its
+      session is ignored, and a ``batch`` name tracked before is skipped whole (until
+      ``release``), so a replay of the same write is a no-op even after its session expired.
+    - An exchange starts at each user message. Every exchange leaves exactly once, across
+      processes: ``track`` (overflow beyond ``capacity``) and ``expire_idle`` (sessions idle
+      for ``idle_seconds``) hand each leaving exchange to one caller only, as an
+      :class:`Overflow` that stays pending until ``acknowledge``; ``reclaim`` hands pending
+      overflows out again once their lease ran out (their caller died before queueing them).
+      Expiry is a move, never a drop.
+    - Reads never see another user's turns; ``forget`` removes every trace of a user or session.
+    - Driver errors are raised as :class:`memstrata.errors.StorageError`.
+    """
+
+    location: str
+
+    def track(self, turns: Sequence[tuple[int, Turn]], capacity: int, *, batch: str | None = None) -> list[Overflow]:
+        """Add (seq, turn) pairs to their sessions; the overflowing exchanges this call moved out."""
+        ...
+
+    def acknowledge(self, overflows: Sequence[Overflow]) -> None:
+        """Forget pending overflows whose mid-term jobs are queued durably."""
+        ...
+
+    def reclaim(self, limit: int) -> list[Overflow]:
+        """Pending overflows whose lease ran out, leased again to this caller."""
+        ...
+
+    def expire_idle(self, idle_seconds: float, limit: int) -> list[Overflow]:
+        """Move whole sessions idle for ``idle_seconds`` out, as overflows (empty sessions just go)."""
+        ...
+
+    def is_tracked(self, batch: str) -> bool:
+        """Whether a batch of that name was tracked (and not released since)."""
+        ...
+
+    def release(self, batch: str) -> None:
+        """Forget a batch name once no replay of it can come."""
+        ...
+
+    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
+        """Turns in working memory (one session, or all of the user's), oldest first."""
+        ...
+
+    def forget(self, user_id: str, session_id: str | None = None) -> None:
+        """Drop a user's (or one session's) working memory, pending overflows included."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class ApiKey:
     """An API key's record: only a hash of the secret is ever stored."""
 

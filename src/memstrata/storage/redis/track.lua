@@ -1,0 +1,65 @@
+-- Track one batch of new turns and move each session's oldest exchanges out past the capacity.
+-- Runs atomically, so two processes never both move, nor both skip, the same exchange.
+-- KEYS: idle (zset sid -> last activity ms), pending (hash token -> payload), due (zset token -> lease end ms),
+--       counter, batches (set of batch names tracked), then per session: items (zset seq -> exchange),
+--       seen (set of seqs ever tracked), meta (hash), sessions (set of the user's sids)
+-- ARGV: capacity, lease ms, batch name ('' for none), session count,
+--       then per session: user id, session key, sid, turn count, then (seq, 1 if it starts an exchange else 0) pairs
+local capacity = tonumber(ARGV[1])
+local lease = tonumber(ARGV[2])
+local batch = ARGV[3]
+if batch ~= '' and redis.call('SISMEMBER', KEYS[5], batch) == 1 then
+  return {}
+end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local out = {}
+local arg = 5
+for session = 0, tonumber(ARGV[4]) - 1 do
+  local items, seen, meta, sessions = KEYS[6 + session * 4], KEYS[7 + session * 4], KEYS[8 + session * 4],
+    KEYS[9 + session * 4]
+  local user, session_key, sid, count = ARGV[arg], ARGV[arg + 1], ARGV[arg + 2], tonumber(ARGV[arg + 3])
+  arg = arg + 4
+  local latest = redis.call('HGET', meta, 'exchange')  -- false when the session is new
+  if latest then latest = tonumber(latest) else latest = nil end
+  local added = 0
+  for turn = 1, count do
+    local seq, starts = ARGV[arg], tonumber(ARGV[arg + 1])
+    arg = arg + 2
+    if redis.call('SADD', seen, seq) == 1 then
+      if latest == nil then latest = 0 else latest = latest + starts end
+      redis.call('ZADD', items, latest, seq)
+      added = added + 1
+    end
+  end
+  if added > 0 then
+    redis.call('HSET', meta, 'exchange', latest, 'user', user, 'session', session_key)
+    redis.call('ZADD', KEYS[1], now, sid)
+    redis.call('SADD', sessions, sid)
+    local entries = redis.call('ZRANGE', items, 0, -1, 'WITHSCORES')
+    local exchanges, last = {}, nil
+    for i = 2, #entries, 2 do
+      local exchange = tonumber(entries[i])
+      if exchange ~= last then
+        table.insert(exchanges, exchange)
+        last = exchange
+      end
+    end
+    local excess = #exchanges - capacity
+    if excess > 0 then
+      local cut = exchanges[excess]
+      local seqs = redis.call('ZRANGEBYSCORE', items, '-inf', cut)
+      redis.call('ZREMRANGEBYSCORE', items, '-inf', cut)
+      local token = tostring(redis.call('INCR', KEYS[4]))
+      local payload = cjson.encode({user = user, session = session_key, seqs = seqs})
+      redis.call('HSET', KEYS[2], token, payload)
+      redis.call('ZADD', KEYS[3], now + lease, token)
+      table.insert(out, token)
+      table.insert(out, payload)
+    end
+  end
+end
+if batch ~= '' then
+  redis.call('SADD', KEYS[5], batch)
+end
+return out

@@ -1,0 +1,257 @@
+"""The working set in Redis: one sorted set of turn seqs per session, changed only by atomic Lua scripts.
+
+Keys (under ``memstrata:working:``), with ``sid`` = the URL-quoted user id and session key:
+
+- ``session:{sid}:items`` sorted set, turn seq → exchange number (the working set itself);
+- ``session:{sid}:seen`` set of the seqs ever tracked in the session (replays are no-ops);
+- ``session:{sid}:meta`` hash: the latest exchange number, user id, session key;
+- ``user:{user}:sessions`` set of the user's sids; ``idle`` sorted set, sid → last activity (ms);
+- ``pending`` hash, token → overflow not yet acknowledged; ``pending-due`` sorted set, token → lease end;
+- ``batches`` set of batch names already tracked; ``counter`` for overflow tokens.
+
+Times come from the Redis server's clock, so the processes' clocks need not agree. Use a
+standalone Redis (or a primary with replicas), not Redis Cluster: a script touches
+several sessions' keys.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from memstrata.errors import ConfigError, StorageError
+from memstrata.models import Role, Turn
+from memstrata.storage.base import Overflow
+
+if TYPE_CHECKING:
+    from memstrata.storage.base import WorkingSet
+
+T = TypeVar("T")
+PREFIX = "memstrata:working:"
+SOCKET_TIMEOUT_SECONDS = 5.0
+DEFAULT_LEASE_SECONDS = 60.0
+
+
+def open_redis_working(url: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> RedisWorkingSet:
+    """Connect to ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS); nothing is sent until first use."""
+    try:
+        client = redis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=SOCKET_TIMEOUT_SECONDS,
+            socket_connect_timeout=SOCKET_TIMEOUT_SECONDS,
+            health_check_interval=30,
+            # One immediate retry replaces a pooled connection the server closed; a server that is
+            # down fails at once, and the caller decides (every script is safe to run twice).
+            retry=Retry(NoBackoff(), 1),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"invalid working_url {_redacted(url)!r}: {exc}; use redis://host:port/db") from exc
+    return RedisWorkingSet(client, _redacted(url), lease_seconds=lease_seconds)
+
+
+class RedisWorkingSet:
+    """Working memory shared by every process that points at the same Redis database."""
+
+    def __init__(self, client: redis.Redis, location: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        self.location = location
+        self._client = client
+        self._lease_ms = max(1, int(lease_seconds * 1000))
+        self._track = client.register_script(_script("track.lua"))
+        self._expire = client.register_script(_script("expire.lua"))
+        self._reclaim = client.register_script(_script("reclaim.lua"))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._call(self._client.close)
+
+    def track(self, turns: Sequence[tuple[int, Turn]], capacity: int, *, batch: str | None = None) -> list[Overflow]:
+        """Add (seq, turn) pairs to their sessions in one atomic script; the overflows it moved out."""
+        sessions: dict[tuple[str, str], list[tuple[int, Turn]]] = {}
+        for seq, turn in turns:
+            sessions.setdefault((turn.user_id, turn.session_id or ""), []).append((seq, turn))
+        if not sessions:
+            return []
+        keys = [_key("idle"), _key("pending"), _key("pending-due"), _key("counter"), _key("batches")]
+        arguments: list[Any] = [capacity, self._lease_ms, batch or "", len(sessions)]
+        for (user_id, session_key), members in sessions.items():
+            sid = _sid(user_id, session_key)
+            keys += [_session_key(sid, "items"), _session_key(sid, "seen"), _session_key(sid, "meta")]
+            keys.append(_user_key(user_id))
+            arguments += [user_id, session_key, sid, len(members)]
+            for seq, turn in members:
+                arguments += [seq, 1 if turn.role is Role.USER else 0]
+        reply = self._call(lambda: self._track(keys=keys, args=arguments))
+        return _overflows(reply)
+
+    def acknowledge(self, overflows: Sequence[Overflow]) -> None:
+        """Forget pending overflows whose mid-term jobs are queued durably."""
+        tokens = [overflow.token for overflow in overflows if overflow.token]
+        if not tokens:
+            return
+
+        def work() -> None:
+            with self._client.pipeline(transaction=True) as pipeline:
+                pipeline.hdel(_key("pending"), *tokens)
+                pipeline.zrem(_key("pending-due"), *tokens)
+                pipeline.execute()
+
+        self._call(work)
+
+    def reclaim(self, limit: int) -> list[Overflow]:
+        """Pending overflows whose lease ran out, leased again to this caller."""
+        keys = [_key("pending"), _key("pending-due")]
+        reply = self._call(lambda: self._reclaim(keys=keys, args=[self._lease_ms, limit]))
+        return _overflows(reply)
+
+    def expire_idle(self, idle_seconds: float, limit: int) -> list[Overflow]:
+        """Move whole sessions idle for ``idle_seconds`` out, as overflows."""
+        idle_ms = max(1, int(idle_seconds * 1000))
+
+        def candidates() -> list[str]:
+            seconds, microseconds = self._client.time()
+            now = int(seconds) * 1000 + int(microseconds) // 1000
+            found = self._client.zrangebyscore(_key("idle"), "-inf", now - idle_ms, start=0, num=limit)
+            return [str(sid) for sid in found]
+
+        moved: list[Overflow] = []
+        for sid in self._call(candidates):
+            user_id, session_key = _split_sid(sid)
+            keys = [
+                _key("idle"),
+                _key("pending"),
+                _key("pending-due"),
+                _key("counter"),
+                _session_key(sid, "items"),
+                _session_key(sid, "seen"),
+                _session_key(sid, "meta"),
+                _user_key(user_id),
+            ]
+            arguments: list[str | int] = [sid, idle_ms, self._lease_ms, user_id, session_key]
+            moved += _overflows(self._call(functools.partial(self._expire, keys, arguments)))
+        return moved
+
+    def is_tracked(self, batch: str) -> bool:
+        """Whether a batch of that name was tracked (and not released since)."""
+        return bool(self._call(lambda: self._client.sismember(_key("batches"), batch)))
+
+    def release(self, batch: str) -> None:
+        """Forget a batch name once no replay of it can come."""
+        self._call(lambda: self._client.srem(_key("batches"), batch))
+
+    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
+        """Turns in working memory (one session, or all of the user's), oldest first."""
+
+        def work() -> list[int]:
+            if session_id is not None:
+                sids = [_sid(user_id, session_id)]
+            else:
+                sids = sorted(str(sid) for sid in self._client.smembers(_user_key(user_id)))
+            with self._client.pipeline(transaction=False) as pipeline:
+                for sid in sids:
+                    pipeline.zrange(_session_key(sid, "items"), 0, -1)
+                replies: list[list[str]] = pipeline.execute()
+            return sorted(int(seq) for members in replies for seq in members)
+
+        return self._call(work)
+
+    def forget(self, user_id: str, session_id: str | None = None) -> None:
+        """Drop a user's (or one session's) working memory, pending overflows and batch names included."""
+
+        def work() -> None:
+            if session_id is not None:
+                sids = [_sid(user_id, session_id)]
+            else:
+                sids = [str(sid) for sid in self._client.smembers(_user_key(user_id))]
+            pending = self._client.hgetall(_key("pending"))
+            doomed = [
+                str(token)
+                for token, payload in pending.items()
+                if (item := json.loads(payload))["user"] == user_id
+                and (session_id is None or item.get("session") == session_id)
+            ]
+            with self._client.pipeline(transaction=True) as pipeline:
+                for sid in sids:
+                    pipeline.delete(*(_session_key(sid, part) for part in ("items", "seen", "meta")))
+                if sids:
+                    pipeline.zrem(_key("idle"), *sids)
+                    pipeline.srem(_user_key(user_id), *sids)
+                if doomed:
+                    pipeline.hdel(_key("pending"), *doomed)
+                    pipeline.zrem(_key("pending-due"), *doomed)
+                pipeline.execute()
+
+        self._call(work)
+
+    def _call(self, work: Callable[[], T]) -> T:
+        """Run ``work``, translating redis-py's errors into StorageError that say what to check."""
+        try:
+            return work()
+        except redis.ConnectionError as exc:
+            raise StorageError(
+                f"cannot reach the Redis working set at {self.location}: {exc}; is redis-server running there?"
+                " (check the working_url setting)"
+            ) from exc
+        except redis.TimeoutError as exc:
+            raise StorageError(f"the Redis working set at {self.location} timed out: {exc}; retry") from exc
+        except redis.RedisError as exc:
+            raise StorageError(f"the Redis working set at {self.location} failed: {exc}") from exc
+
+
+def _overflows(reply: Any) -> list[Overflow]:
+    """Decode a script's flat (token, payload, token, payload …) reply."""
+    items = list(reply or [])
+    result: list[Overflow] = []
+    for token, payload in zip(items[0::2], items[1::2], strict=True):
+        decoded = json.loads(payload)
+        seqs = decoded.get("seqs") or []  # cjson writes an empty list as {}
+        result.append(Overflow(str(token), str(decoded["user"]), tuple(sorted(int(seq) for seq in seqs))))
+    return result
+
+
+def _script(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _key(name: str) -> str:
+    return PREFIX + name
+
+
+def _sid(user_id: str, session_key: str) -> str:
+    return f"{quote(user_id, safe='')}:{quote(session_key, safe='')}"
+
+
+def _split_sid(sid: str) -> tuple[str, str]:
+    user, _, session = sid.partition(":")
+    return unquote(user), unquote(session)
+
+
+def _session_key(sid: str, part: str) -> str:
+    return f"{PREFIX}session:{sid}:{part}"
+
+
+def _user_key(user_id: str) -> str:
+    return f"{PREFIX}user:{quote(user_id, safe='')}:sessions"
+
+
+def _redacted(url: str) -> str:
+    """The URL without its credentials, fit for messages and ``info``."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_the_protocol(working: RedisWorkingSet) -> WorkingSet:
+        """mypy proves here that the adapter implements the seam."""
+        return working

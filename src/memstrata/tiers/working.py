@@ -1,0 +1,249 @@
+"""Working memory kept outside the store (Redis), with the store as the durable ledger: nothing is lost.
+
+The write path, for each user's new turns:
+
+1. a ``working`` job naming the turn ids is queued in the store (durable);
+2. the turns are stored (durable; the store's own working set is not used);
+3. the turns are tracked in the shared working set; exchanges pushed out are handed to
+   this process as pending overflows, each queued as a ``midterm`` job, then acknowledged.
+
+The ``working`` job then replays step 3 (a no-op when step 3 ran: the batch name marks
+it) and computes importance, cells and the rest (the store's ``process`` job). So a crash
+between any two steps, or a working set that is down, loses nothing: the job tracks the
+turns later, or, if the working set stays unreachable, files them straight to mid-term.
+A pending overflow whose process died before queueing it is reclaimed after its lease;
+one queued twice that way is filed once, as ``midterm`` jobs skip turns already filed.
+Idle sessions leave whole, as overflows, after ``idle_seconds``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from memstrata.errors import StorageError
+from memstrata.models import Scope, SearchFilters, Turn
+from memstrata.storage.base import Job, Overflow, TierStore, Vectors, WorkingSet
+
+log = logging.getLogger("memstrata.working")
+WORKING_JOB = "working"
+UPKEEP_BATCH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingPolicy:
+    """Knobs of a working set kept outside the store."""
+
+    capacity: int = 10
+    idle_seconds: float = 7 * 24 * 3600.0
+    # A replay whose turns are not stored yet waits this long: the add that queued it may still be writing.
+    commit_grace_seconds: float = 60.0
+    # A replay that cannot reach the working set retries this long, then files its turns to mid-term directly.
+    unreachable_grace_seconds: float = 5.0
+    # A replay that must wait is queued again after this pause.
+    retry_seconds: float = 1.0
+    # After the working set failed, add() leaves tracking to the replay for this long (no timeout per add).
+    outage_seconds: float = 5.0
+
+    @property
+    def upkeep_every_seconds(self) -> float:
+        """How often a worker reclaims stale overflows and expires idle sessions."""
+        return min(30.0, self.idle_seconds / 4)
+
+
+class SharedWorkingMemory:
+    """Keeps each session's last exchanges in a :class:`WorkingSet` shared by every process."""
+
+    def __init__(self, store: TierStore, working: WorkingSet, policy: WorkingPolicy) -> None:
+        self._store = store
+        self._working = working
+        self.policy = policy
+        self._lock = threading.Lock()
+        self._next_upkeep = 0.0
+        self._quiet_until = 0.0
+
+    @property
+    def location(self) -> str:
+        """Where the working set lives (without secrets)."""
+        return self._working.location
+
+    def close(self) -> None:
+        """Release the working set's connections."""
+        self._working.close()
+
+    # -- writing ----------------------------------------------------------------------
+
+    def insert(self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str) -> list[int]:
+        """Store new turns durably, then track them; the replay job queued first covers crashes and outages."""
+        queued_at = time.time()
+        batches: dict[str, str] = {}
+        for user_id in dict.fromkeys(turn.user_id for turn in turns):
+            batches[user_id] = uuid.uuid4().hex
+            ids = [turn.id for turn in turns if turn.user_id == user_id]
+            payload = {"ids": ids, "batch": batches[user_id], "queued_at": queued_at}
+            self._store.enqueue_job(WORKING_JOB, user_id, payload)
+        seqs = self._store.insert_turns(turns, vectors, model_id)
+        if time.monotonic() < self._quiet_until:
+            return seqs
+        for user_id, batch in batches.items():
+            pairs = [(seq, turn) for seq, turn in zip(seqs, turns, strict=True) if turn.user_id == user_id]
+            try:
+                overflows = self._working.track(pairs, self.policy.capacity, batch=batch)
+            except StorageError as exc:
+                log.warning("working memory not updated now; the background replay will do it: %s", exc)
+                self._quiet_until = time.monotonic() + self.policy.outage_seconds
+                break
+            self._queue_quietly(overflows)
+        return seqs
+
+    def forget(self, scope: Scope) -> None:
+        """Drop the working memory of a forgotten user or session (an agent's turns just stop being found)."""
+        if scope.session_id is not None:
+            self._working.forget(scope.user_id, scope.session_id)
+        elif scope.agent_id is None:
+            self._working.forget(scope.user_id)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
+        """Turns in working memory (one session, or all of the user's), oldest first; none while it is unreachable.
+
+        Context and chat keep working through an outage: the turns are still in episodic
+        memory, found by search; only the "recent exchanges" section is missing meanwhile.
+        """
+        try:
+            return self._working.working_seqs(user_id, session_id)
+        except StorageError as exc:
+            log.warning("working memory unreadable; going on without it: %s", exc)
+            return []
+
+    # -- background work --------------------------------------------------------------
+
+    def runner(self, run: Callable[[Job], None]) -> Callable[[Job], None]:
+        """Wrap the hierarchy's job runner with the ``working`` replay and once-only mid-term filing."""
+
+        def execute(job: Job) -> None:
+            if job.kind == WORKING_JOB:
+                self._replay(job, run)
+            elif job.kind == "midterm" and "overflow" in job.payload:
+                self._file_once(job, run)
+            else:
+                run(job)
+
+        return execute
+
+    def claimer(self, claim: Callable[[], Job | None]) -> Callable[[], Job | None]:
+        """Wrap the worker's claim so every poll also does the (rate-limited) upkeep."""
+
+        def take() -> Job | None:
+            self.upkeep()
+            return claim()
+
+        return take
+
+    def upkeep(self, *, force: bool = False) -> None:
+        """Queue reclaimed overflows and idle sessions for mid-term; at most every ``upkeep_every_seconds``."""
+        with self._lock:
+            now = time.monotonic()
+            if not force and now < self._next_upkeep:
+                return
+            self._next_upkeep = now + self.policy.upkeep_every_seconds
+        try:
+            overflows = self._working.reclaim(UPKEEP_BATCH)
+            overflows += self._working.expire_idle(self.policy.idle_seconds, UPKEEP_BATCH)
+        except StorageError as exc:
+            log.warning("working memory upkeep skipped: %s", exc)
+            return
+        self._queue_quietly(overflows)
+
+    def _replay(self, job: Job, run: Callable[[Job], None]) -> None:
+        """Track the job's turns (unless their add did), queue their overflow, then process them."""
+        ids = [str(turn_id) for turn_id in job.payload.get("ids", [])]
+        batch = str(job.payload.get("batch", ""))
+        age = time.time() - float(job.payload.get("queued_at", 0.0))
+        stored = self._stored(job.user_id, ids)
+        if not stored:
+            # Stored turns would be found (some at least: they are written at once), so the add
+            # is still writing, or failed, or its turns were deleted since. The last shows in
+            # Redis; the others are told apart by waiting a while.
+            if age < self.policy.commit_grace_seconds and not self._tracked(batch):
+                self._later(job)
+            else:
+                self._release(batch)
+            return
+        pairs = sorted(stored)
+        try:
+            overflows = self._working.track(pairs, self.policy.capacity, batch=batch or None)
+        except StorageError as exc:
+            if age < self.policy.unreachable_grace_seconds:
+                self._later(job)
+                return
+            log.warning("working memory unreachable; filing %d turns straight to mid-term: %s", len(pairs), exc)
+            overflows = [Overflow("", job.user_id, tuple(seq for seq, _ in pairs))]
+        self._queue(overflows)
+        run(Job(job.id, "process", job.user_id, {"seqs": [seq for seq, _ in pairs]}, job.attempts))
+        self._release(batch)
+
+    def _tracked(self, batch: str) -> bool:
+        """Whether the add of this batch tracked its turns (so it had stored them); False when unknown."""
+        try:
+            return bool(batch) and self._working.is_tracked(batch)
+        except StorageError:
+            return False
+
+    def _release(self, batch: str) -> None:
+        """Forget the batch name: its job is done, so no replay of it can come."""
+        if batch:
+            with contextlib.suppress(StorageError):  # a leftover name only costs a few bytes
+                self._working.release(batch)
+
+    def _file_once(self, job: Job, run: Callable[[Job], None]) -> None:
+        """File an overflow to mid-term, skipping turns already filed (a reclaimed overflow may be queued twice)."""
+        seqs = [int(seq) for seq in job.payload.get("seqs", [])]
+        filed: set[int] = set()
+        for segment in self._store.segments_of_turns(job.user_id, seqs):
+            filed.update(self._store.segment_turn_seqs(segment.id))
+        fresh = [seq for seq in seqs if seq not in filed]
+        if fresh:
+            run(Job(job.id, "midterm", job.user_id, {"seqs": fresh}, job.attempts))
+
+    def _stored(self, user_id: str, ids: Sequence[str]) -> list[tuple[int, Turn]]:
+        """(seq, turn) of the stored turns among ``ids``, read only (a deleted turn is not written back)."""
+        turns = self._store.get_by_ids(ids, user_id)
+        wanted = set(turns)
+        found: list[tuple[int, Turn]] = []
+        for session_id in dict.fromkeys(turn.session_id for turn in turns.values()):
+            times = [turn.created_at for turn in turns.values() if turn.session_id == session_id]
+            window = SearchFilters(
+                session_id=session_id, after=min(times), before=max(times) + timedelta(microseconds=1)
+            )
+            candidates = self._store.filtered_seqs(user_id, window)
+            for seq, turn in self._store.get_by_seqs([int(seq) for seq in candidates], user_id).items():
+                if turn.id in wanted and turn.session_id == session_id:
+                    found.append((seq, turn))
+        return found
+
+    def _later(self, job: Job) -> None:
+        """Queue the job again after a pause, without spending its attempts."""
+        time.sleep(self.policy.retry_seconds)
+        self._store.enqueue_job(job.kind, job.user_id, dict(job.payload))
+
+    def _queue(self, overflows: Sequence[Overflow]) -> None:
+        """Queue one ``midterm`` job per overflow, then acknowledge them."""
+        for overflow in overflows:
+            payload = {"seqs": list(overflow.seqs), "overflow": overflow.token}
+            self._store.enqueue_job("midterm", overflow.user_id, payload)
+        self._working.acknowledge(overflows)
+
+    def _queue_quietly(self, overflows: Sequence[Overflow]) -> None:
+        """Like ``_queue``; on failure the overflows stay pending, and upkeep reclaims them after their lease."""
+        try:
+            self._queue(overflows)
+        except StorageError as exc:
+            log.warning("overflow left pending in working memory, to be reclaimed: %s", exc)

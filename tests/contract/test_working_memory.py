@@ -1,0 +1,89 @@
+"""Working memory behaves the same wherever it lives: in the store's transaction, or in Redis (``working_url``).
+
+Every test runs for each store (SQLite, PostgreSQL) with each home of the working set.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import pytest
+
+from memstrata import Memory
+from tests.fakes import FakeLLM
+
+WORKING = ("in-store", "redis")
+
+
+@pytest.fixture(params=WORKING)
+def open_working_memory(request: pytest.FixtureRequest, open_memory: Callable[..., Memory]) -> Callable[..., Memory]:
+    """Opens Memories whose working set lives in the store, or in the test Redis."""
+    if request.param == "in-store":
+        return open_memory
+    return functools.partial(open_memory, working_url=request.getfixturevalue("redis_url"))
+
+
+def _exchange(memory: Memory, text: str, *, session: str = "s1", user: str = "ana") -> None:
+    memory.add(
+        [{"role": "user", "content": text}, {"role": "assistant", "content": f"Reply to {text}"}],
+        user_id=user,
+        session_id=session,
+    )
+
+
+def test_overflow_moves_the_oldest_exchanges_to_midterm(open_working_memory: Callable[..., Memory]) -> None:
+    memory = open_working_memory(working_capacity=2)
+    for n in range(4):
+        _exchange(memory, f"sailing question {n}")
+    _exchange(memory, "a gardening question", session="s2")
+    _exchange(memory, "someone else's question", user="bob")
+    report = memory.inspect(user_id="ana")
+    assert [turn.content for turn in report.working] == [
+        "sailing question 2",
+        "Reply to sailing question 2",
+        "sailing question 3",
+        "Reply to sailing question 3",
+        "a gardening question",
+        "Reply to a gardening question",
+    ]
+    assert report.counts["working"] == 6
+    memory.flush()
+    report = memory.inspect(user_id="ana")
+    assert len(report.working) == 6 and report.pending_jobs == 0
+    assert sum(segment.turn_count for segment in report.segments) == 4  # the two oldest exchanges, each turn once
+    assert len(memory.inspect(user_id="bob").working) == 2
+
+
+def test_context_and_chat_read_the_sessions_working_memory(open_working_memory: Callable[..., Memory]) -> None:
+    llm = FakeLLM({"chat": ["Sure."]})
+    memory = open_working_memory(working_capacity=1, llm=llm)
+    _exchange(memory, "the regatta starts at nine")
+    _exchange(memory, "bring the blue sail")
+    memory.flush()
+    recent = [item for item in memory.context("sail", user_id="ana", session_id="s1").items if item.tier == "working"]
+    assert [item.text for item in recent] == ["user: bring the blue sail", "assistant: Reply to bring the blue sail"]
+    memory.chat("and the rope?", user_id="ana", session_id="s1")
+    (call,) = llm.calls_for("chat")
+    assert [message.content for message in call.messages] == [
+        "bring the blue sail",
+        "Reply to bring the blue sail",
+        "and the rope?",
+    ]
+    assert [turn.content for turn in memory.inspect(user_id="ana").working] == ["and the rope?", "Sure."]
+
+
+def test_new_turns_are_processed_and_forgetting_clears_working_memory(
+    open_working_memory: Callable[..., Memory],
+) -> None:
+    memory = open_working_memory(working_capacity=2)
+    _exchange(memory, "I live in Porto.")
+    _exchange(memory, "Filler", session="s2")
+    memory.flush()
+    assert memory.profile(user_id="ana").get("location") == "Porto"
+    memory.forget(user_id="ana", session_id="s2")
+    assert [turn.session_id for turn in memory.inspect(user_id="ana").working] == ["s1", "s1"]
+    memory.forget(user_id="ana")
+    assert memory.inspect(user_id="ana").working == ()
+    _exchange(memory, "Starting over")
+    assert len(memory.inspect(user_id="ana").working) == 2

@@ -1,0 +1,172 @@
+"""The Redis working set against a real redis-server: exchanges, overflow, leases, expiry, forgetting, failures."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from memstrata.errors import ConfigError, StorageError
+from memstrata.models import Role, Turn
+from memstrata.storage import open_working_set
+from tests.redis_server import free_port, require_driver
+
+redis = require_driver()
+
+from memstrata.storage.redis.working import RedisWorkingSet, open_redis_working  # noqa: E402
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _turn(seq: int, role: Role = Role.USER, *, user: str = "ana", session: str | None = "s") -> tuple[int, Turn]:
+    turn = Turn(id=f"t{seq}", user_id=user, role=role, content=f"message {seq}", created_at=NOW, session_id=session)
+    return seq, turn
+
+
+def _exchange(first_seq: int, **scope: str | None) -> list[tuple[int, Turn]]:
+    """A user message and the assistant's reply."""
+    return [_turn(first_seq, **scope), _turn(first_seq + 1, Role.ASSISTANT, **scope)]  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def working(redis_url: str) -> Iterator[RedisWorkingSet]:
+    """A working set on the emptied test Redis, with a short lease on pending overflows."""
+    opened = open_redis_working(redis_url, lease_seconds=0.5)
+    yield opened
+    opened.close()
+
+
+def _keys(redis_url: str) -> list[str]:
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        return sorted(str(key) for key in client.keys("*"))
+
+
+def test_the_oldest_exchanges_overflow_past_the_capacity(working: RedisWorkingSet) -> None:
+    pairs = [pair for n in range(4) for pair in _exchange(10 + 2 * n)]
+    overflows = working.track(pairs, 2)
+    assert [(o.user_id, o.seqs) for o in overflows] == [("ana", (10, 11, 12, 13))]
+    assert working.working_seqs("ana") == [14, 15, 16, 17]
+    assert working.working_seqs("ana", "s") == [14, 15, 16, 17] and working.working_seqs("ana", "other") == []
+    assert working.working_seqs("bob") == []
+    # An assistant message continues the exchange it follows; only a user message starts one.
+    assert working.track([_turn(18, Role.ASSISTANT)], 2) == []
+    assert [o.seqs for o in working.track(_exchange(19), 2)] == [(14, 15)]
+    assert working.working_seqs("ana") == [16, 17, 18, 19, 20]
+
+
+def test_sessions_and_users_are_separate(working: RedisWorkingSet) -> None:
+    working.track([*_exchange(1, session="a"), *_exchange(3, session=None), *_exchange(5, user="bob")], 1)
+    assert working.working_seqs("ana", "a") == [1, 2]
+    assert working.working_seqs("ana", "") == [3, 4]  # the turns without a session
+    assert working.working_seqs("ana") == [1, 2, 3, 4] and working.working_seqs("bob") == [5, 6]
+    overflows = working.track([*_exchange(7, session="a"), *_exchange(9, user="bob")], 1)
+    assert sorted((o.user_id, o.seqs) for o in overflows) == [("ana", (1, 2)), ("bob", (5, 6))]
+
+
+def test_tracking_is_idempotent_per_turn_and_per_batch(working: RedisWorkingSet) -> None:
+    pairs = [pair for n in range(3) for pair in _exchange(1 + 2 * n)]
+    first = working.track(pairs, 2, batch="b1")
+    assert [o.seqs for o in first] == [(1, 2)]
+    assert working.track(pairs, 2) == []  # the same turns again: nothing moves, nothing is added
+    assert working.working_seqs("ana") == [3, 4, 5, 6]
+    # A replay of a named batch is skipped whole, even after its turns left the session.
+    working.acknowledge(first)
+    time.sleep(0.01)
+    assert working.expire_idle(0.001, 10) != []
+    assert working.track(pairs, 2, batch="b1") == [] and working.working_seqs("ana") == []
+    assert working.is_tracked("b1") and not working.is_tracked("b2")
+    working.release("b1")
+    assert not working.is_tracked("b1")
+    assert working.track(pairs[:2], 2, batch="b1") == [] and working.working_seqs("ana") == [1, 2]
+
+
+def test_an_overflow_stays_pending_until_acknowledged_and_is_reclaimed_after_its_lease(
+    working: RedisWorkingSet,
+) -> None:
+    pairs = [pair for n in range(3) for pair in _exchange(1 + 2 * n)]
+    (taken,) = working.track(pairs, 2)  # the taker "dies" here, before queueing it
+    assert working.reclaim(10) == []  # still leased to its taker
+    time.sleep(0.6)
+    (again,) = working.reclaim(10)
+    assert again == taken
+    assert working.reclaim(10) == []  # leased again, to this caller
+    working.acknowledge([again])
+    time.sleep(0.6)
+    assert working.reclaim(10) == []
+
+
+def test_idle_sessions_expire_whole_as_overflows(working: RedisWorkingSet, redis_url: str) -> None:
+    working.track(_exchange(1, session="old"), 5)
+    time.sleep(0.6)
+    working.track(_exchange(3, session="fresh"), 5)
+    (expired,) = working.expire_idle(0.5, 10)
+    assert (expired.user_id, expired.seqs) == ("ana", (1, 2))
+    assert working.working_seqs("ana") == [3, 4]
+    assert not any("old" in key for key in _keys(redis_url) if "pending" not in key)
+    working.acknowledge([expired])
+    assert working.expire_idle(0.5, 10) == []  # "fresh" is not idle yet
+    # A new turn in an expired session starts it afresh.
+    working.track(_exchange(5, session="old"), 5)
+    assert working.working_seqs("ana", "old") == [5, 6]
+
+
+def test_forgetting_leaves_no_trace_of_the_user(working: RedisWorkingSet, redis_url: str) -> None:
+    working.track([*_exchange(1, user="ana-x"), *_exchange(3, user="ana-x", session="t"), *_exchange(5, user="bob")], 1)
+    pending = working.track([*_exchange(7, user="ana-x"), *_exchange(9, user="bob")], 1)  # left pending
+    working.forget("ana-x", "t")
+    assert working.working_seqs("ana-x") == [7, 8]
+    working.forget("ana-x")
+    assert working.working_seqs("ana-x") == []
+    assert not any("ana-x" in key for key in _keys(redis_url))
+    time.sleep(0.6)
+    assert [o.user_id for o in working.reclaim(10)] == ["bob"]  # ana-x's pending overflow went too
+    assert working.working_seqs("bob") == [9, 10] and len(pending) == 2
+
+
+def test_concurrent_tracking_moves_every_exchange_exactly_once(redis_url: str) -> None:
+    writers = [open_redis_working(redis_url) for _ in range(4)]
+    moved: list[int] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(writers))
+
+    def write(index: int) -> None:
+        start.wait()
+        for n in range(50):
+            first = 1000 * index + 2 * n
+            overflows = writers[index].track(_exchange(first), 3)
+            writers[index].acknowledge(overflows)
+            with lock:
+                moved.extend(seq for overflow in overflows for seq in overflow.seqs)
+
+    threads = [threading.Thread(target=write, args=(index,)) for index in range(len(writers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    kept = writers[0].working_seqs("ana")
+    every = sorted(1000 * index + k for index in range(len(writers)) for k in range(100))
+    assert sorted(moved + kept) == every  # nothing lost, nothing twice
+    assert len(kept) == 6  # three exchanges of two turns stay
+    for writer in writers:
+        writer.close()
+
+
+def test_an_unreachable_redis_raises_storage_error_naming_it_without_the_password() -> None:
+    working = open_redis_working(f"redis://:hunter2@127.0.0.1:{free_port()}/0")
+    assert "hunter2" not in working.location and "***" in working.location
+    with pytest.raises(StorageError, match="is redis-server running") as caught:
+        working.track(_exchange(1), 2)
+    assert "hunter2" not in str(caught.value)
+    with pytest.raises(StorageError):
+        working.working_seqs("ana")
+
+
+def test_working_urls_are_chosen_by_scheme() -> None:
+    assert isinstance(open_working_set("redis://127.0.0.1:1/0"), RedisWorkingSet)
+    with pytest.raises(ConfigError, match="redis://"):
+        open_working_set("memcached://127.0.0.1:11211")
+    with pytest.raises(ConfigError, match="invalid working_url"):
+        open_working_set("redis://127.0.0.1:not-a-port/0")
