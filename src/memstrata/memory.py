@@ -39,6 +39,7 @@ from memstrata.tiers.worker import Activity, Worker
 from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
 from memstrata.transfer import header_line, read_export, turn_line
 from memstrata.validation import (
+    MAX_IDENTIFIER_LENGTH,
     check_identifier,
     check_importance,
     check_limit,
@@ -503,6 +504,11 @@ class Memory(TierViews, ContextViews, ChatViews):
             scope, limit=check_limit(limit, maximum=10_000), offset=offset, newest_first=newest_first
         )
 
+    def users(self, prefix: str = "") -> list[str]:
+        """Ids of the users with stored turns that start with ``prefix`` (all by default), in code point order."""
+        self._require_open()
+        return self._store.user_ids(self._prefix(prefix))
+
     # -- deleting ---------------------------------------------------------------------
 
     def delete(self, turn_id: str, *, user_id: str) -> None:
@@ -624,6 +630,19 @@ class Memory(TierViews, ContextViews, ChatViews):
     @staticmethod
     def _user(user_id: object) -> str:
         return str(check_identifier(user_id, "user_id"))
+
+    @staticmethod
+    def _prefix(prefix: object) -> str:
+        """A user-id prefix: any start of a valid id, empty or blank included."""
+        if not isinstance(prefix, str) or len(prefix) > MAX_IDENTIFIER_LENGTH:
+            raise InvalidInput(f"prefix must be a string of at most {MAX_IDENTIFIER_LENGTH} characters")
+        if "\x00" in prefix:
+            raise InvalidInput("prefix contains a NUL character")
+        try:
+            prefix.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(f"prefix is not valid Unicode (lone surrogate at position {exc.start})") from exc
+        return prefix
 
     @staticmethod
     def _scope(user_id: object, agent_id: object, session_id: object) -> Scope:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from memstrata.errors import InvalidInput
@@ -12,18 +12,22 @@ from memstrata.server.tenancy import Tenant
 _TURN = "turn"
 
 
-def exported_lines(handle: IO[str], tenant: Tenant) -> Iterator[str]:
-    """The lines of an export file that belong to ``tenant``, ids mapped back to the tenant's own."""
-    for line in handle:
-        record = json.loads(line)
-        if record.get("kind") != _TURN:
-            yield line
-            continue
-        if not tenant.owns(str(record.get("user_id", ""))):
-            continue
-        record["user_id"] = tenant.outside(record["user_id"])
-        record["id"] = tenant.outside(str(record["id"]))
-        yield json.dumps(record, ensure_ascii=False) + "\n"
+def exported_lines(header: str, handles: Iterable[IO[str]], tenant: Tenant) -> Iterator[str]:
+    """One export out of ``header`` and the turns of several export files, ids mapped back to the tenant's own.
+
+    Each file's own header is skipped, so the result has one header line, then turns.
+    """
+    yield header
+    for handle in handles:
+        for line in handle:
+            record = json.loads(line)
+            if record.get("kind") != _TURN:
+                continue
+            if not tenant.owns(str(record.get("user_id", ""))):
+                continue  # never expected (files are exported per user of the tenant), but never leaked
+            record["user_id"] = tenant.outside(record["user_id"])
+            record["id"] = tenant.outside(str(record["id"]))
+            yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
 def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:

@@ -104,6 +104,13 @@ class Store(Protocol):
         """Every turn (of one user, or all) as (seq, turn), in seq order."""
         ...
 
+    def user_ids(self, prefix: str) -> list[str]:
+        """Distinct user ids that have turns and start with ``prefix`` (``""``: all), in code point order.
+
+        Found by seeking through the user index, not by scanning the turns.
+        """
+        ...
+
     def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
         """Full-text candidates as (seq, score), best first; higher score is better."""
         ...

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 from fastapi import APIRouter, Body, Query
 from fastapi.responses import StreamingResponse
@@ -20,6 +20,7 @@ from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS
 from memstrata.server.schemas import DeletionOut, HealthOut, ImportOut, ScopeRequest, VersionOut
 from memstrata.server.transfer import exported_lines, imported_lines
 from memstrata.server.views import deletion_out
+from memstrata.transfer import header_line
 from memstrata.validation import MAX_IDENTIFIER_LENGTH
 
 router = APIRouter(prefix="/v1", tags=["admin"])
@@ -51,21 +52,25 @@ def export(
     embeddings: bool = False,
 ) -> StreamingResponse:
     """Stream your tenant's memories as the JSONL that ``/v1/import`` and ``memstrata import`` read."""
-    scope = tenant.inside(user_id, "user_id") if user_id is not None else None
+    # Only the tenant's own users are read: another tenant's data is never touched, however large.
+    users = [tenant.inside(user_id, "user_id")] if user_id is not None else memory.users(tenant.prefix)
     directory = Path(tempfile.mkdtemp(prefix="memstrata-export-"))
-    path = directory / "export.jsonl"
+    paths = [directory / f"user-{number}.jsonl" for number in range(len(users))]
     try:
-        memory.export(path, user_id=scope, embeddings=embeddings)
+        # Written before the first byte goes out, so a failure is still an error status.
+        for user, path in zip(users, paths, strict=True):
+            memory.export(path, user_id=user, embeddings=embeddings)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
 
-    def lines() -> Iterator[str]:
-        with path.open(encoding="utf-8") as handle:
-            yield from exported_lines(handle, tenant)
+    def files() -> Iterator[IO[str]]:
+        for path in paths:
+            with path.open(encoding="utf-8") as handle:
+                yield handle
 
     return StreamingResponse(
-        lines(),
+        exported_lines(header_line(memory.embedder.model_id), files(), tenant),
         media_type=JSONL,
         headers={"Content-Disposition": 'attachment; filename="memstrata-export.jsonl"'},
         # Runs after the last byte, or when the client goes away.

@@ -32,6 +32,18 @@ if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, ServerSideVectors, TierStore
 
 _PAGE = 1000
+
+# A loose index scan: each step seeks the next distinct user id in turns_by_user_time.
+_USERS_WITH_PREFIX = """
+WITH RECURSIVE found(user_id) AS (
+    (SELECT user_id FROM turns ORDER BY user_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT turns.user_id FROM turns WHERE turns.user_id > found.user_id ORDER BY turns.user_id LIMIT 1)
+    FROM found WHERE found.user_id IS NOT NULL
+)
+SELECT user_id FROM found WHERE starts_with(user_id, %s) ORDER BY user_id COLLATE "C"
+"""
+
 _PRUNABLE = {
     "episodic": ("turns", "created_at", "seq", "true"),
     "midterm": ("segments", "last_activity", "ordinal", "state = 'archived'"),
@@ -227,6 +239,14 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             for row in rows:
                 yield int(row[0]), turn_from_row(row)
             after = int(rows[-1][0])
+
+    def user_ids(self, prefix: str) -> list[str]:
+        """Users whose id starts with ``prefix``: one seek in the user index per user, not a scan of the turns.
+
+        The database's collation need not keep the ids with a prefix together, so the walk
+        visits every distinct user id and keeps those with the prefix.
+        """
+        return [str(row[0]) for row in self._fetch_all(_USERS_WITH_PREFIX, [prefix])]
 
     def counts(self) -> dict[str, int]:
         """Totals for ``info``."""

@@ -33,6 +33,17 @@ _CHUNK = 500  # stay far below SQLite's limit on bound parameters
 # Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
 FULLTEXT_WEIGHTS = "1.0, 1.0, 0.5, 0.25"
 
+# A loose index scan: each step seeks the next distinct user id in turns_by_user_time.
+_USERS_WITH_PREFIX = """
+WITH RECURSIVE found(user_id) AS (
+    SELECT (SELECT user_id FROM turns WHERE user_id >= ?1 ORDER BY user_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT turns.user_id FROM turns WHERE turns.user_id > found.user_id ORDER BY turns.user_id LIMIT 1)
+    FROM found WHERE substr(found.user_id, 1, ?2) = ?1
+)
+SELECT user_id FROM found WHERE substr(user_id, 1, ?2) = ?1
+"""
+
 
 def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     """Open ``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` or ``sqlite:///:memory:``."""
@@ -315,6 +326,14 @@ class SQLiteStore(KnowledgeMixin, KeysMixin):
             for row in rows:
                 yield int(row[0]), _turn_from_row(row)
             after = int(rows[-1][0])
+
+    def user_ids(self, prefix: str) -> list[str]:
+        """Users whose id starts with ``prefix``: one seek in the user index per user, not a scan of the turns.
+
+        In SQLite's binary order the ids with a prefix sit together from the prefix on, so
+        the walk starts there and stops at the first id without it.
+        """
+        return [str(row[0]) for row in self._fetch_all(_USERS_WITH_PREFIX, [prefix, len(prefix)])]
 
     # -- background jobs --------------------------------------------------------------
 
