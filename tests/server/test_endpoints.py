@@ -128,6 +128,20 @@ def test_context_packs_memories_under_the_budget(client: httpx.Client) -> None:
     assert all("acme/" not in item["id"] for item in context["items"])
 
 
+def test_chat_answers_from_memory_and_stores_the_message(client: httpx.Client) -> None:
+    add(client, LISBON, session_id="s1")
+    response = client.post("/v1/chat", json={"message": "Where does Ana live?", "user_id": "ana", "session_id": "s2"})
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["is_extractive"] and reply["model"] == "none" and "Lisbon" in reply["answer"]
+    assert reply["memories"] and all("acme/" not in item["id"] for item in reply["memories"])
+    [stored] = reply["turn_ids"]  # without an LLM only the user's message is stored
+    got = client.get(f"/v1/memories/{stored}", params={"user_id": "ana"})
+    assert got.status_code == 200 and got.json()["content"] == "Where does Ana live?"
+    assert client.delete(f"/v1/memories/{stored}", params={"user_id": "ana"}).status_code == 204
+    assert client.post("/v1/chat", json={"message": " ", "user_id": "ana"}).status_code == 422
+
+
 def test_get_and_delete_one_memory(client: httpx.Client) -> None:
     [stored] = add(client, LISBON, id="with/slash")
     path = "/v1/memories/with/slash"

@@ -54,6 +54,12 @@ def _context_empty(response: httpx.Response) -> None:
     assert response.json()["turn_ids"] == []
 
 
+def _chat_knows_nothing(response: httpx.Response) -> None:
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["memories"] == [] and "GLOBEX" not in body["answer"] and body["is_extractive"]
+
+
 def _inspection_empty(response: httpx.Response) -> None:
     body = response.json()
     assert response.status_code == 200
@@ -130,6 +136,12 @@ CASES = {
     ),
     "context": Case(
         "POST", "/v1/context", lambda c, u: c.post("/v1/context", json={"query": QUERY, "user_id": u}), _context_empty
+    ),
+    "chat": Case(
+        "POST",
+        "/v1/chat",
+        lambda c, u: c.post("/v1/chat", json={"message": QUERY, "user_id": u}),
+        _chat_knows_nothing,
     ),
     "forget": Case("POST", "/v1/forget", lambda c, u: c.post("/v1/forget", json={"user_id": u}), _empty("turns", 0)),
     "inspect": Case("GET", "/v1/inspect", lambda c, u: c.get("/v1/inspect", params={"user_id": u}), _inspection_empty),

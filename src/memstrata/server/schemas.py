@@ -94,6 +94,17 @@ class ContextRequest(RequestModel):
     include_superseded: bool = False
 
 
+class ChatRequest(RequestModel):
+    """``Memory.chat``: answer a message from memory, then remember the exchange."""
+
+    message: str
+    user_id: Identifier
+    session_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    token_budget: int = Field(default=1000, ge=50, le=1_000_000)
+    system: str | None = Field(default=None, description="Instructions replacing the agent's default system prompt.")
+
+
 class ScopeRequest(RequestModel):
     """A user, optionally narrowed to one agent and/or session."""
 
@@ -188,6 +199,32 @@ class ContextOut(ResponseModel):
     token_budget: int
     items: list[ContextItemOut]
     omitted: int
+    turn_ids: list[str]
+
+
+class UsedMemoryOut(ResponseModel):
+    """One memory a chat reply stood on."""
+
+    id: str
+    kind: str
+    tier: str
+    score: float
+    text: str
+
+
+class ChatOut(ResponseModel):
+    """What ``Memory.chat`` answered, what it used and what it cost."""
+
+    answer: str
+    is_extractive: bool
+    model: str
+    provider: str
+    memories: list[UsedMemoryOut]
+    context_tokens: int
+    tokens_in: int
+    tokens_out: int
+    tokens_cached: int
+    consolidation_due: bool
     turn_ids: list[str]
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
+from memstrata.errors import NotFound
 from memstrata.ids import IdGenerator
 from memstrata.server.auth import TenantDep
 from memstrata.server.dependencies import IdsDep, MemoryDep
@@ -80,12 +81,21 @@ def history(
 @router.get("/memories/{memory_id:path}", responses={**ERRORS, **NOT_FOUND})
 def get_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> MemoryOut:
     """One stored message of a user (``Memory.get``); 404 if that user has none with this id."""
-    turn = memory.get(tenant.inside(memory_id, "id"), user_id=tenant.inside(user_id, "user_id"))
+    user = tenant.inside(user_id, "user_id")
+    try:
+        turn = memory.get(tenant.inside(memory_id, "id"), user_id=user)
+    except NotFound:
+        # Ids memstrata made itself (Memory.chat's turns) carry no namespace; the lookup stays in the user.
+        turn = memory.get(memory_id, user_id=user)
     return memory_out(turn, tenant)
 
 
 @router.delete("/memories/{memory_id:path}", status_code=204, responses={**ERRORS, **NOT_FOUND})
 def delete_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> Response:
     """Hard-delete one message with its index entries (``Memory.delete``); 404 if absent."""
-    memory.delete(tenant.inside(memory_id, "id"), user_id=tenant.inside(user_id, "user_id"))
+    user = tenant.inside(user_id, "user_id")
+    try:
+        memory.delete(tenant.inside(memory_id, "id"), user_id=user)
+    except NotFound:
+        memory.delete(memory_id, user_id=user)  # an id memstrata made (see get_memory)
     return Response(status_code=204)

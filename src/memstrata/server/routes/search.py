@@ -1,4 +1,4 @@
-"""``/v1/search`` and ``/v1/context``: recall before answering."""
+"""``/v1/search``, ``/v1/context`` and ``/v1/chat``: recall before answering."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from fastapi import APIRouter
 from memstrata.server.auth import TenantDep
 from memstrata.server.dependencies import MemoryDep
 from memstrata.server.routes import BODY_ERRORS
-from memstrata.server.schemas import ContextOut, ContextRequest, SearchRequest, SearchResponse
+from memstrata.server.schemas import (
+    ChatOut,
+    ChatRequest,
+    ContextOut,
+    ContextRequest,
+    SearchRequest,
+    SearchResponse,
+    UsedMemoryOut,
+)
 from memstrata.server.views import context_out, hit_out
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -44,3 +52,32 @@ def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> Conte
         include_superseded=body.include_superseded,
     )
     return context_out(assembled, tenant)
+
+
+@router.post("/chat", responses=BODY_ERRORS)
+def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep) -> ChatOut:
+    """Answer from memory with the configured LLM (an extractive reply without one), then store the exchange."""
+    reply = memory.chat(
+        body.message,
+        user_id=tenant.inside(body.user_id, "user_id"),
+        session_id=body.session_id,
+        agent_id=body.agent_id,
+        token_budget=body.token_budget,
+        system=body.system,
+    )
+    return ChatOut(
+        answer=reply.answer,
+        is_extractive=reply.is_extractive,
+        model=reply.model,
+        provider=reply.provider,
+        memories=[
+            UsedMemoryOut(id=tenant.outside(m.id), kind=m.kind, tier=m.tier, score=m.score, text=m.text)
+            for m in reply.memories
+        ],
+        context_tokens=reply.context_tokens,
+        tokens_in=reply.tokens_in,
+        tokens_out=reply.tokens_out,
+        tokens_cached=reply.tokens_cached,
+        consolidation_due=reply.consolidation_due,
+        turn_ids=[tenant.outside(turn_id) for turn_id in reply.turn_ids],
+    )
