@@ -364,8 +364,9 @@ class Memory(TierViews, ContextViews, ChatViews):
         rankings = self._rankings(
             text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
         )
-        fused = self._focus(text, reciprocal_rank_fusion(rankings, k=self.settings.rrf_k), scope.user_id)
-        hits = self._load_hits(fused, count, scope.user_id)
+        loaded: dict[int, Turn] = {}
+        fused = self._focus(text, reciprocal_rank_fusion(rankings, k=self.settings.rrf_k), scope.user_id, loaded)
+        hits = self._load_hits(fused, count, scope.user_id, loaded)
         self._note_hit_visits(scope.user_id, hits)
         return hits
 
@@ -397,10 +398,23 @@ class Memory(TierViews, ContextViews, ChatViews):
             rankings = {**pending.result(), **rankings}
         return rankings
 
-    def _focus(self, text: str, fused: list[Fused[tuple[str, int]]], user_id: str) -> list[Fused[tuple[str, int]]]:
-        """Rerank fused candidates: lift the turns of the speaker the query names."""
-        turns = self._store.get_by_seqs([seq for kind, seq in (item.key for item in fused) if kind == "turn"], user_id)
+    def _focus(
+        self, text: str, fused: list[Fused[tuple[str, int]]], user_id: str, loaded: dict[int, Turn] | None = None
+    ) -> list[Fused[tuple[str, int]]]:
+        """Rerank fused candidates: lift the turns of the speaker the query names.
+
+        The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again.
+        """
+        turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
         return focus_on_speaker(text, fused, {("turn", seq): turn.name for seq, turn in turns.items()})
+
+    def _turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None) -> dict[int, Turn]:
+        """Turns by seq, reading from the store only those not in ``loaded`` (which is updated)."""
+        known = loaded if loaded is not None else {}
+        missing = [seq for seq in seqs if seq not in known]
+        if missing:
+            known.update(self._store.get_by_seqs(missing, user_id))
+        return {seq: known[seq] for seq in seqs if seq in known}
 
     def _server_vectors(self) -> ServerSideVectors | None:
         """The store's own vector index, when settings ask for it (``vector_search="server"``)."""
@@ -408,11 +422,17 @@ class Memory(TierViews, ContextViews, ChatViews):
             return self._store
         return None
 
-    def _load_hits(self, fused: Sequence[Fused[tuple[str, int]]], count: int, user_id: str) -> list[Hit]:
-        """Read the top ``count`` fused items from the store as hits."""
+    def _load_hits(
+        self,
+        fused: Sequence[Fused[tuple[str, int]]],
+        count: int,
+        user_id: str,
+        loaded: dict[int, Turn] | None = None,
+    ) -> list[Hit]:
+        """Read the top ``count`` fused items from the store as hits (turns in ``loaded`` are not read again)."""
         # A few spares cover turns another process deleted after this index loaded them.
         wanted = fused[: count + 8]
-        turns = self._store.get_by_seqs([seq for kind, seq in (i.key for i in wanted) if kind == "turn"], user_id)
+        turns = self._turns(user_id, [seq for kind, seq in (i.key for i in wanted) if kind == "turn"], loaded)
         derived = self._store.derived_items(
             [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], user_id
         )

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
-from memstrata.models import Cell, Context, Hit, SearchFilters
+from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
 from memstrata.validation import check_text
@@ -76,7 +76,8 @@ class ContextViews:
             )
             tiers = CONTEXT_TIERS if filters.is_empty else ()
             rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers)
-            episodes = memory._load_hits(self._episode_order(text, rankings, user), wanted, user)
+            loaded: dict[int, Turn] = {}
+            episodes = memory._load_hits(self._episode_order(text, rankings, user, loaded), wanted, user, loaded)
             derived = memory._load_hits(
                 reciprocal_rank_fusion({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
             )
@@ -116,7 +117,7 @@ class ContextViews:
         return self._store  # type: ignore[attr-defined, no-any-return]
 
     def _episode_order(
-        self, text: str, rankings: dict[str, list[tuple[str, int]]], user: str
+        self, text: str, rankings: dict[str, list[tuple[str, int]]], user: str, loaded: dict[int, Turn]
     ) -> list[Fused[tuple[str, int]]]:
         """Turns fused as ``search`` fuses them, then the deeper candidates after them.
 
@@ -127,9 +128,9 @@ class ContextViews:
         depth = self.settings.search_candidates
         memory = self._facade
         head = reciprocal_rank_fusion({name: r[:depth] for name, r in turn_lists.items()}, k=self.settings.rrf_k)
-        head = memory._focus(text, head, user)
+        head = memory._focus(text, head, user, loaded)
         seen = {item.key for item in head}
-        tail = memory._focus(text, reciprocal_rank_fusion(turn_lists, k=self.settings.rrf_k), user)
+        tail = memory._focus(text, reciprocal_rank_fusion(turn_lists, k=self.settings.rrf_k), user, loaded)
         return head + [item for item in tail if item.key not in seen]
 
     def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool) -> list[Candidate]:
