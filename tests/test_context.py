@@ -113,3 +113,13 @@ def test_flush_can_wait_for_one_user(memory: Memory) -> None:
     assert memory.inspect(user_id="ana").pending_jobs == 0
     with pytest.raises(InvalidInput, match="user_id"):
         memory.flush(user_id="")
+
+
+def test_relative_dates_in_excerpts_are_resolved_and_the_words_kept(memory: Memory) -> None:
+    said = "We adopted a puppy yesterday and went camping last summer."
+    memory.add(said, user_id="ana", session_id="s1", timestamp="2023-08-11T09:00:00Z")
+    memory.flush()
+    context = memory.context("when did Ana adopt the puppy?", user_id="ana", token_budget=300)
+    assert f"{said} [yesterday = 10 August 2023; last summer = summer 2022]" in context.text
+    session = memory.context("puppy", user_id="ana", session_id="s1", token_budget=300)
+    assert "[yesterday = 10 August 2023" in session.text

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
+from memstrata.extraction.time_expressions import annotate
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
@@ -186,7 +187,7 @@ class ContextViews:
                 "episode",
                 "working",
                 t.id,
-                f"{t.name or t.role}: {t.content}",
+                f"{t.name or t.role}: {annotate(t.content, t.created_at)}",
                 when=t.created_at,
                 source_turn_ids=(t.id,),
             )
@@ -198,9 +199,8 @@ def _episode(hit: Hit, section: str) -> Candidate:
     turn = hit.turn
     assert turn is not None  # episodes are turn hits
     speaker = turn.name or str(turn.role)
-    return Candidate(
-        section, "episode", "episodic", turn.id, f"{speaker}: {turn.content}", hit.score, (turn.id,), turn.created_at
-    )
+    text = f"{speaker}: {annotate(turn.content, turn.created_at)}"
+    return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), turn.created_at)
 
 
 def _same_slot(older: Cell, current: Cell) -> bool:

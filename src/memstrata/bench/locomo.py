@@ -31,6 +31,7 @@ from memstrata.bench.context_metrics import (
 from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
+from memstrata.extraction.time_expressions import annotate
 
 MODES = ("hybrid", "fulltext", "vector")
 # Plain retrieval without memstrata's neighbours, blending, fusion or rerank (bench/baselines.py).
@@ -164,7 +165,9 @@ def _ask(
     dated: dict[str, list[str]] = defaultdict(list)
     for turn in turns:
         texts_by_conversation[turn.conversation].append(f"{turn.speaker}: {turn.text}")
-        dated[turn.conversation].append(f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {turn.speaker}: {turn.text}")
+        # Rendered as context() renders excerpts: date line, speaker, relative dates resolved.
+        said = annotate(turn.text, turn.timestamp)
+        dated[turn.conversation].append(f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {turn.speaker}: {said}")
     sessions_in: dict[str, int] = defaultdict(int)
     for turn in turns:
         sessions_in[turn.conversation] = max(sessions_in[turn.conversation], _session_number(turn.dia_id))

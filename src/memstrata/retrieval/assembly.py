@@ -48,13 +48,15 @@ class Candidate:
 class AssemblyPolicy:
     """How much of the budget each section may claim before the episodes fill the rest."""
 
+    # Chosen on LoCoMo conversations 1-5 at 1,000 tokens: halving the first five shares (from
+    # 8/4/12/4/8 %) let more verbatim excerpts in and lifted answer-in-context there from 0.633 to 0.650.
     shares: Mapping[str, float] = field(
         default_factory=lambda: {
-            "profile": 0.08,
-            "pattern": 0.04,
-            "cell": 0.12,
-            "graph": 0.04,
-            "summary": 0.08,
+            "profile": 0.04,
+            "pattern": 0.02,
+            "cell": 0.06,
+            "graph": 0.02,
+            "summary": 0.04,
             "recent": 0.15,
         }
     )

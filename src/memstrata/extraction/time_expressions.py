@@ -1,0 +1,243 @@
+"""Relative time expressions ("yesterday", "last week", "3 years ago") resolved against a turn's date.
+
+A turn stored on 8 May 2023 that says "we went yesterday" means 7 May 2023; read months
+later, "yesterday" is wrong unless the date travels with it. :func:`resolve_time_expressions`
+finds such phrases and returns what each one means on the turn's date; :func:`annotate`
+appends those meanings to the text, leaving the original words untouched (the episodic
+tier stays verbatim). Pure: the anchor date is passed in, nothing reads the clock.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+WEEKDAYS = tuple(name.lower() for name in calendar.day_name)
+# Short forms people type ("last Tues"), longest first so the regex prefers them.
+WEEKDAY_FORMS = {
+    "tues": 1,
+    "thurs": 3,
+    "thur": 3,
+    "thu": 3,
+    "mon": 0,
+    "tue": 1,
+    "wed": 2,
+    "fri": 4,
+    "sat": 5,
+    "sun": 6,
+} | {name: index for index, name in enumerate(WEEKDAYS)}
+# Northern-hemisphere meteorological seasons: the months each one covers, in order.
+SEASONS = {
+    "spring": (3, 4, 5),
+    "summer": (6, 7, 8),
+    "fall": (9, 10, 11),
+    "autumn": (9, 10, 11),
+    "winter": (12, 1, 2),
+}
+MONTHS = tuple(name.lower() for name in calendar.month_name[1:])
+NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "couple of": 2,
+}
+MAX_COUNT = 60  # "300 years ago" is history, not something to date against the turn
+
+_NUMBER = "(?P<count>" + "|".join([r"\d{1,2}", *sorted(NUMBER_WORDS, key=len, reverse=True)]) + ")"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+_WEEKDAY = "(?P<weekday>" + "|".join(sorted(WEEKDAY_FORMS, key=len, reverse=True)) + ")"
+_SEASON = "(?P<season>" + "|".join(SEASONS) + ")"
+_MONTH = "(?P<month>" + "|".join(MONTHS) + ")"
+
+# Longer phrases first, so "last weekend" wins over "last week".
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE))
+    for kind, pattern in (
+        ("ago", rf"{_NUMBER} {_UNIT} ago"),
+        ("since", rf"(?:for )?{_NUMBER} {_UNIT} now"),
+        ("in", rf"in {_NUMBER} {_UNIT}(?! ago)"),
+        ("last_weekday", rf"last {_WEEKDAY}"),
+        ("next_weekday", rf"next {_WEEKDAY}"),
+        ("last_month_name", rf"last {_MONTH}"),
+        ("last_season", rf"last {_SEASON}"),
+        ("fixed", r"the day before yesterday|yesterday|last night|tomorrow|tonight"),
+        ("fixed", r"(?:last|next|this past|this) weekend|(?:last|next|this) week|this past week"),
+        ("fixed", r"(?:last|next|this) month|(?:last|next|this) year"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeExpression:
+    """One relative phrase found in a text and what it means on the anchor date."""
+
+    phrase: str
+    meaning: str
+    start: int
+
+
+def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExpression]:
+    """Every relative time phrase in ``text`` with its absolute meaning on ``anchor``, in text order.
+
+    Overlapping phrases keep the first, longest match; a phrase repeated with the same
+    meaning is reported once.
+    """
+    day = anchor.date() if isinstance(anchor, datetime) else anchor
+    found: list[TimeExpression] = []
+    covered: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            span = match.span()
+            if any(span[0] < end and start < span[1] for start, end in covered):
+                continue
+            meaning = _meaning(kind, match, day)
+            if meaning is None:
+                continue
+            covered.append(span)
+            found.append(TimeExpression(match.group(0), meaning, span[0]))
+    found.sort(key=lambda expression: expression.start)
+    unique: dict[tuple[str, str], TimeExpression] = {}
+    for expression in found:
+        unique.setdefault((expression.phrase.lower(), expression.meaning), expression)
+    return list(unique.values())
+
+
+def annotate(text: str, anchor: datetime | date | None) -> str:
+    """``text`` followed by what its relative time phrases mean, e.g. ``… yesterday! [yesterday = 7 May 2023]``.
+
+    The original text is kept verbatim; without an anchor or a phrase, it is returned unchanged.
+    """
+    if anchor is None:
+        return text
+    expressions = resolve_time_expressions(text, anchor)
+    if not expressions:
+        return text
+    notes = "; ".join(f"{expression.phrase} = {expression.meaning}" for expression in expressions)
+    return f"{text} [{notes}]"
+
+
+def _meaning(kind: str, match: re.Match[str], day: date) -> str | None:
+    if kind == "fixed":
+        return _fixed(match.group(0).lower(), day)
+    if kind in ("last_weekday", "next_weekday"):
+        target = WEEKDAY_FORMS[match.group("weekday").lower()]
+        if kind == "last_weekday":
+            back = (day.weekday() - target) % 7 or 7
+            return _weekday(day - timedelta(days=back))
+        ahead = (target - day.weekday()) % 7 or 7
+        return _weekday(day + timedelta(days=ahead))
+    if kind == "last_month_name":
+        month = MONTHS.index(match.group("month").lower()) + 1
+        year = day.year if month < day.month else day.year - 1
+        return f"{calendar.month_name[month]} {year}"
+    if kind == "last_season":
+        return _last_season(match.group("season").lower(), day)
+    count = _count(match.group("count"))
+    if count is None:
+        return None
+    unit = match.group("unit").lower()
+    sign = 1 if kind == "in" else -1
+    moved = _shift(day, unit, sign * count)
+    if moved is None:
+        return None
+    prefix = "since " if kind == "since" else ""
+    if unit == "day":
+        return prefix + _day(moved)
+    if unit == "week":
+        return f"{prefix}the week of {_day(moved)}"
+    if unit == "month":
+        return f"{prefix}{moved:%B %Y}"
+    return f"{prefix}{moved.year}"
+
+
+def _fixed(phrase: str, day: date) -> str:
+    month_back = _shift(day, "month", -1) or day
+    month_ahead = _shift(day, "month", 1) or day
+    meanings = {
+        "the day before yesterday": _day(day - timedelta(days=2)),
+        "yesterday": _day(day - timedelta(days=1)),
+        "last night": _day(day - timedelta(days=1)),
+        "tonight": _day(day),
+        "tomorrow": _day(day + timedelta(days=1)),
+        "last week": f"the week before {_day(day)}",
+        "this past week": f"the week before {_day(day)}",
+        "next week": f"the week after {_day(day)}",
+        "this week": f"the week of {_day(day)}",
+        "this weekend": f"the weekend of {_day(day)}",
+        "last weekend": f"the weekend before {_day(day)}",
+        "this past weekend": f"the weekend before {_day(day)}",
+        "next weekend": f"the weekend after {_day(day)}",
+        "last month": f"{month_back:%B %Y}",
+        "this month": f"{day:%B %Y}",
+        "next month": f"{month_ahead:%B %Y}",
+        "last year": str(day.year - 1),
+        "this year": str(day.year),
+        "next year": str(day.year + 1),
+    }
+    return meanings[phrase]
+
+
+def _last_season(season: str, day: date) -> str:
+    """The latest ``season`` that ended before ``day``'s own season began, named by its first month's year."""
+    months = SEASONS[season]
+    current = next(name for name, covered in SEASONS.items() if day.month in covered)
+    # Walk back month by month; skip the season we are in now ("last summer", said in July, is a year ago).
+    year, month = day.year, day.month
+    inside_current = True
+    for _ in range(24):
+        month -= 1
+        if month == 0:
+            year, month = year - 1, 12
+        if inside_current and month in SEASONS[current]:
+            continue
+        inside_current = False
+        if month in months:
+            if season == "winter":
+                start = year - 1 if month in (1, 2) else year
+                return f"winter {start}-{start + 1}"
+            return f"{season} {year}"
+    return f"{season} {day.year - 1}"  # unreachable: every season recurs within 24 months
+
+
+def _count(text: str) -> int | None:
+    lowered = text.lower()
+    count = int(lowered) if lowered.isdigit() else NUMBER_WORDS.get(lowered)
+    return count if count is not None and 0 < count <= MAX_COUNT else None
+
+
+def _shift(day: date, unit: str, amount: int) -> date | None:
+    """``day`` moved by ``amount`` units; ``None`` when that leaves the calendar."""
+    try:
+        if unit == "day":
+            return day + timedelta(days=amount)
+        if unit == "week":
+            return day + timedelta(weeks=amount)
+        if unit == "month":
+            months = day.year * 12 + day.month - 1 + amount
+            year, month = divmod(months, 12)
+            return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+        return date(day.year + amount, day.month, min(day.day, 28 if day.month == 2 else day.day))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _day(moment: date) -> str:
+    return f"{moment.day} {moment:%B %Y}"
+
+
+def _weekday(moment: date) -> str:
+    return f"{moment:%A}, {_day(moment)}"

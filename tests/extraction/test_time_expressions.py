@@ -1,0 +1,100 @@
+"""Relative time phrases resolved against the date a turn was said."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstrata.extraction.time_expressions import annotate, resolve_time_expressions
+
+MONDAY = date(2023, 5, 8)
+
+
+def meanings(text: str, anchor: date = MONDAY) -> dict[str, str]:
+    return {found.phrase.lower(): found.meaning for found in resolve_time_expressions(text, anchor)}
+
+
+@pytest.mark.parametrize(
+    ("phrase", "meaning"),
+    [
+        ("yesterday", "7 May 2023"),
+        ("last night", "7 May 2023"),
+        ("the day before yesterday", "6 May 2023"),
+        ("tomorrow", "9 May 2023"),
+        ("tonight", "8 May 2023"),
+        ("last week", "the week before 8 May 2023"),
+        ("next week", "the week after 8 May 2023"),
+        ("last weekend", "the weekend before 8 May 2023"),
+        ("last month", "April 2023"),
+        ("this month", "May 2023"),
+        ("next month", "June 2023"),
+        ("last year", "2022"),
+        ("next year", "2024"),
+        ("last saturday", "Saturday, 6 May 2023"),
+        ("last monday", "Monday, 1 May 2023"),
+        ("last tues", "Tuesday, 2 May 2023"),
+        ("next monday", "Monday, 15 May 2023"),
+        ("next fri", "Friday, 12 May 2023"),
+        ("this week", "the week of 8 May 2023"),
+        ("this weekend", "the weekend of 8 May 2023"),
+        ("last summer", "summer 2022"),
+        ("last spring", "spring 2022"),
+        ("last winter", "winter 2022-2023"),
+        ("seven years now", "since 2016"),
+        ("last august", "August 2022"),
+        ("last february", "February 2023"),
+        ("3 days ago", "5 May 2023"),
+        ("two weeks ago", "the week of 24 April 2023"),
+        ("a month ago", "April 2023"),
+        ("3 years ago", "2020"),
+        ("a couple of years ago", "2021"),
+        ("for 3 years now", "since 2020"),
+        ("in two weeks", "the week of 22 May 2023"),
+        ("in a month", "June 2023"),
+    ],
+)
+def test_each_phrase_means_a_date_relative_to_the_anchor(phrase: str, meaning: str) -> None:
+    assert meanings(f"Well, {phrase}, it happened.") == {phrase: meaning}
+
+
+def test_month_arithmetic_stays_in_the_calendar() -> None:
+    assert meanings("next month", date(2023, 1, 31)) == {"next month": "February 2023"}
+    assert meanings("last month", date(2024, 1, 15)) == {"last month": "December 2023"}
+    assert meanings("last year", date(2024, 2, 29)) == {"last year": "2023"}
+    assert meanings("a year ago", date(2024, 2, 29)) == {"a year ago": "2023"}
+
+
+def test_last_season_skips_the_season_we_are_in() -> None:
+    assert meanings("last summer", date(2023, 7, 20)) == {"last summer": "summer 2022"}
+    assert meanings("last summer", date(2023, 9, 1)) == {"last summer": "summer 2023"}
+    assert meanings("last winter", date(2023, 1, 10)) == {"last winter": "winter 2021-2022"}
+    assert meanings("last fall", date(2023, 12, 20)) == {"last fall": "fall 2023"}
+
+
+def test_longer_phrases_win_and_words_inside_other_words_do_not_match() -> None:
+    assert meanings("last weekend") == {"last weekend": "the weekend before 8 May 2023"}
+    assert meanings("a week-long camp, yesterdays, mid-last year") == {}
+    assert meanings("a few days ago") == {}  # vague: no date is invented
+    assert meanings("300 years ago") == {}
+
+
+def test_phrases_are_reported_in_text_order_and_once() -> None:
+    found = resolve_time_expressions("Last year, then yesterday, and yesterday again.", MONDAY)
+    assert [(f.phrase, f.meaning) for f in found] == [("Last year", "2022"), ("yesterday", "7 May 2023")]
+
+
+def test_annotate_appends_meanings_and_keeps_the_words_verbatim() -> None:
+    said = "We went hiking yesterday! Best trip since last year."
+    assert annotate(said, datetime(2023, 5, 8, 13, 56, tzinfo=UTC)) == (
+        f"{said} [yesterday = 7 May 2023; last year = 2022]"
+    )
+    assert annotate("Nothing relative here.", MONDAY) == "Nothing relative here."
+    assert annotate("yesterday", None) == "yesterday"
+
+
+@given(st.text(max_size=200), st.dates(min_value=date(1, 3, 1), max_value=date(9998, 10, 1)))
+def test_annotate_never_fails_and_always_keeps_the_text(text: str, anchor: date) -> None:
+    assert annotate(text, anchor).startswith(text)
