@@ -50,7 +50,14 @@ def test_cap_counts_distinct_terms_after_dedup() -> None:
 
 
 def test_operators_and_sql_become_plain_quoted_words() -> None:
-    assert _terms(fts_query("NEAR(a b) AND col:val -x ^y z*")) == ["near", "b", "col", "val", "x", "y", "z"]
+    assert _terms(fts_query("NEAR(a bb) AND col:val -xx ^yy zz*")) == ["near", "bb", "col", "val", "xx", "yy", "zz"]
+
+
+def test_lone_letters_from_contractions_are_not_searched() -> None:
+    terms = _terms(fts_query("What is Caroline's status? I don't know, we'll see"))
+    assert terms == ["caroline", "status", "know", "see"]
+    assert _terms(fts_query("5 stars")) == ["5", "stars"]
+    assert _terms(fts_query("x")) == ["x"]  # nothing else left: the letter is searched
     assert _terms(fts_query("'; DROP TABLE turns; --")) == ["drop", "table", "turns"]
 
 

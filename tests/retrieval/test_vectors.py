@@ -286,3 +286,31 @@ def test_a_batch_read_before_a_removal_is_ignored() -> None:
     everyone = index.generation("ana")
     index.drop()
     assert index.generation("ana") != everyone
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    rows=st.integers(min_value=1, max_value=40),
+    weights=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=3),
+    batch=st.integers(min_value=1, max_value=40),
+)
+def test_blended_scores_equal_the_explicit_blend(seed: int, rows: int, weights: list[float], batch: int) -> None:
+    """Scores come from the rows' own cosines; they must equal max(own, normalize(blend)·q)."""
+    rng = np.random.default_rng(seed)
+    vectors = _unit(rng, rows)
+    query = _unit(rng, 1)[0]
+    blended = vectors.astype(np.float64).copy()
+    for distance, weight in enumerate(weights, start=1):
+        if distance < rows:
+            blended[distance:] += weight * vectors[:-distance]
+            blended[: rows - distance] += weight * vectors[distance:]
+    norms = np.linalg.norm(blended, axis=1, keepdims=True)
+    blended /= np.where(norms == 0, 1.0, norms)
+    expected = np.maximum(vectors.astype(np.float64) @ query, blended @ query)
+    index = VectorIndex(DIM, neighbour_weights=weights)
+    seqs = _seqs(range(1, rows + 1))
+    for start in range(0, rows, batch):
+        index.extend("ana", seqs[start : start + batch], vectors[start : start + batch], start + batch)
+    found = dict(index.search("ana", query, rows))
+    assert [found[int(seq)] for seq in seqs] == pytest.approx(expected.tolist(), abs=1e-5)

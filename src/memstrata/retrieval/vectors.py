@@ -12,6 +12,7 @@ import numpy.typing as npt
 from memstrata.embeddings.base import Vectors
 
 Seqs = npt.NDArray[np.int64]
+BLEND_CHUNK_ROWS = 8192
 
 
 @dataclass
@@ -22,7 +23,9 @@ class _Block:
     vectors: Vectors
     size: int = 0
     high_water: int = 0  # the largest store vector id seen, for catching up
-    searched: Vectors | None = None  # the rows search compares against (neighbour-blended)
+    # |v + Σ_d w_d·(v_{-d} + v_{+d})| per row: with it a blend's cosine comes from the rows' own
+    # cosines, so search reads the vectors once instead of keeping a blended copy.
+    blend_norms: npt.NDArray[np.float32] | None = None
 
 
 class VectorIndex:
@@ -32,7 +35,9 @@ class VectorIndex:
     user's turns around it, normalize(v + Σ_d w_d·(v_{-d} + v_{+d})), and scores the better of
     its own cosine and the blend's: the answer to a question is then found by the question's
     words too, while a turn that stands alone is still found by itself. The stored vectors
-    stay exactly as embedded; the blend is rebuilt whenever the index loads.
+    stay exactly as embedded. The blend is never materialised: its cosine is
+    (s_i + Σ_d w_d·(s_{i-d} + s_{i+d})) / |blend_i| for the rows' own cosines s, so search
+    costs one pass over the vectors and the index keeps one norm per row.
 
     The store holds every vector; this index is a cache of them per user, loaded on first
     use and caught up by the caller with everything after ``high_water`` before each
@@ -108,9 +113,9 @@ class VectorIndex:
             seqs = block.seqs[: block.size].copy()
             query = np.asarray(query, np.float32)
             scores = block.vectors[: block.size] @ query
-            if block.searched is not None:
+            if block.blend_norms is not None:
                 # A turn is found by itself or by its neighbourhood, whichever is closer.
-                scores = np.maximum(scores, block.searched[: block.size] @ query)
+                scores = np.maximum(scores, self._blend_scores(scores, block.blend_norms[: block.size]))
         if allowed is not None:
             mask = np.isin(seqs, allowed)
             seqs, scores = seqs[mask], scores[mask]
@@ -142,34 +147,45 @@ class VectorIndex:
             start = 0
         self._blend_locked(block, start)
 
+    def _blend_scores(self, own: npt.NDArray[np.float32], norms: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Each row's cosine with its blended neighbourhood, from the rows' own cosines."""
+        blended = own.copy()
+        for distance, weight in enumerate(self.neighbour_weights, start=1):
+            if distance >= len(own):
+                break
+            blended[distance:] += weight * own[:-distance]
+            blended[:-distance] += weight * own[distance:]
+        return blended / norms
+
     def _blend_locked(self, block: _Block, start: int) -> None:
-        """Recompute the searched rows from ``start`` on, and the rows before it whose neighbours changed."""
+        """Recompute the blend norms from ``start`` on, and of the rows before it whose neighbours changed."""
         weights = self.neighbour_weights
         if not any(weights):
-            block.searched = None
+            block.blend_norms = None
             return
-        if block.searched is None or len(block.searched) != len(block.vectors):
-            previous, block.searched = block.searched, np.zeros_like(block.vectors)
+        if block.blend_norms is None or len(block.blend_norms) != len(block.vectors):
+            previous, block.blend_norms = block.blend_norms, np.ones(len(block.vectors), np.float32)
             if previous is None:
                 start = 0
             else:
-                kept = min(len(previous), len(block.searched))
-                block.searched[:kept] = previous[:kept]
-        low, high = max(0, start - len(weights)), block.size
-        if high <= low:
-            return
-        raw = block.vectors[:high]
-        blended = raw[low:high].copy()
-        rows = np.arange(low, high)
-        for distance, weight in enumerate(weights, start=1):
-            before = rows - distance
-            has_before = before >= 0
-            blended[has_before] += weight * raw[before[has_before]]
-            after = rows + distance
-            has_after = after < high
-            blended[has_after] += weight * raw[after[has_after]]
-        norms = np.linalg.norm(blended, axis=1, keepdims=True)
-        block.searched[low:high] = blended / np.where(norms == 0, 1.0, norms)
+                kept = min(len(previous), len(block.blend_norms))
+                block.blend_norms[:kept] = previous[:kept]
+        raw = block.vectors[: block.size]
+        reach = len(weights)
+        # In chunks, so loading a large user never holds a second full copy of its vectors.
+        for low in range(max(0, start - reach), block.size, BLEND_CHUNK_ROWS):
+            high = min(block.size, low + BLEND_CHUNK_ROWS)
+            blended = raw[low:high].copy()
+            rows = np.arange(low, high)
+            for distance, weight in enumerate(weights, start=1):
+                before = rows - distance
+                has_before = before >= 0
+                blended[has_before] += weight * raw[before[has_before]]
+                after = rows + distance
+                has_after = after < block.size
+                blended[has_after] += weight * raw[after[has_after]]
+            norms = np.linalg.norm(blended, axis=1)
+            block.blend_norms[low:high] = np.where(norms == 0, 1.0, norms)
 
     def _remove_locked(self, block: _Block, seqs: Seqs) -> None:
         if block.size == 0 or len(seqs) == 0:

@@ -22,6 +22,7 @@ from memstrata.storage.base import Job, Seqs, VectorBatch, Vectors
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
 from memstrata.storage.sqlite import queue
+from memstrata.storage.sqlite.focus import focused_match
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
@@ -382,11 +383,13 @@ class SQLiteStore(KnowledgeMixin, KeysMixin):
             "JOIN turns t ON t.seq = turns_fts.rowid "
             f"WHERE turns_fts MATCH ? AND t.user_id = ?{where} ORDER BY bm25(turns_fts, {FULLTEXT_WEIGHTS}) LIMIT ?"
         )
-        return self._read(
-            lambda connection: [
-                (int(seq), float(score)) for seq, score in connection.execute(sql, [match, user_id, *parameters, limit])
-            ]
-        )
+
+        def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
+            focused = focused_match(connection, match)
+            rows = connection.execute(sql, [focused, user_id, *parameters, limit])
+            return [(int(seq), float(score)) for seq, score in rows]
+
+        return self._read(work)
 
     def filtered_seqs(self, user_id: str, filters: SearchFilters) -> Seqs:
         """Seqs of ``user_id``'s turns that pass ``filters``."""
