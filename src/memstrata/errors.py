@@ -7,7 +7,8 @@
     │   └── IdConflict                   a caller-supplied id already names different content
     ├── NotFound (also KeyError)         no item with that id in that scope
     ├── ConfigError                      a setting or config file is wrong
-    │   └── MissingDependency            an optional package is not installed
+    │   ├── MissingDependency            an optional package is not installed
+    │   └── LLMRequired                  the feature needs an LLM and none is configured
     ├── StorageError                     the store failed or cannot be opened
     │   └── SchemaTooNew                 the database was written by a newer memstrata
     ├── EmbeddingError                   the embedding model failed to load or to run
@@ -46,6 +47,10 @@ class ConfigError(MemstrataError):
 
 class MissingDependency(ConfigError):
     """An optional dependency is needed for the chosen feature but is not installed."""
+
+
+class LLMRequired(ConfigError):
+    """The feature needs an LLM and none is configured (the message says how to configure one)."""
 
 
 class StorageError(MemstrataError):

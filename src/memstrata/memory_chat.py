@@ -46,9 +46,10 @@ class ChatViews:
         Calls ``context()`` for the message, then the LLM with the system instructions
         (``system``, default the ``agent_system`` prompt), the memory block after them, and
         the session's working memory (its last exchanges) as the conversation before the
-        message. Then ``add()``s the message and the reply in one transaction. Without an
-        LLM the reply is extractive — it lists the most relevant memories and says so
-        (``is_extractive``); only the message is stored then, since the reply adds nothing.
+        message; the block leaves those turns out, so none is sent twice. Then ``add()``s
+        the message and the reply in one transaction. Without an LLM the reply is
+        extractive — it lists the most relevant memories and says so (``is_extractive``);
+        only the message is stored then, since the reply adds nothing.
 
         Bad input raises InvalidInput before anything happens; a failing model raises
         ProviderError and stores nothing, so sending the message again does not duplicate it.
@@ -67,12 +68,16 @@ class ChatViews:
             user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id, limit=1, newest_first=True
         )
         since = previous[0].created_at if previous else datetime.now(UTC)
-        # Without session_id: the session's own exchanges go in as messages, not into the block.
-        context = memory.context(text, user_id=scope.user_id, token_budget=budget, agent_id=scope.agent_id)
         llm = memory.llm
+        # A model gets the session's working memory as messages, so the block leaves those
+        # turns out; an extractive reply has only the block, so it keeps them.
+        working = self._working_turns(scope) if llm.is_available else []
+        context = memory._context(
+            text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working)
+        )
         if llm.is_available:
             completion = llm.generate(
-                [*self._working_messages(scope), ChatMessage("user", text)],
+                [*conversation([turn for _, turn in working]), ChatMessage("user", text)],
                 system=instructions or render("agent_system", today=datetime.now(UTC).strftime("%A %d %B %Y")),
                 memory=context.text or None,
                 purpose="chat",
@@ -116,13 +121,13 @@ class ChatViews:
     def _chat_memory(self) -> Memory:
         return self  # type: ignore[return-value]
 
-    def _working_messages(self, scope: Scope) -> list[ChatMessage]:
-        """The session's working memory (its last exchanges) as chat messages, oldest first."""
+    def _working_turns(self, scope: Scope) -> list[tuple[int, Turn]]:
+        """The session's working memory (its last exchanges) as (seq, turn), oldest first."""
         if scope.session_id is None:
             return []
         store = self._chat_memory._tiers
         turns = store.get_by_seqs(self._chat_memory._working_seqs(scope.user_id, scope.session_id), scope.user_id)
-        return conversation([turns[seq] for seq in sorted(turns) if turns[seq].agent_id == scope.agent_id])
+        return [(seq, turns[seq]) for seq in sorted(turns) if turns[seq].agent_id == scope.agent_id]
 
     def _consolidation_due(self, user_id: str) -> bool:
         memory = self._chat_memory

@@ -62,6 +62,19 @@ class ContextViews:
         retrieval always spans the user's whole memory (or one ``agent_id``'s). The result
         reports the tokens used and every item included. Never calls an LLM.
         """
+        return self._context(query, user_id, token_budget, agent_id, session_id, include_superseded, frozenset())
+
+    def _context(
+        self,
+        query: str,
+        user_id: str,
+        token_budget: int,
+        agent_id: str | None,
+        session_id: str | None,
+        include_superseded: bool,
+        leave_out: frozenset[int],
+    ) -> Context:
+        """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts."""
         memory = self._facade
         with memory._activity:
             memory._require_open()
@@ -78,7 +91,8 @@ class ContextViews:
             tiers = CONTEXT_TIERS if filters.is_empty else ()
             rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers)
             loaded: dict[int, Turn] = {}
-            episodes = memory._load_hits(self._episode_order(text, rankings, user, loaded), wanted, user, loaded)
+            order = [item for item in self._episode_order(text, rankings, user, loaded) if item.key[1] not in leave_out]
+            episodes = memory._load_hits(order, wanted, user, loaded)
             derived = memory._load_hits(
                 reciprocal_rank_fusion({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
             )

@@ -121,6 +121,18 @@ def test_the_sessions_recent_exchanges_are_sent_as_messages(chatty: Memory, fake
     assert [(m.role, m.content) for m in other.messages] == [("user", "Hello there.")]
 
 
+def test_the_memory_block_leaves_out_what_goes_in_as_messages(chatty: Memory, fake_llm: FakeLLM) -> None:
+    chatty.add("My passport is in the blue drawer.", user_id="ana", session_id="old", timestamp="2024-01-01T10:00:00Z")
+    fake_llm.script("Noted.", "In the blue drawer, and the red one.", purpose="chat")
+    chatty.chat("I also keep a passport copy in the red drawer.", user_id="ana", session_id="s1")
+    chatty.chat("Where are my passport papers?", user_id="ana", session_id="s1")
+    second = fake_llm.calls_for("chat")[1]
+    assert ("user", "I also keep a passport copy in the red drawer.") in [(m.role, m.content) for m in second.messages]
+    assert second.memory is not None
+    assert "blue drawer" in second.memory  # another session's turn is still recalled
+    assert "red drawer" not in second.memory  # the working turn is sent once, as a message
+
+
 def test_a_custom_system_prompt_replaces_the_template(chatty: Memory, fake_llm: FakeLLM) -> None:
     fake_llm.script("Arr.", purpose="chat")
     chatty.chat("Hi", user_id="ana", system="Talk like a pirate.")

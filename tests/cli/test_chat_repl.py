@@ -61,7 +61,7 @@ def test_end_of_input_ends_the_session_and_forget_deletes_when_confirmed(tmp_pat
         assert memory.history(user_id="ana") == []
 
 
-def test_a_session_with_an_llm_sends_the_memory_block(tmp_path: Path, llm_server: LLMServer) -> None:
+def test_a_session_with_an_llm_sends_its_earlier_messages_once(tmp_path: Path, llm_server: LLMServer) -> None:
     home = tmp_path / "h"
     _chat("I keep my passport in the blue drawer.", home=home)
     llm_server.queue(CHAT, "It is in the blue drawer.")
@@ -76,8 +76,9 @@ def test_a_session_with_an_llm_sends_the_memory_block(tmp_path: Path, llm_server
     assert "agent> It is in the blue drawer." in output
     [request] = llm_server.requests_to(CHAT)
     system, *history, question = request.body["messages"]
-    assert "# Memory" in system["content"] and "I keep my passport in the blue drawer." in system["content"]
+    # The session's earlier message goes in once, as a message; the memory block leaves it out.
     assert [m["content"] for m in history] == ["I keep my passport in the blue drawer."]
+    assert "I keep my passport in the blue drawer." not in system["content"]
     assert question == {"role": "user", "content": "Where is my passport?"}
 
 

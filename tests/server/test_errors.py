@@ -54,11 +54,10 @@ def test_statuses_are_most_specific_first() -> None:
 
 
 def test_a_feature_that_needs_an_llm_is_501_not_503() -> None:
-    try:
+    with pytest.raises(errors.LLMRequired) as raised:
         NoLLM().complete("summarise this")
-    except errors.ConfigError as exc:
-        needed = exc
-    status, code, message = status_of(needed)
+    assert isinstance(raised.value, errors.ConfigError)  # callers catching ConfigError still do
+    status, code, message = status_of(raised.value)
     assert (status, code) == (501, "llm_required")
     assert "LLM" in message
     assert status_of(errors.ConfigError("bad setting"))[0] == 503

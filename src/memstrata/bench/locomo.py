@@ -163,11 +163,13 @@ def _ask(
     text_of = {turn_id(turn): turn.text for turn in turns}
     texts_by_conversation: dict[str, list[str]] = defaultdict(list)
     dated: dict[str, list[str]] = defaultdict(list)
+    dated_line: dict[str, str] = {}
     for turn in turns:
         texts_by_conversation[turn.conversation].append(f"{turn.speaker}: {turn.text}")
         # Rendered as context() renders excerpts: date line, speaker, relative dates resolved.
         said = annotate(turn.text, turn.timestamp)
-        dated[turn.conversation].append(f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {turn.speaker}: {said}")
+        dated_line[turn_id(turn)] = f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {turn.speaker}: {said}"
+        dated[turn.conversation].append(dated_line[turn_id(turn)])
     sessions_in: dict[str, int] = defaultdict(int)
     for turn in turns:
         sessions_in[turn.conversation] = max(sessions_in[turn.conversation], _session_number(turn.dia_id))
@@ -193,6 +195,10 @@ def _ask(
                 "answer": str(question.answer),
                 "evidence": evidence,
                 "answer_in_conversation": answer_in_context(str(question.answer), whole[question.conversation]),
+                # A perfect retriever's context: the gold evidence turns alone, dated.
+                "answer_in_evidence": answer_in_context(
+                    str(question.answer), "\n".join(dated_line[e] for e in evidence)
+                ),
                 # How old the evidence is: 0 = the first session, 1 = the latest one.
                 "evidence_age": 1.0
                 - statistics.fmean(_session_number(e.split(":", 1)[1]) - 1 for e in evidence)
@@ -372,6 +378,7 @@ def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 continue
             entries = [r["context"][budget] for r in subset]
             ceiling = statistics.fmean(float(r["answer_in_conversation"]) for r in subset)
+            oracle = statistics.fmean(float(r["answer_in_evidence"]) for r in subset)
             scores: dict[str, float] = {
                 "questions": float(len(entries)),
                 "evidence_in_context": statistics.fmean(e["evidence_in_context"] for e in entries),
@@ -379,6 +386,7 @@ def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "answer_string_in_context": statistics.fmean(float(e["answer_string_in_context"]) for e in entries),
                 "tokens_mean": statistics.fmean(e["tokens"] for e in entries),
                 "answer_in_whole_conversation": ceiling,
+                "answer_in_evidence_only": oracle,
             }
             pairs = [e["crs"] for e in entries if "crs" in e]
             if pairs:

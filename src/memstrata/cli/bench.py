@@ -132,7 +132,15 @@ def locomo(
         console.print(table)
     for split, by_budget in report["context"].items():
         table = Table(
-            "budget / category", "n", "evidence in ctx", "answer in ctx", "tokens", "CRS", title=f"Context, {split}"
+            "budget / category",
+            "n",
+            "evidence in ctx",
+            "answer in ctx",
+            "answer in evidence",
+            "answer in conv.",
+            "tokens",
+            "CRS",
+            title=f"Context, {split}",
         )
         for budget, groups in by_budget.items():
             for group, scores in groups.items():
@@ -141,6 +149,8 @@ def locomo(
                     str(int(scores["questions"])),
                     f"{scores['evidence_in_context']:.3f}",
                     f"{scores['answer_in_context']:.3f}",
+                    f"{scores['answer_in_evidence_only']:.3f}",
+                    f"{scores['answer_in_whole_conversation']:.3f}",
                     f"{scores['tokens_mean']:.0f}",
                     f"{scores['crs']:.2f}" if "crs" in scores else "",
                 )

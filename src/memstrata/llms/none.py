@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstrata.errors import ConfigError
+from memstrata.errors import LLMRequired
 from memstrata.llms.base import ChatMessage, Completion
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class NoLLM:
 
     def complete(self, prompt: str, *, system: str | None = None) -> str:
         """Raise: this step needs a model."""
-        raise ConfigError(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
+        raise LLMRequired(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
 
     def generate(
         self,
@@ -46,7 +46,7 @@ class NoLLM:
         purpose: str = "chat",
     ) -> Completion:
         """Raise: this step needs a model."""
-        raise ConfigError(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
+        raise LLMRequired(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
 
 
 def from_settings(settings: Settings, *, cost_log: CostLog | None = None) -> NoLLM:

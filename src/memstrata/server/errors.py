@@ -21,6 +21,7 @@ from memstrata.errors import (
     EmbeddingError,
     IdConflict,
     InvalidInput,
+    LLMRequired,
     MemstrataError,
     NotFound,
     ProviderError,
@@ -29,7 +30,6 @@ from memstrata.errors import (
 
 logger = logging.getLogger("memstrata.server")
 
-_LLM_STAND_IN = "memstrata.llms.none"
 _MAX_DETAILS = 20
 
 
@@ -90,29 +90,12 @@ def _tenant_clean(request: Request, message: str) -> str:
 
 def status_of(error: MemstrataError) -> tuple[int, str, str]:
     """(status, code, message a client may see) for a memstrata error."""
-    if isinstance(error, ConfigError) and _raised_for_missing_llm(error):
+    if isinstance(error, LLMRequired):
         return 501, "llm_required", f"this feature needs an LLM and the server has none configured: {error}"
     for kind, status, code, generic in STATUSES:
         if isinstance(error, kind):
             return status, code, generic or str(error)
     return 500, "internal_error", "internal server error"
-
-
-def _raised_for_missing_llm(error: BaseException) -> bool:
-    """Whether the offline stand-in for an LLM raised it: a feature that needs a model was asked for.
-
-    The stand-in raises a plain ConfigError (as the CLI wants); where it came from is what
-    tells "configure an LLM" (501) from a broken configuration (503).
-    """
-    seen: BaseException | None = error
-    while seen is not None:
-        trace = seen.__traceback__
-        while trace is not None:
-            if trace.tb_frame.f_globals.get("__name__") == _LLM_STAND_IN:
-                return True
-            trace = trace.tb_next
-        seen = seen.__cause__
-    return False
 
 
 async def _memstrata_error(request: Request, error: Exception) -> JSONResponse:
