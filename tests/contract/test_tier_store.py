@@ -297,6 +297,15 @@ def test_deleting_a_turn_purges_what_was_derived_from_it(store: TierStore) -> No
     assert store.events("ana")[0].kind == "delete"
 
 
+def test_deleting_a_turn_retires_the_entities_only_it_mentioned(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn("t0", "Zanzibar with Caroline"), _turn("t1", "Caroline again")], None, MODEL)
+    store.add_entities("ana", seqs[0], [("Zanzibar", "place"), ("Caroline", "person")], T0)
+    store.add_entities("ana", seqs[1], [("Caroline", "person")], T0)
+    store.delete("t0", "ana")
+    assert [(n.name, n.mentions) for n in store.entities("ana")] == [("Caroline", 1)]
+    assert store.neighbours("ana", ["Caroline"]) == []
+
+
 def test_forgetting_a_user_empties_every_tier_and_spares_others(store: TierStore) -> None:
     _populate(store)
     store.insert_turns([_turn("b0", "I live in Oslo", user_id="bob")], None, MODEL, working_capacity=10)

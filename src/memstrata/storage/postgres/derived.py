@@ -46,7 +46,14 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         " (SELECT consolidation_id FROM consolidation_turns WHERE turn_seq = ANY(%s::bigint[]))",
         (seqs,),
     )
-    # As in the SQLite store: runs before the turns (and so their mentions) are deleted.
+    # As in the SQLite store: the turns are deleted after this, so their mentions go now.
+    connection.execute(
+        "UPDATE entities e SET mentions = e.mentions - gone.count"
+        " FROM (SELECT entity_id, count(*) AS count FROM entity_mentions"
+        " WHERE turn_seq = ANY(%s::bigint[]) GROUP BY entity_id) gone WHERE e.id = gone.entity_id",
+        (seqs,),
+    )
+    connection.execute("DELETE FROM entity_mentions WHERE turn_seq = ANY(%s::bigint[])", (seqs,))
     connection.execute(
         "DELETE FROM entities e WHERE e.user_id = %s"
         " AND NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)",

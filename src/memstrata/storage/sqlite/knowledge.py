@@ -626,6 +626,15 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             f" (SELECT consolidation_id FROM consolidation_turns WHERE turn_seq IN ({marks}))",
             chunk,
         )
+        # The turns are deleted after this, so their mentions go now: an entity only they
+        # mentioned is then unmentioned, and the others count one mention less.
+        connection.execute(
+            "UPDATE entities SET mentions = mentions - (SELECT count(*) FROM entity_mentions m"
+            f" WHERE m.entity_id = entities.id AND m.turn_seq IN ({marks}))"
+            f" WHERE id IN (SELECT entity_id FROM entity_mentions WHERE turn_seq IN ({marks}))",
+            chunk + chunk,
+        )
+        connection.execute(f"DELETE FROM entity_mentions WHERE turn_seq IN ({marks})", chunk)
     connection.execute(
         "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM entity_mentions)", (user_id,)
     )
