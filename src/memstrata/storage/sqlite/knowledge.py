@@ -1,23 +1,23 @@
-"""SQL for the derived tiers: segments, cells, profile, patterns, entities, consolidations, search items."""
+"""SQL for the long-term tiers: cells, profile, consolidations, search items, importance, events, purging.
+
+Mid-term segments are in ``segments.py``; patterns and entities in ``graph.py``.
+"""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
-from memstrata.models import Cell, Consolidation, EntityEdge, EntityNode, MemoryEvent, Segment, format_time
+from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
+from memstrata.storage.sqlite.shared import put_derived, tier_event
 
 T = TypeVar("T")
 _CELL_COLUMNS = (
     "c.id, c.user_id, c.kind, c.subject, c.attribute, c.value, c.content, c.salience, c.valid_from,"
     " t.id, c.valid_to, c.superseded_by, c.scene_id"
-)
-_SEGMENT_COLUMNS = (
-    "id, user_id, summary, keywords, visits, turn_count, heat, state, created_at, last_activity,"
-    " session_id, promoted_at"
 )
 
 
@@ -114,150 +114,6 @@ class KnowledgeMixin:
         )
         return [bytes(row[0]) for row in rows]
 
-    # -- segments ---------------------------------------------------------------------
-
-    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
-        """The user's active mid-term segments with their centroid vectors."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT {_SEGMENT_COLUMNS}, centroid FROM segments WHERE user_id = ? AND state = 'active'",
-                (user_id,),
-            ).fetchall()
-        )
-        return [(_segment(row), row[12]) for row in rows]
-
-    def segments(self, user_id: str, *, limit: int = 50) -> list[Segment]:
-        """Segments of a user, hottest first (archived ones last)."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT {_SEGMENT_COLUMNS} FROM segments WHERE user_id = ?"
-                " ORDER BY state = 'active' DESC, heat DESC, id LIMIT ?",
-                (user_id, limit),
-            ).fetchall()
-        )
-        return [_segment(row) for row in rows]
-
-    def segment_turn_seqs(self, segment_id: str) -> list[int]:
-        """Turns that make up a segment, oldest first."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT turn_seq FROM segment_turns WHERE segment_id = ? ORDER BY turn_seq", (segment_id,)
-            ).fetchall()
-        )
-        return [int(row[0]) for row in rows]
-
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
-        """Create or update a segment, link its new turns, and refresh its search item."""
-
-        def work(connection: sqlite3.Connection) -> None:
-            connection.execute(
-                "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
-                " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
-                " visits = excluded.visits, turn_count = excluded.turn_count, heat = excluded.heat,"
-                " state = excluded.state, last_activity = excluded.last_activity, centroid = excluded.centroid",
-                (
-                    segment.id,
-                    segment.user_id,
-                    segment.session_id,
-                    segment.summary,
-                    json.dumps(segment.keywords),
-                    segment.visits,
-                    segment.turn_count,
-                    segment.heat,
-                    segment.state,
-                    _time(segment.promoted_at),
-                    format_time(segment.created_at),
-                    format_time(segment.last_activity),
-                    centroid,
-                ),
-            )
-            connection.executemany(
-                "INSERT OR IGNORE INTO segment_turns (segment_id, turn_seq) VALUES (?, ?)",
-                [(segment.id, seq) for seq in new_turn_seqs],
-            )
-            sources = [
-                int(row[0])
-                for row in connection.execute("SELECT turn_seq FROM segment_turns WHERE segment_id = ?", (segment.id,))
-            ]
-            content = segment.summary + (f" (topics: {', '.join(segment.keywords)})" if segment.keywords else "")
-            _put_derived(
-                connection,
-                segment.id,
-                segment.user_id,
-                "midterm",
-                content,
-                sources,
-                segment.created_at,
-                is_current=segment.state == "active",
-            )
-
-        self._write(work)
-
-    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
-        """Record visits and the recomputed heat."""
-        self._write(
-            lambda connection: connection.execute(
-                "UPDATE segments SET visits = ?, heat = ?, last_activity = ? WHERE id = ?",
-                (visits, heat, format_time(last_activity), segment_id),
-            )
-        )
-
-    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
-        """Active segments containing any of these turns."""
-        if not turn_seqs:
-            return []
-        marks = ",".join("?" * len(turn_seqs))
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT DISTINCT {', '.join('s.' + c.strip() for c in _SEGMENT_COLUMNS.split(','))}"
-                f" FROM segments s JOIN segment_turns st ON st.segment_id = s.id"
-                f" WHERE s.user_id = ? AND s.state = 'active' AND st.turn_seq IN ({marks})",
-                (user_id, *turn_seqs),
-            ).fetchall()
-        )
-        return [_segment(row) for row in rows]
-
-    def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
-        """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
-
-        def work(connection: sqlite3.Connection) -> None:
-            for segment_id in segment_ids:
-                connection.execute("UPDATE segments SET state = 'archived' WHERE id = ?", (segment_id,))
-                connection.execute("UPDATE derived SET is_current = 0 WHERE id = ?", (segment_id,))
-                _event(connection, "eviction", user_id, {"segment_id": segment_id, "heat": reason.get(segment_id)})
-
-        self._write(work)
-
-    def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
-        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
-
-        def work(connection: sqlite3.Connection) -> None:
-            connection.execute(
-                "INSERT INTO scenes (id, user_id, title, summary, segment_id, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (scene_id, segment.user_id, title, segment.summary, segment.id, format_time(now), format_time(now)),
-            )
-            connection.execute("UPDATE segments SET promoted_at = ? WHERE id = ?", (format_time(now), segment.id))
-            connection.execute(
-                "UPDATE cells SET scene_id = ? WHERE scene_id IS NULL AND source_turn_seq IN"
-                " (SELECT turn_seq FROM segment_turns WHERE segment_id = ?)",
-                (scene_id, segment.id),
-            )
-            sources = [
-                int(row[0])
-                for row in connection.execute("SELECT turn_seq FROM segment_turns WHERE segment_id = ?", (segment.id,))
-            ]
-            _put_derived(connection, scene_id, segment.user_id, "scene", f"{title}: {segment.summary}", sources, now)
-            _event(
-                connection,
-                "promotion",
-                segment.user_id,
-                {"segment_id": segment.id, "scene_id": scene_id, "heat": segment.heat},
-            )
-
-        self._write(work)
-
     # -- cells and profile ------------------------------------------------------------
 
     def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
@@ -320,13 +176,13 @@ class KnowledgeMixin:
                     (format_time(cell.valid_from), cell.id, old_id),
                 )
                 connection.execute("UPDATE derived SET is_current = 0 WHERE id = ?", (old_id,))
-                _event(
+                tier_event(
                     connection,
                     "supersession",
                     cell.user_id,
                     {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
                 )
-            _put_derived(
+            put_derived(
                 connection, cell.id, cell.user_id, "longterm", _cell_text(cell), [source_turn_seq], cell.valid_from
             )
 
@@ -354,99 +210,6 @@ class KnowledgeMixin:
             ).fetchall()
         )
         return {str(key): str(value) for key, value in rows}
-
-    # -- patterns and entities --------------------------------------------------------
-
-    def observe_pattern(self, user_id: str, key: str, description: str, evidence: str, when: datetime) -> None:
-        """Count one more occurrence of an interaction pattern."""
-        self._write(
-            lambda connection: connection.execute(
-                "INSERT INTO patterns (user_id, key, description, count, first_seen, last_seen, evidence)"
-                " VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT (user_id, key) DO UPDATE SET count = count + 1,"
-                " last_seen = MAX(last_seen, excluded.last_seen), evidence = excluded.evidence",
-                (user_id, key, description, format_time(when), format_time(when), evidence[:200]),
-            )
-        )
-
-    def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:
-        """(key, description, count, first_seen, last_seen, evidence) of a user's patterns."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT key, description, count, first_seen, last_seen, evidence FROM patterns WHERE user_id = ?",
-                (user_id,),
-            ).fetchall()
-        )
-        return [
-            (str(r[0]), str(r[1]), int(r[2]), datetime.fromisoformat(r[3]), datetime.fromisoformat(r[4]), str(r[5]))
-            for r in rows
-        ]
-
-    def add_entities(self, user_id: str, turn_seq: int, names: Sequence[tuple[str, str]], when: datetime) -> None:
-        """Record (name, kind) mentions in one turn and their co-occurrence edges."""
-
-        def work(connection: sqlite3.Connection) -> None:
-            ids: list[int] = []
-            for name, kind in dict.fromkeys(names):
-                connection.execute(
-                    "INSERT INTO entities (user_id, name, kind, mentions, first_seen, last_seen)"
-                    " VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (user_id, name) DO NOTHING",
-                    (user_id, name, kind, format_time(when), format_time(when)),
-                )
-                row = connection.execute(
-                    "SELECT id FROM entities WHERE user_id = ? AND name = ?", (user_id, name)
-                ).fetchone()
-                entity_id = int(row[0])
-                inserted = connection.execute(
-                    "INSERT OR IGNORE INTO entity_mentions (entity_id, turn_seq) VALUES (?, ?)", (entity_id, turn_seq)
-                ).rowcount
-                if inserted:
-                    connection.execute(
-                        "UPDATE entities SET mentions = mentions + 1, last_seen = MAX(last_seen, ?),"
-                        " kind = CASE WHEN kind = 'other' THEN ? ELSE kind END WHERE id = ?",
-                        (format_time(when), kind, entity_id),
-                    )
-                    ids.append(entity_id)
-            for position, first in enumerate(ids):
-                for second in ids[position + 1 :]:
-                    source, target = min(first, second), max(first, second)
-                    connection.execute(
-                        "INSERT INTO entity_edges (user_id, source, target, weight, last_seen)"
-                        " VALUES (?, ?, ?, 1, ?) ON CONFLICT (source, target)"
-                        " DO UPDATE SET weight = weight + 1, last_seen = excluded.last_seen",
-                        (user_id, source, target, format_time(when)),
-                    )
-
-        self._write(work)
-
-    def entities(self, user_id: str, *, names: Sequence[str] | None = None, limit: int = 50) -> list[EntityNode]:
-        """Entities of a user, most mentioned first (or the ones named, case-insensitively)."""
-        sql = "SELECT name, kind, mentions, first_seen, last_seen FROM entities WHERE user_id = ?"
-        parameters: list[Any] = [user_id]
-        if names is not None:
-            if not names:
-                return []
-            sql += f" AND lower(name) IN ({','.join('?' * len(names))})"
-            parameters.extend(name.lower() for name in names)
-        sql += " ORDER BY mentions DESC, name LIMIT ?"
-        rows = self._read(lambda connection: connection.execute(sql, (*parameters, limit)).fetchall())
-        return [
-            EntityNode(str(r[0]), str(r[1]), int(r[2]), datetime.fromisoformat(r[3]), datetime.fromisoformat(r[4]))
-            for r in rows
-        ]
-
-    def neighbours(self, user_id: str, names: Sequence[str], limit: int = 20) -> list[EntityEdge]:
-        """Edges touching the named entities, heaviest first."""
-        if not names:
-            return []
-        marks = ",".join("?" * len(names))
-        sql = (
-            "SELECT a.name, b.name, e.weight FROM entity_edges e JOIN entities a ON a.id = e.source"
-            " JOIN entities b ON b.id = e.target WHERE e.user_id = ?"
-            f" AND (lower(a.name) IN ({marks}) OR lower(b.name) IN ({marks})) ORDER BY e.weight DESC LIMIT ?"
-        )
-        lowered = [name.lower() for name in names]
-        rows = self._read(lambda connection: connection.execute(sql, (user_id, *lowered, *lowered, limit)).fetchall())
-        return [EntityEdge(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
     # -- consolidation ----------------------------------------------------------------
 
@@ -493,7 +256,7 @@ class KnowledgeMixin:
                 "INSERT INTO consolidation_turns (consolidation_id, turn_seq) VALUES (?, ?)",
                 [(consolidation.id, seq) for seq in turn_seqs],
             )
-            _put_derived(
+            put_derived(
                 connection,
                 consolidation.id,
                 consolidation.user_id,
@@ -502,7 +265,7 @@ class KnowledgeMixin:
                 list(turn_seqs),
                 consolidation.created_at,
             )
-            _event(
+            tier_event(
                 connection,
                 "consolidation",
                 consolidation.user_id,
@@ -640,66 +403,10 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     )
 
 
-def _put_derived(
-    connection: sqlite3.Connection,
-    item_id: str,
-    user_id: str,
-    tier: str,
-    content: str,
-    sources: Sequence[int],
-    created_at: datetime,
-    *,
-    is_current: bool = True,
-) -> None:
-    row = connection.execute("SELECT seq FROM derived WHERE id = ?", (item_id,)).fetchone()
-    if row is None:
-        cursor = connection.execute(
-            "INSERT INTO derived (id, user_id, tier, content, is_current, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (item_id, user_id, tier, content, int(is_current), format_time(created_at)),
-        )
-        seq = int(cursor.lastrowid or 0)
-    else:
-        seq = int(row[0])
-        connection.execute(
-            "UPDATE derived SET content = ?, is_current = ? WHERE seq = ?", (content, int(is_current), seq)
-        )
-    connection.executemany(
-        "INSERT OR IGNORE INTO derived_sources (derived_seq, turn_seq) VALUES (?, ?)", [(seq, s) for s in sources]
-    )
-
-
-def _event(connection: sqlite3.Connection, kind: str, user_id: str, detail: Mapping[str, Any]) -> None:
-    connection.execute(
-        "INSERT INTO events (at, kind, user_id, detail) VALUES (?, ?, ?, ?)",
-        (format_time(datetime.now(UTC)), kind, user_id, json.dumps(dict(detail), sort_keys=True, default=str)),
-    )
-
-
 def _cell_text(cell: Cell) -> str:
     """A cell as searched: its attribute's words make it findable by what it is about."""
     label = cell.attribute.replace(":", " ").replace("_", " ")
     return f"{label}: {cell.value} — {cell.content}"
-
-
-def _time(value: datetime | None) -> str | None:
-    return None if value is None else format_time(value)
-
-
-def _segment(row: Sequence[Any]) -> Segment:
-    return Segment(
-        id=str(row[0]),
-        user_id=str(row[1]),
-        summary=str(row[2]),
-        keywords=tuple(json.loads(row[3])),
-        visits=int(row[4]),
-        turn_count=int(row[5]),
-        heat=float(row[6]),
-        state=str(row[7]),
-        created_at=datetime.fromisoformat(row[8]),
-        last_activity=datetime.fromisoformat(row[9]),
-        session_id=row[10],
-        promoted_at=datetime.fromisoformat(row[11]) if row[11] else None,
-    )
 
 
 def _cell(row: Sequence[Any]) -> Cell:

@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
 from memstrata.storage.sqlite import queue
 from memstrata.storage.sqlite.focus import focused_match
+from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
+from memstrata.storage.sqlite.segments import SegmentsMixin
 
 T = TypeVar("T")
 _TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
@@ -55,7 +57,7 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
 
 
-class SQLiteStore(KnowledgeMixin, KeysMixin):
+class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:

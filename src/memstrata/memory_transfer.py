@@ -1,0 +1,109 @@
+"""The moving half of the Memory API: export to JSONL and import from it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memstrata.errors import IdConflict, InvalidInput, StorageError
+from memstrata.models import TransferReport, Turn
+from memstrata.retrieval.fulltext import indexed_text
+from memstrata.transfer import header_line, read_export, turn_line
+
+if TYPE_CHECKING:
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+
+
+class TransferViews:
+    """Mixed into Memory: ``export()`` and ``import_()``."""
+
+    settings: Settings
+
+    def export(
+        self, path: str | os.PathLike[str], *, user_id: str | None = None, embeddings: bool = False
+    ) -> TransferReport:
+        """Write turns (of one user, or all) to JSONL; atomic: the file appears complete or not at all."""
+        memory = self._transfer_memory
+        memory._require_open()
+        user = memory._user(user_id) if user_id is not None else None
+        target = Path(path).expanduser()
+        temporary = target.with_name(target.name + ".partial")
+        model_id = memory._embedder.model_id
+        turns = vectors = 0
+        try:
+            with temporary.open("w", encoding="utf-8") as handle:
+                handle.write(header_line(model_id))
+                page: list[tuple[int, Turn]] = []
+                for item in memory._store.iterate(user):
+                    page.append(item)
+                    if len(page) == 500:
+                        turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
+                        page = []
+                turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temporary.replace(target)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise StorageError(f"cannot write the export to {target}: {exc}") from exc
+        return TransferReport(str(target), turns, vectors)
+
+    def _write_page(
+        self, handle: Any, page: list[tuple[int, Turn]], embeddings: bool, turns: int, vectors: int
+    ) -> tuple[int, int]:
+        memory = self._transfer_memory
+        model_id = memory._embedder.model_id
+        stored = memory._store.vectors_for(model_id, [seq for seq, _ in page]) if embeddings else {}
+        for seq, turn in page:
+            vector = stored.get(seq)
+            handle.write(turn_line(turn, model_id=model_id if vector is not None else None, vector=vector))
+            vectors += vector is not None
+        return turns + len(page), vectors
+
+    def import_(self, path: str | os.PathLike[str]) -> TransferReport:
+        """Load a JSONL export; all of it is stored or, on any bad line, none of it.
+
+        Turns keep their ids and times; ones already present unchanged are skipped.
+        Vectors from the same model are reused, the rest are embedded.
+        """
+        memory = self._transfer_memory
+        memory._require_open()
+        source = Path(path).expanduser()
+        try:
+            with source.open("r", encoding="utf-8") as handle:
+                items = read_export(iter(handle), max_bytes=self.settings.max_text_bytes)
+        except FileNotFoundError as exc:
+            raise InvalidInput(f"no such file: {source}") from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{source} is not UTF-8 text") from exc
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {source}: {exc.strerror or exc}") from exc
+        model_id, dimension = memory._embedder.model_id, memory._embedder.dimension
+        known = {
+            item.turn.id: item.vector
+            for item in items
+            if item.vector is not None and item.model_id == model_id and item.vector.shape == (dimension,)
+        }
+        existing = memory._store.get_by_ids([item.turn.id for item in items])
+        turns = [item.turn for item in items]
+        # One transaction for the whole file: validate conflicts first, then write.
+        for turn in turns:
+            stored = existing.get(turn.id)
+            if stored is not None and not stored.is_same_message(turn):
+                raise IdConflict(f"id {turn.id!r} in {source} names a different message than the stored one")
+        fresh = [turn for turn in turns if turn.id not in existing]
+        if fresh:
+            vectors = memory._embed(
+                [indexed_text(turn) for turn in fresh], known=[known.get(turn.id) for turn in fresh]
+            )
+            memory._insert_turns(fresh, vectors, model_id)
+            memory._after_enqueue()
+        return TransferReport(
+            str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
+        )
+
+    @property
+    def _transfer_memory(self) -> Memory:
+        return self  # type: ignore[return-value]

@@ -1,0 +1,110 @@
+"""SQL for the procedural tier and the entity graph: interaction patterns, entities and their edges."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstrata.models import EntityEdge, EntityNode, format_time
+
+
+class GraphMixin:
+    """Pattern and entity methods the tiers call; mixed into SQLiteStore, which provides ``_read`` and ``_write``."""
+
+    _read: Callable[[Callable[[sqlite3.Connection], Any]], Any]
+    _write: Callable[[Callable[[sqlite3.Connection], Any]], Any]
+
+    # -- patterns and entities --------------------------------------------------------
+
+    def observe_pattern(self, user_id: str, key: str, description: str, evidence: str, when: datetime) -> None:
+        """Count one more occurrence of an interaction pattern."""
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT INTO patterns (user_id, key, description, count, first_seen, last_seen, evidence)"
+                " VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT (user_id, key) DO UPDATE SET count = count + 1,"
+                " last_seen = MAX(last_seen, excluded.last_seen), evidence = excluded.evidence",
+                (user_id, key, description, format_time(when), format_time(when), evidence[:200]),
+            )
+        )
+
+    def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:
+        """(key, description, count, first_seen, last_seen, evidence) of a user's patterns."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT key, description, count, first_seen, last_seen, evidence FROM patterns WHERE user_id = ?",
+                (user_id,),
+            ).fetchall()
+        )
+        return [
+            (str(r[0]), str(r[1]), int(r[2]), datetime.fromisoformat(r[3]), datetime.fromisoformat(r[4]), str(r[5]))
+            for r in rows
+        ]
+
+    def add_entities(self, user_id: str, turn_seq: int, names: Sequence[tuple[str, str]], when: datetime) -> None:
+        """Record (name, kind) mentions in one turn and their co-occurrence edges."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            ids: list[int] = []
+            for name, kind in dict.fromkeys(names):
+                connection.execute(
+                    "INSERT INTO entities (user_id, name, kind, mentions, first_seen, last_seen)"
+                    " VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (user_id, name) DO NOTHING",
+                    (user_id, name, kind, format_time(when), format_time(when)),
+                )
+                row = connection.execute(
+                    "SELECT id FROM entities WHERE user_id = ? AND name = ?", (user_id, name)
+                ).fetchone()
+                entity_id = int(row[0])
+                inserted = connection.execute(
+                    "INSERT OR IGNORE INTO entity_mentions (entity_id, turn_seq) VALUES (?, ?)", (entity_id, turn_seq)
+                ).rowcount
+                if inserted:
+                    connection.execute(
+                        "UPDATE entities SET mentions = mentions + 1, last_seen = MAX(last_seen, ?),"
+                        " kind = CASE WHEN kind = 'other' THEN ? ELSE kind END WHERE id = ?",
+                        (format_time(when), kind, entity_id),
+                    )
+                    ids.append(entity_id)
+            for position, first in enumerate(ids):
+                for second in ids[position + 1 :]:
+                    source, target = min(first, second), max(first, second)
+                    connection.execute(
+                        "INSERT INTO entity_edges (user_id, source, target, weight, last_seen)"
+                        " VALUES (?, ?, ?, 1, ?) ON CONFLICT (source, target)"
+                        " DO UPDATE SET weight = weight + 1, last_seen = excluded.last_seen",
+                        (user_id, source, target, format_time(when)),
+                    )
+
+        self._write(work)
+
+    def entities(self, user_id: str, *, names: Sequence[str] | None = None, limit: int = 50) -> list[EntityNode]:
+        """Entities of a user, most mentioned first (or the ones named, case-insensitively)."""
+        sql = "SELECT name, kind, mentions, first_seen, last_seen FROM entities WHERE user_id = ?"
+        parameters: list[Any] = [user_id]
+        if names is not None:
+            if not names:
+                return []
+            sql += f" AND lower(name) IN ({','.join('?' * len(names))})"
+            parameters.extend(name.lower() for name in names)
+        sql += " ORDER BY mentions DESC, name LIMIT ?"
+        rows = self._read(lambda connection: connection.execute(sql, (*parameters, limit)).fetchall())
+        return [
+            EntityNode(str(r[0]), str(r[1]), int(r[2]), datetime.fromisoformat(r[3]), datetime.fromisoformat(r[4]))
+            for r in rows
+        ]
+
+    def neighbours(self, user_id: str, names: Sequence[str], limit: int = 20) -> list[EntityEdge]:
+        """Edges touching the named entities, heaviest first."""
+        if not names:
+            return []
+        marks = ",".join("?" * len(names))
+        sql = (
+            "SELECT a.name, b.name, e.weight FROM entity_edges e JOIN entities a ON a.id = e.source"
+            " JOIN entities b ON b.id = e.target WHERE e.user_id = ?"
+            f" AND (lower(a.name) IN ({marks}) OR lower(b.name) IN ({marks})) ORDER BY e.weight DESC LIMIT ?"
+        )
+        lowered = [name.lower() for name in names]
+        rows = self._read(lambda connection: connection.execute(sql, (user_id, *lowered, *lowered, limit)).fetchall())
+        return [EntityEdge(str(r[0]), str(r[1]), int(r[2])) for r in rows]

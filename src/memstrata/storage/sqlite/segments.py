@@ -1,0 +1,185 @@
+"""SQL for the mid-term tier: topic segments, their heat, eviction and promotion to scenes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstrata.models import Segment, format_time
+from memstrata.storage.sqlite.shared import optional_time, put_derived, tier_event
+
+_SEGMENT_COLUMNS = (
+    "id, user_id, summary, keywords, visits, turn_count, heat, state, created_at, last_activity,"
+    " session_id, promoted_at"
+)
+
+
+class SegmentsMixin:
+    """Mid-term methods the tiers call; mixed into SQLiteStore, which provides ``_read`` and ``_write``."""
+
+    _read: Callable[[Callable[[sqlite3.Connection], Any]], Any]
+    _write: Callable[[Callable[[sqlite3.Connection], Any]], Any]
+
+    # -- segments ---------------------------------------------------------------------
+
+    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
+        """The user's active mid-term segments with their centroid vectors."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS}, centroid FROM segments WHERE user_id = ? AND state = 'active'",
+                (user_id,),
+            ).fetchall()
+        )
+        return [(_segment(row), row[12]) for row in rows]
+
+    def segments(self, user_id: str, *, limit: int = 50) -> list[Segment]:
+        """Segments of a user, hottest first (archived ones last)."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS} FROM segments WHERE user_id = ?"
+                " ORDER BY state = 'active' DESC, heat DESC, id LIMIT ?",
+                (user_id, limit),
+            ).fetchall()
+        )
+        return [_segment(row) for row in rows]
+
+    def segment_turn_seqs(self, segment_id: str) -> list[int]:
+        """Turns that make up a segment, oldest first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT turn_seq FROM segment_turns WHERE segment_id = ? ORDER BY turn_seq", (segment_id,)
+            ).fetchall()
+        )
+        return [int(row[0]) for row in rows]
+
+    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
+        """Create or update a segment, link its new turns, and refresh its search item."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
+                "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
+                " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
+                " visits = excluded.visits, turn_count = excluded.turn_count, heat = excluded.heat,"
+                " state = excluded.state, last_activity = excluded.last_activity, centroid = excluded.centroid",
+                (
+                    segment.id,
+                    segment.user_id,
+                    segment.session_id,
+                    segment.summary,
+                    json.dumps(segment.keywords),
+                    segment.visits,
+                    segment.turn_count,
+                    segment.heat,
+                    segment.state,
+                    optional_time(segment.promoted_at),
+                    format_time(segment.created_at),
+                    format_time(segment.last_activity),
+                    centroid,
+                ),
+            )
+            connection.executemany(
+                "INSERT OR IGNORE INTO segment_turns (segment_id, turn_seq) VALUES (?, ?)",
+                [(segment.id, seq) for seq in new_turn_seqs],
+            )
+            sources = [
+                int(row[0])
+                for row in connection.execute("SELECT turn_seq FROM segment_turns WHERE segment_id = ?", (segment.id,))
+            ]
+            content = segment.summary + (f" (topics: {', '.join(segment.keywords)})" if segment.keywords else "")
+            put_derived(
+                connection,
+                segment.id,
+                segment.user_id,
+                "midterm",
+                content,
+                sources,
+                segment.created_at,
+                is_current=segment.state == "active",
+            )
+
+        self._write(work)
+
+    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
+        """Record visits and the recomputed heat."""
+        self._write(
+            lambda connection: connection.execute(
+                "UPDATE segments SET visits = ?, heat = ?, last_activity = ? WHERE id = ?",
+                (visits, heat, format_time(last_activity), segment_id),
+            )
+        )
+
+    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
+        """Active segments containing any of these turns."""
+        if not turn_seqs:
+            return []
+        marks = ",".join("?" * len(turn_seqs))
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT DISTINCT {', '.join('s.' + c.strip() for c in _SEGMENT_COLUMNS.split(','))}"
+                f" FROM segments s JOIN segment_turns st ON st.segment_id = s.id"
+                f" WHERE s.user_id = ? AND s.state = 'active' AND st.turn_seq IN ({marks})",
+                (user_id, *turn_seqs),
+            ).fetchall()
+        )
+        return [_segment(row) for row in rows]
+
+    def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
+        """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            for segment_id in segment_ids:
+                connection.execute("UPDATE segments SET state = 'archived' WHERE id = ?", (segment_id,))
+                connection.execute("UPDATE derived SET is_current = 0 WHERE id = ?", (segment_id,))
+                tier_event(connection, "eviction", user_id, {"segment_id": segment_id, "heat": reason.get(segment_id)})
+
+        self._write(work)
+
+    def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
+        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
+                "INSERT INTO scenes (id, user_id, title, summary, segment_id, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (scene_id, segment.user_id, title, segment.summary, segment.id, format_time(now), format_time(now)),
+            )
+            connection.execute("UPDATE segments SET promoted_at = ? WHERE id = ?", (format_time(now), segment.id))
+            connection.execute(
+                "UPDATE cells SET scene_id = ? WHERE scene_id IS NULL AND source_turn_seq IN"
+                " (SELECT turn_seq FROM segment_turns WHERE segment_id = ?)",
+                (scene_id, segment.id),
+            )
+            sources = [
+                int(row[0])
+                for row in connection.execute("SELECT turn_seq FROM segment_turns WHERE segment_id = ?", (segment.id,))
+            ]
+            put_derived(connection, scene_id, segment.user_id, "scene", f"{title}: {segment.summary}", sources, now)
+            tier_event(
+                connection,
+                "promotion",
+                segment.user_id,
+                {"segment_id": segment.id, "scene_id": scene_id, "heat": segment.heat},
+            )
+
+        self._write(work)
+
+
+def _segment(row: Sequence[Any]) -> Segment:
+    return Segment(
+        id=str(row[0]),
+        user_id=str(row[1]),
+        summary=str(row[2]),
+        keywords=tuple(json.loads(row[3])),
+        visits=int(row[4]),
+        turn_count=int(row[5]),
+        heat=float(row[6]),
+        state=str(row[7]),
+        created_at=datetime.fromisoformat(row[8]),
+        last_activity=datetime.fromisoformat(row[9]),
+        session_id=row[10],
+        promoted_at=datetime.fromisoformat(row[11]) if row[11] else None,
+    )
