@@ -10,6 +10,7 @@ tier stays verbatim). Pure: the anchor date is passed in, nothing reads the cloc
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -80,6 +81,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+# All the patterns in one, without their group names: most texts hold no relative time
+# phrase, and one pass over them costs about half of ten passes.
+_ANY = re.compile("|".join(re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern) for _, pattern in _PATTERNS), re.IGNORECASE)
+
 
 @dataclass(frozen=True, slots=True)
 class TimeExpression:
@@ -96,6 +101,8 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
     Overlapping phrases keep the first, longest match; a phrase repeated with the same
     meaning is reported once.
     """
+    if _ANY.search(text) is None:
+        return []
     day = anchor.date() if isinstance(anchor, datetime) else anchor
     found: list[TimeExpression] = []
     covered: list[tuple[int, int]] = []
@@ -123,7 +130,21 @@ def annotate(text: str, anchor: datetime | date | None) -> str:
     """
     if anchor is None:
         return text
-    expressions = resolve_time_expressions(text, anchor)
+    day = anchor.date() if isinstance(anchor, datetime) else anchor
+    return _annotated_cached(text, day) if len(text) <= CACHED_TEXT_CHARS else _annotated(text, day)
+
+
+# Context assembly annotates the same turns for query after query: short texts are remembered.
+CACHED_TEXT_CHARS = 2_000
+
+
+@functools.lru_cache(maxsize=16_384)
+def _annotated_cached(text: str, day: date) -> str:
+    return _annotated(text, day)
+
+
+def _annotated(text: str, day: date) -> str:
+    expressions = resolve_time_expressions(text, day)
     if not expressions:
         return text
     notes = "; ".join(f"{expression.phrase} = {expression.meaning}" for expression in expressions)

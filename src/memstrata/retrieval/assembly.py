@@ -72,6 +72,7 @@ def assemble(
     """Choose and order candidates so the rendered block fits in ``budget`` tokens."""
     rules = policy or AssemblyPolicy()
     costs = {id(item): count_tokens(render_line(item)) + 1 for items in candidates.values() for item in items}
+    stamps = {id(item): _day(item) for section in DATED_SECTIONS for item in candidates.get(section, ())}
     chosen: dict[str, list[Candidate]] = {section: [] for section in SECTION_ORDER}
     used = count_tokens(HEADER) + 1
     section_cost = {section: count_tokens(f"## {SECTION_TITLES[section]}") + 2 for section in SECTION_ORDER}
@@ -84,7 +85,7 @@ def assemble(
         for item in candidates.get(section, ()):
             if item.id in taken:
                 continue
-            day = (section, _day(item)) if section in DATED_SECTIONS else None
+            day = (section, stamps[id(item)]) if section in DATED_SECTIONS else None
             cost = costs[id(item)] + (0 if chosen[section] else section_cost[section])
             cost += count_tokens(f"[{day[1]}]") + 1 if day is not None and day not in days else 0
             if used + cost > limit:
