@@ -245,21 +245,28 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
             )
             for message in parsed
         ]
-        return self._store_turns(turns, {})
+        stored, _ = self._store_turns(turns, {}, "is already used by a different message; use a new id")
+        return stored
 
-    def _store_turns(self, turns: list[Turn], known_vectors: dict[str, Vectors]) -> list[Turn]:
-        """Embed what is new, then write turns and vectors in one transaction."""
+    def _store_turns(
+        self, turns: list[Turn], known_vectors: dict[str, Vectors], conflict: str
+    ) -> tuple[list[Turn], list[Turn]]:
+        """Embed what is new, then write turns and vectors in one transaction.
+
+        Returns every turn as stored and the ones this call wrote. A known id naming a
+        different message raises IdConflict (``id 'x' <conflict>``) before anything is written.
+        """
         existing = self._store.get_by_ids([turn.id for turn in turns])
         for turn in turns:
             stored = existing.get(turn.id)
             if stored is not None and not stored.is_same_message(turn):
-                raise IdConflict(f"id {turn.id!r} is already used by a different message; use a new id")
+                raise IdConflict(f"id {turn.id!r} {conflict}")
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed([indexed_text(t) for t in fresh], known=[known_vectors.get(t.id) for t in fresh])
             self._insert_turns(fresh, vectors, self._embedder.model_id)
             self._after_enqueue()
-        return [existing.get(turn.id, turn) for turn in turns]
+        return [existing.get(turn.id, turn) for turn in turns], fresh
 
     def _insert_turns(self, turns: list[Turn], vectors: Vectors, model_id: str) -> None:
         """Write new turns durably; their working set follows in the same transaction, or in Redis."""

@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memstrata.errors import IdConflict, InvalidInput, StorageError
+from memstrata.errors import InvalidInput, StorageError
 from memstrata.models import TransferReport, Turn
-from memstrata.retrieval.fulltext import indexed_text
 from memstrata.transfer import header_line, read_export, turn_line
 
 if TYPE_CHECKING:
@@ -86,20 +85,9 @@ class TransferViews:
             for item in items
             if item.vector is not None and item.model_id == model_id and item.vector.shape == (dimension,)
         }
-        existing = memory._store.get_by_ids([item.turn.id for item in items])
         turns = [item.turn for item in items]
-        # One transaction for the whole file: validate conflicts first, then write.
-        for turn in turns:
-            stored = existing.get(turn.id)
-            if stored is not None and not stored.is_same_message(turn):
-                raise IdConflict(f"id {turn.id!r} in {source} names a different message than the stored one")
-        fresh = [turn for turn in turns if turn.id not in existing]
-        if fresh:
-            vectors = memory._embed(
-                [indexed_text(turn) for turn in fresh], known=[known.get(turn.id) for turn in fresh]
-            )
-            memory._insert_turns(fresh, vectors, model_id)
-            memory._after_enqueue()
+        # One transaction for the whole file: conflicts are checked before anything is written.
+        _, fresh = memory._store_turns(turns, known, f"in {source} names a different message than the stored one")
         return TransferReport(
             str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
         )
