@@ -30,8 +30,8 @@ from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
 from memstrata.retrieval.fulltext import fts_query, indexed_text
-from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
-from memstrata.retrieval.rerank import focus_on_speaker
+from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
 from memstrata.storage.base import Job, ServerSideVectors, Store, TierStore
@@ -63,6 +63,11 @@ DERIVED_TIERS = ("longterm", "scene", "midterm", "consolidation")
 DEFAULT_SEARCH_TIERS: tuple[str, ...] = ()
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
+ItemKey = tuple[str, int]
+"""A search candidate: ``("turn", seq)`` or ``("derived", seq)``."""
+Rankings = dict[str, list[tuple[ItemKey, float]]]
+"""Each retriever's candidates, best first, with its own score (higher is better)."""
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -87,6 +92,9 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
     ...     memory.search("where does Ana live?", user_id="ana")[0].content
     'I live in Lisbon'
     """
+
+    #: How fused candidates are rescored (``retrieval/rerank.py``); a value object, replaceable per instance.
+    rerank_policy: RerankPolicy = DEFAULT_RERANK
 
     def __init__(
         self,
@@ -372,16 +380,16 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
             text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
         )
         loaded: dict[int, Turn] = {}
-        fused = self._focus(text, reciprocal_rank_fusion(rankings, k=self.settings.rrf_k), scope.user_id, loaded)
+        fused = self._rerank(text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded)
         hits = self._load_hits(fused, count, scope.user_id, loaded)
         self._note_hit_visits(scope.user_id, hits)
         return hits
 
     def _rankings(
         self, text: str, user_id: str, filters: SearchFilters, depth: int, mode: str, tiers: tuple[str, ...]
-    ) -> dict[str, list[tuple[str, int]]]:
-        """Each retriever's ranked candidates: ``fulltext`` and ``vector`` turns, ``derived`` items."""
-        rankings: dict[str, list[tuple[str, int]]] = {}
+    ) -> Rankings:
+        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items."""
+        rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
         server_side = self._server_vectors()
         if mode != "fulltext" and server_side is None:
@@ -400,20 +408,29 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
                 found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
             else:
                 found = self._index.search(user_id, query_vector, depth, allowed)
-            rankings["vector"] = [("turn", seq) for seq, _ in found]
+            rankings["vector"] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
         return rankings
 
-    def _focus(
-        self, text: str, fused: list[Fused[tuple[str, int]]], user_id: str, loaded: dict[int, Turn] | None = None
-    ) -> list[Fused[tuple[str, int]]]:
-        """Rerank fused candidates: lift the turns of the speaker the query names.
+    def _rerank(
+        self,
+        text: str,
+        fused: list[Fused[ItemKey]],
+        rankings: Rankings,
+        user_id: str,
+        loaded: dict[int, Turn] | None = None,
+    ) -> list[Fused[ItemKey]]:
+        """Rescore fused candidates with the reranker (``retrieval/rerank.py``), best first.
 
         The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again.
         """
         turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
-        return focus_on_speaker(text, fused, {("turn", seq): turn.name for seq, turn in turns.items()})
+        signals = {
+            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id) for seq, turn in turns.items()
+        }
+        scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
+        return rerank(text, fused, scores, signals, self.rerank_policy)
 
     def _turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None) -> dict[int, Turn]:
         """Turns by seq, reading from the store only those not in ``loaded`` (which is updated)."""
@@ -431,7 +448,7 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
 
     def _load_hits(
         self,
-        fused: Sequence[Fused[tuple[str, int]]],
+        fused: Sequence[Fused[ItemKey]],
         count: int,
         user_id: str,
         loaded: dict[int, Turn] | None = None,
@@ -480,11 +497,12 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
 
     def _fulltext_candidates(
         self, match: str, user_id: str, filters: SearchFilters, depth: int, tiers: tuple[str, ...]
-    ) -> dict[str, list[tuple[str, int]]]:
-        found = {"fulltext": [("turn", seq) for seq, _ in self._store.fulltext(match, user_id, filters, depth)]}
+    ) -> Rankings:
+        turns = self._store.fulltext(match, user_id, filters, depth)
+        found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns]}
         if tiers:
             derived = self._store.derived_fulltext(match, user_id, depth, tiers)
-            found["derived"] = [("derived", seq) for seq, _ in derived]
+            found["derived"] = [(("derived", seq), score) for seq, score in derived]
         return found
 
     def _background(self) -> ThreadPoolExecutor:

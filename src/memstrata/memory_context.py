@@ -10,7 +10,7 @@ from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
-from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
+from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.validation import check_text
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class ContextViews:
             order = [item for item in self._episode_order(text, rankings, user, loaded) if item.key[1] not in leave_out]
             episodes = memory._load_hits(order, wanted, user, loaded)
             derived = memory._load_hits(
-                reciprocal_rank_fusion({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
+                fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
             )
             candidates: dict[str, list[Candidate]] = {
                 "profile": [
@@ -131,21 +131,20 @@ class ContextViews:
     def _store_tiers(self) -> TierStore:
         return self._store  # type: ignore[attr-defined, no-any-return]
 
-    def _episode_order(
-        self, text: str, rankings: dict[str, list[tuple[str, int]]], user: str, loaded: dict[int, Turn]
-    ) -> list[Fused[tuple[str, int]]]:
-        """Turns fused as ``search`` fuses them, then the deeper candidates after them.
+    def _episode_order(self, text: str, rankings: Rankings, user: str, loaded: dict[int, Turn]) -> list[Fused[ItemKey]]:
+        """Turns ranked as ``search`` ranks them, then the deeper candidates after them.
 
-        The head fuses each retriever's top ``search_candidates`` exactly as ``search``
-        does (deep lists make fusion worse at the top); the tail fuses the full lists.
+        The head fuses and reranks each retriever's top ``search_candidates`` exactly as
+        ``search`` does (deep lists make fusion worse at the top); the tail reranks the
+        full lists.
         """
         turn_lists = {name: ranking for name, ranking in rankings.items() if name != "derived"}
         depth = self.settings.search_candidates
         memory = self._facade
-        head = reciprocal_rank_fusion({name: r[:depth] for name, r in turn_lists.items()}, k=self.settings.rrf_k)
-        head = memory._focus(text, head, user, loaded)
+        head_lists = {name: ranking[:depth] for name, ranking in turn_lists.items()}
+        head = memory._rerank(text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded)
         seen = {item.key for item in head}
-        tail = memory._focus(text, reciprocal_rank_fusion(turn_lists, k=self.settings.rrf_k), user, loaded)
+        tail = memory._rerank(text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded)
         return head + [item for item in tail if item.key not in seen]
 
     def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool) -> list[Candidate]:
@@ -226,4 +225,5 @@ def _date(moment: datetime | None) -> str:
 
 
 if TYPE_CHECKING:
+    from memstrata.memory import ItemKey, Rankings
     from memstrata.memory import Memory as _Facade

@@ -1,12 +1,27 @@
-"""Reranking after fusion: the speaker a query names."""
+"""Reranking after fusion: the linear model over retriever scores, speaker, length, session."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import fields
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.retrieval.fusion import Fused
-from memstrata.retrieval.rerank import SPEAKER_BONUS, focus_on_speaker, mentioned_speaker
+from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.retrieval.rerank import (
+    DEFAULT_RERANK,
+    FEATURES,
+    RerankPolicy,
+    TurnSignals,
+    mentioned_speaker,
+    rerank,
+    rerank_features,
+)
+
+# Only the two rank weights: plain reciprocal rank fusion.
+RANKS_ONLY = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "vector_rank": 1.0})
 
 
 def test_a_named_speaker_is_found_as_a_whole_word_in_any_case() -> None:
@@ -18,19 +33,79 @@ def test_a_named_speaker_is_found_as_a_whole_word_in_any_case() -> None:
     assert mentioned_speaker("a + b", ["+", " "]) is None
 
 
+def test_the_policy_names_a_weight_for_every_feature_in_order() -> None:
+    names = [field.name for field in fields(RerankPolicy)]
+    assert names[: len(FEATURES)] == list(FEATURES)
+    assert len(DEFAULT_RERANK.weights()) == len(FEATURES)
+    # Reciprocal-rank units: the fitted rank weights average 1.
+    assert DEFAULT_RERANK.fulltext_rank + DEFAULT_RERANK.vector_rank == pytest.approx(2.0, abs=1e-3)
+
+
+def test_features_read_ranks_scores_speaker_length_session_and_questions() -> None:
+    scores = {"fulltext": {"a": 8.0, "b": 2.0}, "vector": {"b": 0.9, "c": 0.7}}
+    fused = fuse_scored({name: list(found.items()) for name, found in scores.items()})
+    signals = {
+        "a": TurnSignals.of("Ana", "I paint on Sundays", "s1"),
+        "b": TurnSignals.of("Bo", "Do you paint?", "s1"),
+        "c": TurnSignals.of("Ana", "Blue and gold", "s2"),
+    }
+    found = rerank_features(fused, scores, signals, "Ana")
+    a, b, c = (dict(zip(FEATURES, found[key], strict=True)) for key in "abc")
+    assert a["fulltext_rank"] == 1 / 61 and a["vector_rank"] == 0.0 and b["vector_rank"] == 1 / 61
+    assert a["fulltext_score"] == 1.0 and b["fulltext_score"] == 0.25 and c["fulltext_score"] == 0.0
+    assert b["vector_gap"] == 0.0 and c["vector_gap"] == pytest.approx(-0.2) and a["vector_gap"] == -0.2
+    assert (a["speaker"], b["speaker"], c["speaker"]) == (1.0, 0.0, 1.0)
+    assert a["length"] == math.log(5) and b["both"] == 1.0 and a["both"] == 0.0
+    assert a["session"] == math.log(2) and c["session"] == 0.0
+    assert (a["asks"], b["asks"]) == (0.0, 1.0)
+
+
+def test_ranks_beyond_the_policy_depth_carry_no_rank_signal() -> None:
+    deep = Fused("x", 0.01, {"fulltext": 25, "vector": 3})
+    found = rerank_features([deep], {}, {"x": TurnSignals("Ana", 3)}, None, RerankPolicy(depth=20))
+    features = dict(zip(FEATURES, found["x"], strict=True))
+    assert features["fulltext_rank"] == 0.0 and features["vector_rank"] == 1 / 63 and features["both"] == 0.0
+
+
+def test_with_rank_weights_alone_the_order_is_reciprocal_rank_fusion() -> None:
+    rankings = {"fulltext": [("a", 3.0), ("b", 2.0), ("c", 1.0)], "vector": [("c", 0.9), ("b", 0.8)]}
+    fused = fuse_scored(rankings)
+    signals = {key: TurnSignals("Ana", 4) for key in "abc"}
+    reranked = rerank("what?", fused, {n: dict(r) for n, r in rankings.items()}, signals, RANKS_ONLY)
+    assert [item.key for item in reranked] == [item.key for item in fused]
+    assert [item.score for item in reranked] == pytest.approx([item.score for item in fused])
+
+
 def test_the_named_speakers_turns_rise_and_ranks_are_kept() -> None:
-    fused = [Fused("a", 0.0164, {"fulltext": 1}), Fused("b", 0.0160, {"vector": 2}), Fused("c", 0.0150, {})]
-    speakers = {"a": "Melanie", "b": "Caroline", "c": "Caroline"}
-    focused = focus_on_speaker("What did Caroline paint?", fused, speakers)
-    assert [item.key for item in focused] == ["b", "c", "a"]
-    assert focused[0].score == 0.0160 + SPEAKER_BONUS and focused[0].ranks == {"vector": 2}
-    assert focus_on_speaker("What did they paint?", fused, speakers) == fused
+    fused = [Fused("a", 0.0164, {"fulltext": 1}), Fused("b", 0.0161, {"fulltext": 2})]
+    signals = {"a": TurnSignals("Melanie", 5), "b": TurnSignals("Caroline", 5)}
+    policy = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "speaker": 0.015})
+    reranked = rerank("What did Caroline paint?", fused, {}, signals, policy)
+    assert [item.key for item in reranked] == ["b", "a"] and reranked[0].ranks == {"fulltext": 2}
+    assert [item.key for item in rerank("What did they paint?", fused, {}, signals, policy)] == ["a", "b"]
 
 
-@given(st.lists(st.floats(min_value=0, max_value=1), max_size=20), st.sampled_from(["Ana?", "Bo and Ana", "x", ""]))
-def test_focus_keeps_every_item(scores: list[float], query: str) -> None:
-    fused = [Fused(index, score, {}) for index, score in enumerate(sorted(scores, reverse=True))]
-    speakers = {index: ("Ana" if index % 2 else "Bo") for index in range(len(scores))}
-    focused = focus_on_speaker(query, fused, speakers)
-    assert sorted(item.key for item in focused) == list(range(len(scores)))
-    assert [item.score for item in focused] == sorted((item.score for item in focused), reverse=True)
+def test_items_without_signals_keep_their_fused_score_plus_the_typical_turn_extra() -> None:
+    fused = [Fused(("turn", 1), 1 / 61, {"fulltext": 1}), Fused(("derived", 7), 1 / 61, {"derived": 1})]
+    signals = {("turn", 1): TurnSignals("Ana", 9)}
+    policy = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "length": 0.01})
+    reranked = {item.key: item.score for item in rerank("x", fused, {}, signals, policy)}
+    assert reranked[("derived", 7)] == pytest.approx(1 / 61 + 0.01 * math.log(10))
+    assert reranked[("turn", 1)] == pytest.approx(reranked[("derived", 7)])
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=50), max_size=25),
+    st.sampled_from(["Ana?", "Bo and Ana", "x", ""]),
+)
+def test_rerank_keeps_every_item_and_sorts_by_score(scores: list[float], query: str) -> None:
+    ranking = [(index, score) for index, score in enumerate(sorted(scores, reverse=True))]
+    fused = fuse_scored({"fulltext": ranking})
+    signals = {
+        index: TurnSignals("Ana" if index % 2 else "Bo", index, f"s{index % 3}", index % 4 == 0)
+        for index in range(len(scores))
+    }
+    reranked = rerank(query, fused, {"fulltext": dict(ranking)}, signals)
+    assert sorted(item.key for item in reranked) == list(range(len(scores)))
+    assert [item.score for item in reranked] == sorted((item.score for item in reranked), reverse=True)
+    assert all(item.ranks == {"fulltext": item.key + 1} for item in reranked)

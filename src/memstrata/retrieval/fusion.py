@@ -45,3 +45,8 @@ def reciprocal_rank_fusion(
     fused = [Fused(key, scores[key], ranks[key]) for key in scores]
     fused.sort(key=lambda item: (-item.score, min(item.ranks.values()), order[item.key]))
     return fused
+
+
+def fuse_scored(rankings: Mapping[str, Sequence[tuple[Key, float]]], *, k: int = 60) -> list[Fused[Key]]:
+    """Reciprocal rank fusion of lists of ``(key, score)``: the scores are ignored, only the order counts."""
+    return reciprocal_rank_fusion({name: [key for key, _ in ranking] for name, ranking in rankings.items()}, k=k)

@@ -1,20 +1,97 @@
-"""Reranking after fusion: small, explainable adjustments of fused scores."""
+"""Reranking after fusion: a small linear model over what the retrievers already know.
+
+Reciprocal rank fusion looks at ranks only. The reranker adds the evidence fusion
+throws away: how close a turn's BM25 score and cosine are to the best ones, whether
+the turn is by the one person the query names, how long it is, and whether both
+retrievers found it. Its weights are in reciprocal-rank units, so an item it knows
+nothing about (a derived cell or summary) keeps its fused score and stays comparable.
+"""
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from memstrata.retrieval.fusion import Fused
 
 Key = TypeVar("Key", bound=Hashable)
 
-# In reciprocal-rank units (k = 60): rank 1 scores 0.0164, rank 20 scores 0.0125. A turn by
-# the one person a question is about is lifted about as much as a second retriever finding
-# it. Chosen on LoCoMo conversations 1-5: recall@10 0.725 without, 0.758 / 0.773 / 0.759 with
-# 0.01 / 0.015 / 0.02 (held-out conversations 6-10: 0.701 → 0.747 at 0.015).
-SPEAKER_BONUS = 0.015
+#: The two turn retrievers whose lists the reranker reads.
+FULLTEXT, VECTOR = "fulltext", "vector"
+
+#: Names of the reranker's features, in the order ``rerank_features`` returns them.
+FEATURES = (
+    "fulltext_rank",
+    "vector_rank",
+    "fulltext_score",
+    "vector_gap",
+    "speaker",
+    "length",
+    "both",
+    "session",
+    "asks",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankPolicy:
+    """Weights of the linear reranker; a turn's score is the weighted sum of its features.
+
+    - ``fulltext_rank`` / ``vector_rank``: times 1 / (rrf_k + rank) in each list, counted
+      only for ranks within ``depth`` (deeper ranks carry no rank signal);
+    - ``fulltext_score``: times the turn's BM25 score over the best one in its list (0 if absent);
+    - ``vector_gap``: times the turn's cosine minus the best one (``missing_gap`` if absent);
+    - ``speaker``: when the turn is by the one speaker the query names;
+    - ``length``: times log(1 + words), longer turns carry more;
+    - ``both``: when both retrievers found it within ``depth``;
+    - ``session``: times log(candidates from the turn's session): evidence clusters in sessions;
+    - ``asks``: when the turn contains a question mark (questions rarely hold the answer).
+
+    The defaults were fitted by pairwise logistic regression (a linear RankNet: each
+    evidence turn should outscore each other candidate of its question) on LoCoMo
+    conversations 1-5 only, by ``scripts/fit_reranker.py``, and rescaled so the two rank
+    weights average 1, which keeps the score in reciprocal-rank units. The held-out
+    conversations 6-10 check them (docs/retrieval.md has the figures).
+    """
+
+    fulltext_rank: float = 0.6546
+    vector_rank: float = 1.3454
+    fulltext_score: float = 0.029
+    vector_gap: float = 0.0343
+    speaker: float = 0.0131
+    length: float = 0.0061
+    both: float = -0.0194
+    session: float = 0.0043
+    asks: float = -0.0031
+    depth: int = 20
+    missing_gap: float = -0.2
+    rrf_k: int = 60
+
+    def weights(self) -> tuple[float, ...]:
+        """The feature weights in ``FEATURES`` order."""
+        return tuple(float(getattr(self, name)) for name in FEATURES)
+
+
+DEFAULT_RERANK = RerankPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSignals:
+    """What the store knows about one candidate turn: speaker, size, session, whether it asks."""
+
+    speaker: str | None
+    words: int
+    session: str | None = None
+    asks: bool = False
+
+    @classmethod
+    def of(cls, speaker: str | None, content: str, session: str | None) -> TurnSignals:
+        """The signals of a turn with this speaker, text and session."""
+        return cls(speaker, len(content.split()), session, "?" in content)
 
 
 def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
@@ -27,23 +104,80 @@ def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def focus_on_speaker(
+def rerank_features(
+    fused: Sequence[Fused[Key]],
+    scores: Mapping[str, Mapping[Key, float]],
+    signals: Mapping[Key, TurnSignals],
+    speaker: str | None,
+    policy: RerankPolicy = DEFAULT_RERANK,
+    depth: int | None = -1,
+) -> dict[Key, tuple[float, ...]]:
+    """The features (in ``FEATURES`` order) of each candidate turn, the fused items in ``signals``.
+
+    ``scores`` holds each retriever's raw scores (higher is better) for its whole list;
+    ``speaker`` is the speaker the query names, if any. ``depth`` overrides the policy's
+    rank depth (``None``: every rank counts).
+    """
+    limit = policy.depth if depth == -1 else depth
+    fulltext = scores.get(FULLTEXT, {})
+    best_fulltext = max(fulltext.values(), default=0.0)
+    vector = scores.get(VECTOR, {})
+    best_vector = max(vector.values(), default=0.0)
+    turns = [item for item in fused if item.key in signals]
+    per_session = Counter(signals[item.key].session for item in turns)
+    found: dict[Key, tuple[float, ...]] = {}
+    for item in turns:
+        ranks = {name: rank for name, rank in item.ranks.items() if limit is None or rank <= limit}
+        turn = signals[item.key]
+        share = fulltext.get(item.key, 0.0) / best_fulltext if best_fulltext > 0 else 0.0
+        found[item.key] = (
+            1.0 / (policy.rrf_k + ranks[FULLTEXT]) if FULLTEXT in ranks else 0.0,
+            1.0 / (policy.rrf_k + ranks[VECTOR]) if VECTOR in ranks else 0.0,
+            max(0.0, share),
+            vector[item.key] - best_vector if item.key in vector else policy.missing_gap,
+            1.0 if speaker is not None and turn.speaker == speaker else 0.0,
+            math.log1p(max(0, turn.words)),
+            1.0 if FULLTEXT in ranks and VECTOR in ranks else 0.0,
+            math.log(per_session[turn.session]) if turn.session is not None else 0.0,
+            1.0 if turn.asks else 0.0,
+        )
+    return found
+
+
+def rerank(
     query: str,
     fused: Sequence[Fused[Key]],
-    speaker_of: Mapping[Key, str | None],
-    bonus: float = SPEAKER_BONUS,
+    scores: Mapping[str, Mapping[Key, float]],
+    signals: Mapping[Key, TurnSignals],
+    policy: RerankPolicy = DEFAULT_RERANK,
+    *,
+    depth: int | None = -1,
 ) -> list[Fused[Key]]:
-    """Lift the turns of the one speaker the query names (a question about Ana is mostly answered by Ana).
+    """Rescore fused candidates with the policy's linear model, best first.
 
-    Items keep their ranks; only their scores and order change. When the query names no
-    speaker, or several, the order is unchanged.
+    Turns (the keys in ``signals``) get the weighted sum of their features. Other items
+    (derived cells and summaries) keep their fused score plus the turns' mean non-rank
+    share, so they stay where fusion would put them against an average turn. Items keep
+    their ranks; ties keep the fused order.
     """
-    speaker = mentioned_speaker(query, [name for name in speaker_of.values() if name])
-    if speaker is None:
-        return list(fused)
-    lifted = [
-        Fused(item.key, item.score + bonus, item.ranks) if speaker_of.get(item.key) == speaker else item
-        for item in fused
-    ]
+    speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
+    weights = policy.weights()
+    rank_weights, other_weights = weights[:2], weights[2:]
+    rescored: list[Fused[Key]] = []
+    extras: list[float] = []
+    others: list[Fused[Key]] = []
+    every = rerank_features(fused, scores, signals, speaker, policy, depth)
+    for item in fused:
+        features = every.get(item.key)
+        if features is None:
+            others.append(item)
+            continue
+        extra = sum(w * f for w, f in zip(other_weights, features[2:], strict=True))
+        extras.append(extra)
+        ranked = sum(w * f for w, f in zip(rank_weights, features[:2], strict=True))
+        rescored.append(Fused(item.key, ranked + extra, item.ranks))
+    if others:
+        typical = sum(extras) / len(extras) if extras else 0.0
+        rescored.extend(Fused(item.key, item.score + typical, item.ranks) for item in others)
     order = {item.key: position for position, item in enumerate(fused)}
-    return sorted(lifted, key=lambda item: (-item.score, order[item.key]))
+    return sorted(rescored, key=lambda item: (-item.score, order[item.key]))
