@@ -29,6 +29,7 @@ from memstrata.memory_transfer import TransferViews
 from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
+from memstrata.retrieval.diversify import maximal_marginal_relevance
 from memstrata.retrieval.fulltext import fts_query, indexed_text
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
@@ -40,6 +41,7 @@ from memstrata.tiers.worker import Activity, Worker
 from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
 from memstrata.validation import (
     MAX_IDENTIFIER_LENGTH,
+    check_fraction,
     check_identifier,
     check_importance,
     check_limit,
@@ -344,6 +346,7 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
         before: datetime | str | None = None,
         mode: str = "hybrid",
         tiers: Iterable[str] = DEFAULT_SEARCH_TIERS,
+        diversity: float = 0.0,
     ) -> list[Hit]:
         """The turns most relevant to ``query`` in ``user_id``'s memory, best first.
 
@@ -352,9 +355,11 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
         hybrid search also covers the derived ``tiers`` named (default none): ``"longterm"``
         cells, ``"scene"``, ``"midterm"`` and ``"consolidation"`` summaries, each hit naming
         its ``tier`` and the ``source_turn_ids`` it stands for. Each hit's ``ranks`` says
-        where each retriever placed it. Query text is never parsed as search syntax, so
-        quotes, ``*``, ``NEAR`` or
-        SQL are just words. Segments whose turns are found get a visit (their heat rises).
+        where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
+        candidates by maximal marginal relevance, trading relevance for hits unlike each
+        other; scores stay the relevance scores. Query text is never parsed as search
+        syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
+        found get a visit (their heat rises).
         """
         if mode not in SEARCH_MODES:
             raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
@@ -362,6 +367,7 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
         scope = self._scope(user_id, agent_id, session_id)
         text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         count = check_limit(limit)
+        spread = check_fraction(diversity, "diversity")
         filters = SearchFilters(
             agent_id=scope.agent_id,
             session_id=scope.session_id,
@@ -381,6 +387,8 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
         )
         loaded: dict[int, Turn] = {}
         fused = self._rerank(text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded)
+        if spread > 0:
+            fused = self._diversify(fused, spread, count)
         hits = self._load_hits(fused, count, scope.user_id, loaded)
         self._note_hit_visits(scope.user_id, hits)
         return hits
@@ -431,6 +439,22 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         return rerank(text, fused, scores, signals, self.rerank_policy)
+
+    def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
+        """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.
+
+        Turns another process deleted meanwhile simply have no vector; ``_load_hits``
+        skips them as it does without diversity.
+        """
+        stored = self._store.vectors_for(
+            self._embedder.model_id, [seq for kind, seq in (i.key for i in fused) if kind == "turn"]
+        )
+        vectors = {("turn", seq): vector for seq, vector in stored.items()}
+        by_key = {item.key: item for item in fused}
+        order = maximal_marginal_relevance(
+            [item.key for item in fused], [item.score for item in fused], vectors, diversity=diversity, limit=count + 8
+        )
+        return [by_key[key] for key in order]
 
     def _turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None) -> dict[int, Turn]:
         """Turns by seq, reading from the store only those not in ``loaded`` (which is updated)."""

@@ -131,12 +131,15 @@ def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
 
 def check_importance(value: object) -> float | None:
     """Return an importance in [0, 1], or ``None``."""
-    if value is None:
-        return None
+    return None if value is None else check_fraction(value, "importance")
+
+
+def check_fraction(value: object, what: str) -> float:
+    """Return a number in [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInput("importance must be a finite number between 0 and 1")
+        raise InvalidInput(f"{what} must be a finite number between 0 and 1")
     if not 0.0 <= float(value) <= 1.0:
-        raise InvalidInput("importance must be between 0 and 1")
+        raise InvalidInput(f"{what} must be between 0 and 1")
     return float(value)
 
 

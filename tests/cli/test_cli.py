@@ -112,6 +112,12 @@ def test_search_json_and_table(home: Path) -> None:
     assert "My cat is called Miso" in table
     assert "Lisbon" not in table
 
+    varied = json.loads(ok(run_cli("search", "Lisbon", "--user", "ana", "--diversity", "0.5", "--json", home=home)))
+    assert varied[0]["id"] == ids[0] and len(varied) == 3
+    assert "diversity" in assert_one_line_error(
+        run_cli("search", "x", "--user", "ana", "--diversity", "2", home=home), 2
+    )
+
 
 def test_history_json(home: Path) -> None:
     ids = seed(home, ["first thing", "second thing", "third thing"])

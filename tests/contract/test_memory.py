@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import ConfigError, IdConflict, Memory, NotFound, Role
+from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
 MODES = ("hybrid", "fulltext", "vector")
@@ -72,6 +72,26 @@ def test_search_modes_find_the_right_turn(memory: Memory) -> None:
     assert memory.search("Friday report", user_id="ana", mode="fulltext")[0].content == (
         "The quarterly report is due on Friday"
     )
+
+
+def test_diversity_moves_a_repeat_below_something_new(memory: Memory) -> None:
+    memory.add(
+        [
+            {"content": "I love spicy ramen"},
+            {"content": "I love spicy ramen!"},
+            {"content": "spicy tacos are my other love"},
+            {"content": "The quarterly report is due on Friday"},
+        ],
+        user_id="ana",
+    )
+    plain = [hit.content for hit in memory.search("love spicy ramen", user_id="ana", limit=3)]
+    assert set(plain[:2]) == {"I love spicy ramen", "I love spicy ramen!"}
+    varied = [hit.content for hit in memory.search("love spicy ramen", user_id="ana", limit=3, diversity=0.5)]
+    assert varied[0] == plain[0] and varied[1].rstrip("!") != varied[0].rstrip("!")
+    assert [hit.content for hit in memory.search("love spicy ramen", user_id="ana", limit=3, diversity=0)] == plain
+    for bad in (-0.1, 1.1, float("nan"), True, "0.5"):
+        with pytest.raises(InvalidInput, match="diversity"):
+            memory.search("ramen", user_id="ana", diversity=bad)  # type: ignore[arg-type]
 
 
 def test_search_filters_agree_across_modes(memory: Memory) -> None:

@@ -62,6 +62,8 @@ def test_add_search_context_inspect_forget(memory: Memory) -> None:
         assert stored["id"] in {hit["id"] for hit in hits[:2]}
         assert all("Lisbon" in hit["content"] for hit in hits[:2])
         assert "I moved to Lisbon in May" in text(result) and stored["id"] in text(result)
+        varied = data(await client.call_tool("search_memory", {"query": "Lisbon", "limit": 5, "diversity": 0.5}))
+        assert {hit["id"] for hit in varied["hits"]} == {hit["id"] for hit in hits}
 
         result = await client.call_tool("get_context", {"query": "Where does Ana live?", "token_budget": 200})
         context = data(result)

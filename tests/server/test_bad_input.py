@@ -191,6 +191,7 @@ BAD_BODIES = [
     ("/v1/search", {"query": "x", "user_id": "ana", "mode": "magic"}),
     ("/v1/search", {"query": "x", "user_id": "ana", "tiers": ["attic"]}),
     ("/v1/search", {"query": "x", "user_id": "ana", "limit": 0}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "diversity": 1.5}),
     ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"roles": ["wizard"]}}),
     ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"after": "not a date"}}),
     ("/v1/context", {"query": "x", "user_id": "ana", "token_budget": 0}),

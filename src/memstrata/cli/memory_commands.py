@@ -67,6 +67,9 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many results.")] = 10,
     session: SessionOption = None,
     agent: AgentOption = None,
+    diversity: Annotated[
+        float, typer.Option(help="0 ranks by relevance; up to 1 favours results unlike each other (MMR).")
+    ] = 0.0,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -75,7 +78,7 @@ def search(
     Example: memstrata search "where does she live?" --user ana --json
     """
     with open_memory(home) as memory:
-        hits = memory.search(query, user_id=user, limit=limit, session_id=session, agent_id=agent)
+        hits = memory.search(query, user_id=user, limit=limit, session_id=session, agent_id=agent, diversity=diversity)
     if as_json:
         print_json(hits)
         return

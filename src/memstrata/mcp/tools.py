@@ -121,6 +121,10 @@ class MemoryTools:
             tuple[Literal["longterm", "scene", "midterm", "consolidation"], ...],
             Field(description="Derived tiers to search too: facts (longterm) and summaries. Default: messages only."),
         ] = (),
+        diversity: Annotated[
+            float,
+            Field(ge=0.0, le=1.0, description="0 ranks by relevance; up to 1 favours results unlike each other."),
+        ] = 0.0,
     ) -> Annotated[CallToolResult, SearchOut]:
         """Search one user's memory."""
 
@@ -133,6 +137,7 @@ class MemoryTools:
                 session_id=session_id,
                 agent_id=self.scope.agent(agent_id),
                 tiers=tiers,
+                diversity=diversity,
             )
             return views.search_out(user, query, hits)
 

@@ -80,6 +80,12 @@ class SearchRequest(RequestModel):
     limit: int = Field(default=10, ge=1, le=MAX_PAGE)
     mode: SearchMode = "hybrid"
     tiers: list[DerivedTier] = Field(default_factory=list, description="Derived tiers a hybrid search also covers.")
+    diversity: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="0 ranks by relevance; up to 1 favours results unlike each other (MMR).",
+    )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
 
 

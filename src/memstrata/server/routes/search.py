@@ -36,6 +36,7 @@ def search(body: SearchRequest, memory: MemoryDep, tenant: TenantDep) -> SearchR
         before=filters.before,
         mode=body.mode,
         tiers=body.tiers,
+        diversity=body.diversity,
     )
     return SearchResponse(hits=[hit_out(hit, tenant) for hit in hits])
 
