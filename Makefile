@@ -30,8 +30,8 @@ test: install-test lint typecheck
 	$(BIN)/python -m pytest
 
 lint: install-test
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
 
 typecheck: install-test
 	$(BIN)/mypy

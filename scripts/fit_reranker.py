@@ -119,6 +119,8 @@ def fit(rows: list[dict]) -> RerankPolicy:  # type: ignore[type-arg]
         agreement = 1 / (1 + np.exp(-(standard @ weights)))
         weights -= 0.5 * (-(standard.T @ (1 - agreement)) + L2 * weights) / len(standard)
     raw = weights / spread
+    if raw[:2].mean() <= 0:
+        raise SystemExit("the fit gave the rank features no positive weight; check the candidates and labels")
     raw /= raw[:2].mean()  # reciprocal-rank units: the two rank weights average 1
     return replace(RerankPolicy(), **{name: round(float(w), 4) for name, w in zip(FEATURES, raw, strict=True)})
 
