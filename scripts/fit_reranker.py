@@ -44,8 +44,9 @@ def main() -> None:
     order = list(dict.fromkeys(turn.conversation for turn in turns))
     known = {turn_id(turn) for turn in turns}
     with tempfile.TemporaryDirectory() as scratch, Memory(args.home or Path(scratch)) as memory:
-        if set(order) - set(memory.users()):
-            ingest(memory, turns)
+        missing = set(order) - set(memory.users())
+        if missing:
+            ingest(memory, [turn for turn in turns if turn.conversation in missing])
         rows = []
         for question in questions:
             evidence = {f"{question.conversation}:{d}" for e in question.evidence for d in DIALOG_ID.findall(e)}
@@ -102,8 +103,9 @@ def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dic
 def fit(rows: list[dict]) -> RerankPolicy:  # type: ignore[type-arg]
     """Pairwise logistic regression: each evidence turn against each other candidate of its question.
 
-    A question's pairs weigh 1/sqrt(pairs) together, so questions with many pairs do not
-    dominate; features are scaled by their spread and mapped back to raw weights.
+    Each question's difference vectors are divided by sqrt(its pairs), which flattens the
+    loss of questions with many pairs (the shipped weights were fitted this way); features
+    are scaled by their spread and the weights mapped back to raw units.
     """
     differences = []
     for row in rows:
@@ -111,6 +113,8 @@ def fit(rows: list[dict]) -> RerankPolicy:  # type: ignore[type-arg]
         if len(positive) and len(negative):
             pairs = (positive[:, None, :] - negative[None, :, :]).reshape(-1, row["X"].shape[1])
             differences.append(pairs / np.sqrt(len(pairs)))
+    if not differences:
+        raise SystemExit("no question has both evidence and other candidates; nothing to fit")
     stacked = np.vstack(differences)
     spread = stacked.std(0) + 1e-9
     standard = stacked / spread

@@ -248,6 +248,17 @@ def test_search_finds_the_right_turn(memory: Memory) -> None:
     assert set(memory.search("spicy ramen", user_id="ana")[0].ranks) == {"fulltext", "vector"}
 
 
+def test_the_reranker_scores_turns_with_the_configured_fusion_constant(home: Path) -> None:
+    # Derived items keep their fused score, so turns must use the same k to stay comparable.
+    with Memory(home, embedder=HashEmbedder(), background=False, rrf_k=5) as memory:
+        memory.add(
+            [{"content": "My favourite food is spicy ramen"}, {"content": "The report is due on Friday"}], user_id="ana"
+        )
+        [top] = memory.search("spicy ramen", user_id="ana", limit=1)
+    assert top.ranks == {"fulltext": 1, "vector": 1}
+    assert top.score > 1.5 / 6  # the two rank weights (average 1) at 1 / (5 + 1); k = 60 gives under 0.1
+
+
 def test_search_limit(memory: Memory) -> None:
     memory.add([{"content": f"note number {i} about apples"} for i in range(15)], user_id="ana")
     assert len(memory.search("apples", user_id="ana", limit=5)) == 5

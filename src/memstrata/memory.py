@@ -7,6 +7,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -438,7 +439,9 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
             ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id) for seq, turn in turns.items()
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
-        return rerank(text, fused, scores, signals, self.rerank_policy)
+        # Derived items keep their fused score, so turns must be scored with the same constant.
+        policy = replace(self.rerank_policy, rrf_k=self.settings.rrf_k)
+        return rerank(text, fused, scores, signals, policy)
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
         """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.

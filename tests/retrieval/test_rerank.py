@@ -42,7 +42,7 @@ def test_the_policy_names_a_weight_for_every_feature_in_order() -> None:
 
 
 def test_features_read_ranks_scores_speaker_length_session_and_questions() -> None:
-    scores = {"fulltext": {"a": 8.0, "b": 2.0}, "vector": {"b": 0.9, "c": 0.7}}
+    scores = {"fulltext": {"a": 8.0, "b": 2.0}, "vector": {"b": 0.9, "c": 0.6}}
     fused = fuse_scored({name: list(found.items()) for name, found in scores.items()})
     signals = {
         "a": TurnSignals.of("Ana", "I paint on Sundays", "s1"),
@@ -53,7 +53,10 @@ def test_features_read_ranks_scores_speaker_length_session_and_questions() -> No
     a, b, c = (dict(zip(FEATURES, found[key], strict=True)) for key in "abc")
     assert a["fulltext_rank"] == 1 / 61 and a["vector_rank"] == 0.0 and b["vector_rank"] == 1 / 61
     assert a["fulltext_score"] == 1.0 and b["fulltext_score"] == 0.25 and c["fulltext_score"] == 0.0
-    assert b["vector_gap"] == 0.0 and c["vector_gap"] == pytest.approx(-0.2) and a["vector_gap"] == -0.2
+    # Not found by the vectors: the policy's gap, or the farthest found turn's when that is lower.
+    assert b["vector_gap"] == 0.0 and c["vector_gap"] == pytest.approx(-0.3) and a["vector_gap"] == pytest.approx(-0.3)
+    shallow = rerank_features(fused, {"vector": {"b": 0.9}}, signals, None)
+    assert shallow["a"][FEATURES.index("vector_gap")] == DEFAULT_RERANK.missing_gap
     assert (a["speaker"], b["speaker"], c["speaker"]) == (1.0, 0.0, 1.0)
     assert a["length"] == math.log(5) and b["both"] == 1.0 and a["both"] == 0.0
     assert a["session"] == math.log(2) and c["session"] == 0.0

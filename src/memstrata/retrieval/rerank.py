@@ -41,10 +41,11 @@ FEATURES = (
 class RerankPolicy:
     """Weights of the linear reranker; a turn's score is the weighted sum of its features.
 
-    - ``fulltext_rank`` / ``vector_rank``: times 1 / (rrf_k + rank) in each list, counted
-      only for ranks within ``depth`` (deeper ranks carry no rank signal);
+    - ``fulltext_rank`` / ``vector_rank``: times 1 / (rrf_k + rank) in each list (with a
+      ``depth``, ranks below it carry no rank signal; by default every rank counts);
     - ``fulltext_score``: times the turn's BM25 score over the best one in its list (0 if absent);
-    - ``vector_gap``: times the turn's cosine minus the best one (``missing_gap`` if absent);
+    - ``vector_gap``: times the turn's cosine minus the best one (if absent: ``missing_gap``,
+      or the lowest gap in the list when that is lower);
     - ``speaker``: when the turn is by the one speaker the query names;
     - ``length``: times log(1 + words), longer turns carry more;
     - ``both``: when both retrievers found it within ``depth``;
@@ -67,7 +68,7 @@ class RerankPolicy:
     both: float = -0.0194
     session: float = 0.0043
     asks: float = -0.0031
-    depth: int = 20
+    depth: int | None = None
     missing_gap: float = -0.2
     rrf_k: int = 60
 
@@ -123,6 +124,8 @@ def rerank_features(
     best_fulltext = max(fulltext.values(), default=0.0)
     vector = scores.get(VECTOR, {})
     best_vector = max(vector.values(), default=0.0)
+    # A turn the vectors did not find is no closer than the farthest one they did find.
+    absent = min(policy.missing_gap, min(vector.values(), default=best_vector) - best_vector)
     turns = [item for item in fused if item.key in signals]
     per_session = Counter(signals[item.key].session for item in turns)
     found: dict[Key, tuple[float, ...]] = {}
@@ -134,7 +137,7 @@ def rerank_features(
             1.0 / (policy.rrf_k + ranks[FULLTEXT]) if FULLTEXT in ranks else 0.0,
             1.0 / (policy.rrf_k + ranks[VECTOR]) if VECTOR in ranks else 0.0,
             max(0.0, share),
-            vector[item.key] - best_vector if item.key in vector else policy.missing_gap,
+            vector[item.key] - best_vector if item.key in vector else absent,
             1.0 if speaker is not None and turn.speaker == speaker else 0.0,
             math.log1p(max(0, turn.words)),
             1.0 if FULLTEXT in ranks and VECTOR in ranks else 0.0,
