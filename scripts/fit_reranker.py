@@ -17,14 +17,14 @@ import statistics
 import tempfile
 from collections import defaultdict
 from dataclasses import fields, replace
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
 
 from memstrata import Memory
 from memstrata.bench.datasets import find_locomo, load_locomo
-from memstrata.bench.locomo import turn_id
+from memstrata.bench.locomo import ingest_dialogue, turn_id
 from memstrata.bench.metrics import recall_at
 from memstrata.models import SearchFilters
 from memstrata.retrieval.fusion import fuse_scored
@@ -46,7 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch, Memory(args.home or Path(scratch)) as memory:
         missing = set(order) - set(memory.users())
         if missing:
-            ingest(memory, [turn for turn in turns if turn.conversation in missing])
+            ingest_dialogue(memory, [turn for turn in turns if turn.conversation in missing], Console(stderr=True))
         rows = []
         for question in questions:
             evidence = {f"{question.conversation}:{d}" for e in question.evidence for d in DIALOG_ID.findall(e)}
@@ -58,23 +58,6 @@ def main() -> None:
     print(fitted)
     for name, policy in (("shipped", RerankPolicy()), ("fitted", fitted)):
         print(name, evaluate(rows, policy))
-
-
-def ingest(memory: Memory, turns: list) -> None:  # type: ignore[type-arg]
-    """Every LoCoMo turn through the public ``add``, as ``memstrata bench locomo`` stores them."""
-    sessions = defaultdict(list)
-    for turn in turns:
-        sessions[(turn.conversation, turn.session)].append(turn)
-    for (conversation, session), chunk_turns in sessions.items():
-        for start in range(0, len(chunk_turns), 64):
-            chunk = chunk_turns[start : start + 64]
-            memory.add(
-                [{"role": "user", "content": t.text, "name": t.speaker, "id": turn_id(t)} for t in chunk],
-                user_id=conversation,
-                session_id=session,
-                timestamp=chunk[0].timestamp + timedelta(seconds=start),
-            )
-    memory.flush(timeout=None)
 
 
 def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dict:  # type: ignore[type-arg]

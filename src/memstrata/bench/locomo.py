@@ -105,7 +105,7 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         bm25.add([(turn_id(t), t.conversation, t.speaker, t.text) for t in turns])
         dense = PlainDense(memory.embedder) if options.embedder_baseline else None
         embed_seconds = _time_embedder(memory, turns, dense) if dense is not None else None
-        ingest_seconds = _ingest(memory, turns, console)
+        ingest_seconds = ingest_dialogue(memory, turns, console)
         records = _ask(
             memory, questions, turns, options, number_of, console, {"bm25_baseline": bm25, "dense_baseline": dense}
         )
@@ -129,7 +129,8 @@ def _time_embedder(memory: Memory, turns: list[DialogTurn], dense: PlainDense) -
     return elapsed
 
 
-def _ingest(memory: Memory, turns: list[DialogTurn], console: Console) -> float:
+def ingest_dialogue(memory: Memory, turns: list[DialogTurn], console: Console) -> float:
+    """Store the turns through ``Memory.add`` as the protocol says, flush tier work; the seconds it took."""
     sessions: dict[tuple[str, str], list[DialogTurn]] = defaultdict(list)
     for turn in turns:
         sessions[(turn.conversation, turn.session)].append(turn)

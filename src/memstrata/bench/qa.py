@@ -32,7 +32,7 @@ from memstrata import ConfigError, Memory, ProviderError
 from memstrata.bench.context_metrics import normalize_answer
 from memstrata.bench.datasets import Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
-from memstrata.bench.locomo import _DIA_ID, CATEGORIES, _ingest, turn_id
+from memstrata.bench.locomo import _DIA_ID, CATEGORIES, ingest_dialogue, turn_id
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.llms.none import HOW_TO_CONFIGURE
 from memstrata.prompts import render
@@ -166,7 +166,7 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
     if options.threads:
         overrides["embedding_threads"] = options.threads
     with answering_memory(options.home, overrides, needs_llm_for="the QA benchmark (--qa)") as (memory, ingesting):
-        ingest_seconds = _ingest(ingesting, turns, console)
+        ingest_seconds = ingest_dialogue(ingesting, turns, console)
         records = _answer_all(memory, usable, options, console)
         if not any("answer" in record for record in records):
             raise ProviderError(f"every answer call failed; the first error: {records[0]['error']}")
