@@ -70,7 +70,8 @@ def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dic
     scores = {name: dict(ranking) for name, ranking in rankings.items()}
     speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
     kept = [item for item in fused if item.key in signals]
-    features = rerank_features(kept, scores, signals, speaker)
+    k = memory.settings.rrf_k
+    features = rerank_features(kept, scores, signals, speaker, k=k)
     return {
         "query": query,
         "fused": kept,
@@ -78,6 +79,7 @@ def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dic
         "signals": signals,
         "ids": {item.key: turns[item.key[1]].id for item in kept},
         "evidence": evidence,
+        "k": k,
         "X": np.array([features[item.key] for item in kept], np.float64),
         "y": np.array([turns[item.key[1]].id in evidence for item in kept], np.float64),
     }
@@ -116,7 +118,7 @@ def evaluate(rows: list[dict], policy: RerankPolicy) -> dict[str, float]:  # typ
     """Evidence recall@10 of the policy's order: all, each half (A = 1-5, B = 6-10), each category."""
     found: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        ranked = rerank(row["query"], row["fused"], row["scores"], row["signals"], policy)
+        ranked = rerank(row["query"], row["fused"], row["scores"], row["signals"], policy, k=row["k"])
         value = recall_at([row["ids"][item.key] for item in ranked], row["evidence"], 10)
         half = "A" if row["conversation"] in TRAINING else "B"
         for key in ("all", half, f"{half}{row['category']}", f"cat{row['category']}"):

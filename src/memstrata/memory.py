@@ -7,7 +7,6 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -439,9 +438,8 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
             ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id) for seq, turn in turns.items()
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
-        # Derived items keep their fused score, so turns must be scored with the same constant.
-        policy = replace(self.rerank_policy, rrf_k=self.settings.rrf_k)
-        return rerank(text, fused, scores, signals, policy)
+        # Derived items keep their fused score, so turns are scored with the same constant.
+        return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k)
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
         """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.

@@ -72,11 +72,12 @@ def test_ranks_beyond_the_policy_depth_carry_no_rank_signal() -> None:
 
 def test_with_rank_weights_alone_the_order_is_reciprocal_rank_fusion() -> None:
     rankings = {"fulltext": [("a", 3.0), ("b", 2.0), ("c", 1.0)], "vector": [("c", 0.9), ("b", 0.8)]}
-    fused = fuse_scored(rankings)
     signals = {key: TurnSignals("Ana", 4) for key in "abc"}
-    reranked = rerank("what?", fused, {n: dict(r) for n, r in rankings.items()}, signals, RANKS_ONLY)
-    assert [item.key for item in reranked] == [item.key for item in fused]
-    assert [item.score for item in reranked] == pytest.approx([item.score for item in fused])
+    for k in (60, 5):  # the fusion constant is the caller's, as in reciprocal_rank_fusion
+        fused = fuse_scored(rankings, k=k)
+        reranked = rerank("what?", fused, {n: dict(r) for n, r in rankings.items()}, signals, RANKS_ONLY, k=k)
+        assert [item.key for item in reranked] == [item.key for item in fused]
+        assert [item.score for item in reranked] == pytest.approx([item.score for item in fused])
 
 
 def test_the_named_speakers_turns_rise_and_ranks_are_kept() -> None:

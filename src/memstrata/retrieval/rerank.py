@@ -41,8 +41,9 @@ FEATURES = (
 class RerankPolicy:
     """Weights of the linear reranker; a turn's score is the weighted sum of its features.
 
-    - ``fulltext_rank`` / ``vector_rank``: times 1 / (rrf_k + rank) in each list (with a
-      ``depth``, ranks below it carry no rank signal; by default every rank counts);
+    - ``fulltext_rank`` / ``vector_rank``: times 1 / (k + rank) in each list, k being the
+      fusion constant (with a ``depth``, ranks below it carry no rank signal; by default
+      every rank counts);
     - ``fulltext_score``: times the turn's BM25 score over the best one in its list (0 if absent);
     - ``vector_gap``: times the turn's cosine minus the best one (if absent: ``missing_gap``,
       or the lowest gap in the list when that is lower);
@@ -70,7 +71,6 @@ class RerankPolicy:
     asks: float = -0.0031
     depth: int | None = None
     missing_gap: float = -0.2
-    rrf_k: int = 60
 
     def weights(self) -> tuple[float, ...]:
         """The feature weights in ``FEATURES`` order."""
@@ -111,15 +111,16 @@ def rerank_features(
     signals: Mapping[Key, TurnSignals],
     speaker: str | None,
     policy: RerankPolicy = DEFAULT_RERANK,
-    depth: int | None = -1,
+    *,
+    k: int = 60,
 ) -> dict[Key, tuple[float, ...]]:
     """The features (in ``FEATURES`` order) of each candidate turn, the fused items in ``signals``.
 
     ``scores`` holds each retriever's raw scores (higher is better) for its whole list;
-    ``speaker`` is the speaker the query names, if any. ``depth`` overrides the policy's
-    rank depth (``None``: every rank counts).
+    ``speaker`` is the speaker the query names, if any; ``k`` is the fusion constant the
+    ranks were fused with.
     """
-    limit = policy.depth if depth == -1 else depth
+    limit = policy.depth
     fulltext = scores.get(FULLTEXT, {})
     best_fulltext = max(fulltext.values(), default=0.0)
     vector = scores.get(VECTOR, {})
@@ -134,8 +135,8 @@ def rerank_features(
         turn = signals[item.key]
         share = fulltext.get(item.key, 0.0) / best_fulltext if best_fulltext > 0 else 0.0
         found[item.key] = (
-            1.0 / (policy.rrf_k + ranks[FULLTEXT]) if FULLTEXT in ranks else 0.0,
-            1.0 / (policy.rrf_k + ranks[VECTOR]) if VECTOR in ranks else 0.0,
+            1.0 / (k + ranks[FULLTEXT]) if FULLTEXT in ranks else 0.0,
+            1.0 / (k + ranks[VECTOR]) if VECTOR in ranks else 0.0,
             max(0.0, share),
             vector[item.key] - best_vector if item.key in vector else absent,
             1.0 if speaker is not None and turn.speaker == speaker else 0.0,
@@ -154,7 +155,7 @@ def rerank(
     signals: Mapping[Key, TurnSignals],
     policy: RerankPolicy = DEFAULT_RERANK,
     *,
-    depth: int | None = -1,
+    k: int = 60,
 ) -> list[Fused[Key]]:
     """Rescore fused candidates with the policy's linear model, best first.
 
@@ -169,7 +170,7 @@ def rerank(
     rescored: list[Fused[Key]] = []
     extras: list[float] = []
     others: list[Fused[Key]] = []
-    every = rerank_features(fused, scores, signals, speaker, policy, depth)
+    every = rerank_features(fused, scores, signals, speaker, policy, k=k)
     for item in fused:
         features = every.get(item.key)
         if features is None:
