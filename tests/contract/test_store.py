@@ -158,6 +158,18 @@ def test_fulltext_stems_ranks_and_follows_deletes(store: TierStore) -> None:
     assert _match(store, "lighthouse") == []
 
 
+def test_fulltext_weighs_a_rare_term_above_a_common_one(store: TierStore) -> None:
+    common = [_turn(f"c{n}", f"coffee number {n}", session_id=f"c{n}") for n in range(6)]
+    store.insert_turns([*common, _turn("twice", "coffee, more coffee", session_id="twice")], None, MODEL)
+    [heron] = store.insert_turns(
+        [_turn("heron", "yesterday by the river I finally saw a grey heron", session_id="river")], None, MODEL
+    )
+    # BM25's idf: the one turn naming a heron outranks a short turn that says "coffee" twice.
+    assert _match(store, "coffee heron")[0] == heron
+    store.insert_turns([_turn("other", "a heron and a heron", user_id="bob", session_id="b")], None, MODEL)
+    assert _match(store, "coffee heron")[0] == heron  # another user's turns change nothing
+
+
 def test_fulltext_finds_a_turn_by_its_neighbours_in_the_session(store: TierStore) -> None:
     [question, answer, elsewhere] = store.insert_turns(
         [
