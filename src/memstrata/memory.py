@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,15 +24,13 @@ from memstrata.llms import load_llm
 from memstrata.llms.base import LLM
 from memstrata.memory_chat import ChatViews
 from memstrata.memory_context import ContextViews
+from memstrata.memory_search import SearchViews
 from memstrata.memory_tiers import TierViews
 from memstrata.memory_transfer import TransferViews
-from memstrata.models import Deletion, Hit, Role, Scope, SearchFilters, Turn
+from memstrata.models import Deletion, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
-from memstrata.retrieval.diversify import maximal_marginal_relevance
-from memstrata.retrieval.fulltext import fts_query, indexed_text
-from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
+from memstrata.retrieval.fulltext import indexed_text
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
 from memstrata.storage.base import Job, ServerSideVectors, Store, TierStore
@@ -41,13 +39,10 @@ from memstrata.tiers.worker import Activity, Worker
 from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
 from memstrata.validation import (
     MAX_IDENTIFIER_LENGTH,
-    check_fraction,
     check_identifier,
     check_importance,
     check_limit,
     check_metadata,
-    check_role,
-    check_text,
     check_timestamp,
     parse_messages,
 )
@@ -56,19 +51,7 @@ Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` during long work."""
 
 EMBED_BATCH = 64
-VISIT_BATCH = 32
-SEARCH_MODES = ("hybrid", "fulltext", "vector")
-DERIVED_TIERS = ("longterm", "scene", "midterm", "consolidation")
-# Measured on LoCoMo (evidence recall@10 of the turns): turns alone 0.626, with cells 0.618,
-# with every summary 0.565 (a summary stands for many turns and crowds the evidence out).
-# So search ranks turns by default and the derived tiers are opt-in.
-DEFAULT_SEARCH_TIERS: tuple[str, ...] = ()
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-ItemKey = tuple[str, int]
-"""A search candidate: ``("turn", seq)`` or ``("derived", seq)``."""
-Rankings = dict[str, list[tuple[ItemKey, float]]]
-"""Each retriever's candidates, best first, with its own score (higher is better)."""
 
 
 P = ParamSpec("P")
@@ -86,7 +69,7 @@ def _foreground(method: Callable[Concatenate[Memory, P], R]) -> Callable[Concate
     return wrapper
 
 
-class Memory(TierViews, ContextViews, ChatViews, TransferViews):
+class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
     """Persistent memory for LLM agents: ``add`` what was said, ``search`` before answering.
 
     >>> with Memory("/tmp/demo-memory") as memory:            # doctest: +SKIP
@@ -94,9 +77,6 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
     ...     memory.search("where does Ana live?", user_id="ana")[0].content
     'I live in Lisbon'
     """
-
-    #: How fused candidates are rescored (``retrieval/rerank.py``); a value object, replaceable per instance.
-    rerank_policy: RerankPolicy = DEFAULT_RERANK
 
     def __init__(
         self,
@@ -331,219 +311,6 @@ class Memory(TierViews, ContextViews, ChatViews, TransferViews):
         return done
 
     # -- reading ----------------------------------------------------------------------
-
-    @_foreground
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        limit: int = 10,
-        session_id: str | None = None,
-        agent_id: str | None = None,
-        roles: Iterable[str | Role] | None = None,
-        after: datetime | str | None = None,
-        before: datetime | str | None = None,
-        mode: str = "hybrid",
-        tiers: Iterable[str] = DEFAULT_SEARCH_TIERS,
-        diversity: float = 0.0,
-    ) -> list[Hit]:
-        """The turns most relevant to ``query`` in ``user_id``'s memory, best first.
-
-        ``mode="hybrid"`` fuses full-text (BM25) and vector candidates by reciprocal rank
-        fusion; ``"fulltext"`` or ``"vector"`` use one retriever alone over the turns. A
-        hybrid search also covers the derived ``tiers`` named (default none): ``"longterm"``
-        cells, ``"scene"``, ``"midterm"`` and ``"consolidation"`` summaries, each hit naming
-        its ``tier`` and the ``source_turn_ids`` it stands for. Each hit's ``ranks`` says
-        where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
-        candidates by maximal marginal relevance, trading relevance for hits unlike each
-        other; scores stay the relevance scores. Query text is never parsed as search
-        syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
-        found get a visit (their heat rises).
-        """
-        if mode not in SEARCH_MODES:
-            raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
-        self._require_open()
-        scope = self._scope(user_id, agent_id, session_id)
-        text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
-        count = check_limit(limit)
-        spread = check_fraction(diversity, "diversity")
-        filters = SearchFilters(
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
-            roles=tuple(check_role(role) for role in roles or ()),
-            after=check_timestamp(after, "after"),
-            before=check_timestamp(before, "before"),
-        )
-        wanted_tiers = tuple(dict.fromkeys(tiers))
-        unknown = [tier for tier in wanted_tiers if tier not in DERIVED_TIERS]
-        if unknown:
-            raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
-        # Derived items (cells, segment and consolidation summaries) have no session or role,
-        # so a filtered search stays on the episodic turns.
-        with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
-        rankings = self._rankings(
-            text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
-        )
-        loaded: dict[int, Turn] = {}
-        fused = self._rerank(text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded)
-        if spread > 0:
-            fused = self._diversify(fused, spread, count)
-        hits = self._load_hits(fused, count, scope.user_id, loaded)
-        self._note_hit_visits(scope.user_id, hits)
-        return hits
-
-    def _rankings(
-        self, text: str, user_id: str, filters: SearchFilters, depth: int, mode: str, tiers: tuple[str, ...]
-    ) -> Rankings:
-        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items."""
-        rankings: Rankings = {}
-        match = fts_query(text) if mode != "vector" else None
-        server_side = self._server_vectors()
-        if mode != "fulltext" and server_side is None:
-            self._sync_index(user_id)
-        allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(user_id, filters)
-        # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
-        # this thread embeds the query and scans the vectors: latency is the slower of the two.
-        pending = (
-            self._background().submit(self._fulltext_candidates, match, user_id, filters, depth, tiers)
-            if match is not None
-            else None
-        )
-        if mode != "fulltext":
-            query_vector = self._embedder.embed_query(text)
-            if server_side is not None:
-                found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
-            else:
-                found = self._index.search(user_id, query_vector, depth, allowed)
-            rankings["vector"] = [(("turn", seq), score) for seq, score in found]
-        if pending is not None:
-            rankings = {**pending.result(), **rankings}
-        return rankings
-
-    def _rerank(
-        self,
-        text: str,
-        fused: list[Fused[ItemKey]],
-        rankings: Rankings,
-        user_id: str,
-        loaded: dict[int, Turn] | None = None,
-    ) -> list[Fused[ItemKey]]:
-        """Rescore fused candidates with the reranker (``retrieval/rerank.py``), best first.
-
-        The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again.
-        """
-        turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
-        signals = {
-            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id) for seq, turn in turns.items()
-        }
-        scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
-        # Derived items keep their fused score, so turns are scored with the same constant.
-        return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k)
-
-    def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
-        """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.
-
-        Turns another process deleted meanwhile simply have no vector; ``_load_hits``
-        skips them as it does without diversity.
-        """
-        stored = self._store.vectors_for(
-            self._embedder.model_id, [seq for kind, seq in (i.key for i in fused) if kind == "turn"]
-        )
-        vectors = {("turn", seq): vector for seq, vector in stored.items()}
-        by_key = {item.key: item for item in fused}
-        order = maximal_marginal_relevance(
-            [item.key for item in fused], [item.score for item in fused], vectors, diversity=diversity, limit=count + 8
-        )
-        return [by_key[key] for key in order]
-
-    def _turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None) -> dict[int, Turn]:
-        """Turns by seq, reading from the store only those not in ``loaded`` (which is updated)."""
-        known = loaded if loaded is not None else {}
-        missing = [seq for seq in seqs if seq not in known]
-        if missing:
-            known.update(self._store.get_by_seqs(missing, user_id))
-        return {seq: known[seq] for seq in seqs if seq in known}
-
-    def _server_vectors(self) -> ServerSideVectors | None:
-        """The store's own vector index, when settings ask for it (``vector_search="server"``)."""
-        if self.settings.vector_search == "server" and isinstance(self._store, ServerSideVectors):
-            return self._store
-        return None
-
-    def _load_hits(
-        self,
-        fused: Sequence[Fused[ItemKey]],
-        count: int,
-        user_id: str,
-        loaded: dict[int, Turn] | None = None,
-    ) -> list[Hit]:
-        """Read the top ``count`` fused items from the store as hits (turns in ``loaded`` are not read again)."""
-        # A few spares cover turns another process deleted after this index loaded them.
-        wanted = fused[: count + 8]
-        turns = self._turns(user_id, [seq for kind, seq in (i.key for i in wanted) if kind == "turn"], loaded)
-        derived = self._store.derived_items(
-            [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], user_id
-        )
-        hits: list[Hit] = []
-        for item in wanted:
-            kind, seq = item.key
-            if kind == "turn" and seq in turns:
-                turn = turns[seq]
-                hits.append(Hit(turn.id, "episodic", turn.content, item.score, turn, (turn.id,), dict(item.ranks), seq))
-            elif kind == "derived" and seq in derived:
-                item_id, tier, content, sources = derived[seq]
-                hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks), seq))
-        return hits[:count]
-
-    def _note_hit_visits(self, user_id: str, hits: Sequence[Hit]) -> None:
-        visited = [hit.seq for hit in hits if hit.turn is not None and hit.seq is not None]
-        if visited:
-            self._note_visits(user_id, visited)
-
-    def _note_visits(self, user_id: str, seqs: list[int]) -> None:
-        """Collect retrieval visits in memory and queue them in batches, keeping writes off search.
-
-        Visits only warm segments up; a crash loses at most one unqueued batch of them.
-        """
-        with self._visits_lock:
-            self._pending_visits.setdefault(user_id, []).append(seqs)
-            waiting = sum(len(searches) for searches in self._pending_visits.values())
-        if waiting >= VISIT_BATCH:
-            self._queue_visits()
-
-    def _queue_visits(self) -> None:
-        with self._visits_lock:
-            pending, self._pending_visits = self._pending_visits, {}
-        for user_id, searches in pending.items():
-            self._store.enqueue_job("visit", user_id, {"searches": searches})
-        if pending:
-            self._after_enqueue()
-
-    def _fulltext_candidates(
-        self, match: str, user_id: str, filters: SearchFilters, depth: int, tiers: tuple[str, ...]
-    ) -> Rankings:
-        turns = self._store.fulltext(match, user_id, filters, depth)
-        found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns]}
-        if tiers:
-            derived = self._store.derived_fulltext(match, user_id, depth, tiers)
-            found["derived"] = [(("derived", seq), score) for seq, score in derived]
-        return found
-
-    def _background(self) -> ThreadPoolExecutor:
-        """One worker thread for the full-text half of a search, started on first use."""
-        with self._executor_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstrata-search")
-            return self._executor
-
-    def _sync_index(self, user_id: str) -> None:
-        """Load vectors other writers (or this one) stored since the index last looked."""
-        generation = self._index.generation(user_id)
-        after = self._index.high_water(user_id) or 0
-        batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
-        if len(batch.seqs) or self._index.high_water(user_id) is None:
-            self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
 
     def get(self, turn_id: str, *, user_id: str) -> Turn:
         """The turn with this id in ``user_id``'s memory; NotFound otherwise."""

@@ -225,5 +225,5 @@ def _date(moment: datetime | None) -> str:
 
 
 if TYPE_CHECKING:
-    from memstrata.memory import ItemKey, Rankings
     from memstrata.memory import Memory as _Facade
+    from memstrata.memory_search import ItemKey, Rankings
