@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from memstrata import Memory, Role, SchemaTooNew, SearchFilters, StorageError, Turn
+from memstrata import Memory, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import ConfigError, MissingDependency
 from memstrata.storage import open_store
@@ -186,6 +186,25 @@ def test_stemming_and_neighbour_text_are_indexed(store: PostgresStore, postgres_
         (" she runs daily", " "),
         ("running late today ", " "),
     ]
+
+
+def test_each_users_turn_count_follows_inserts_and_deletes(store: PostgresStore, postgres_url: str) -> None:
+    def counts() -> dict[object, object]:
+        return dict(_query(postgres_url, "SELECT user_id, turns FROM user_turn_counts"))
+
+    store.insert_turns([_turn("a"), _turn("b"), _turn("c", user_id="bob")], None, MODEL)
+    store.insert_turns([_turn("d")], None, MODEL)
+    assert counts() == {"ana": 3, "bob": 1}
+    store.insert_turns([_turn("d")], None, MODEL)  # a retry stores nothing new
+    assert counts() == {"ana": 3, "bob": 1}
+    store.delete("a", "ana")
+    assert counts() == {"ana": 2, "bob": 1}
+    store.forget(Scope("bob"))
+    assert counts() == {"ana": 2}  # a forgotten user leaves no row
+    # The count is BM25's N: with it, one matching turn of two ranks as when N was counted.
+    [(seq, score)] = store.fulltext('"text" OR "nothing"', "ana", SearchFilters(roles=(Role.USER,)), 1)
+    assert seq in {row[0] for row in _query(postgres_url, "SELECT seq FROM turns WHERE user_id = 'ana'")}
+    assert score > 0
 
 
 # -- vectors ------------------------------------------------------------------------------------

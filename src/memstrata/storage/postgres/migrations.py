@@ -295,6 +295,38 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX api_keys_by_tenant ON api_keys (tenant, created_at);
         """,
     ),
+    # Full-text ranking needs each user's turn count (BM25's N) on every search; counting
+    # the rows took tens of milliseconds at 100k turns. Statement triggers keep it in the
+    # writing transaction, one row change per statement and user; a user whose turns are
+    # all deleted leaves no row behind.
+    Migration(
+        4,
+        "per-user turn counts for full-text ranking",
+        """
+        CREATE TABLE user_turn_counts (user_id text PRIMARY KEY, turns bigint NOT NULL);
+        INSERT INTO user_turn_counts (user_id, turns) SELECT user_id, count(*) FROM turns GROUP BY user_id;
+
+        CREATE FUNCTION memstrata_count_added_turns() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO user_turn_counts AS c (user_id, turns)
+            SELECT user_id, count(*) FROM added GROUP BY user_id ORDER BY user_id
+            ON CONFLICT (user_id) DO UPDATE SET turns = c.turns + excluded.turns;
+            RETURN NULL;
+        END $$;
+        CREATE FUNCTION memstrata_count_deleted_turns() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE user_turn_counts AS c SET turns = c.turns - d.turns
+            FROM (SELECT user_id, count(*) AS turns FROM deleted GROUP BY user_id) AS d
+            WHERE c.user_id = d.user_id;
+            DELETE FROM user_turn_counts WHERE turns <= 0;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER turns_counted_on_insert AFTER INSERT ON turns REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_added_turns();
+        CREATE TRIGGER turns_counted_on_delete AFTER DELETE ON turns REFERENCING OLD TABLE AS deleted
+            FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_deleted_turns();
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

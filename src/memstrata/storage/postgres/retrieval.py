@@ -25,16 +25,17 @@ TEXT_SEARCH_CONFIG = "memstrata_english"
 _TURN_WEIGHTS = "'{0.25, 0.5, 1.0, 1.0}'"
 #: Ranks ``{table}`` rows of one user by Σ idf(term) × ts_rank(row, term), BM25's shape: ``ts_rank`` of one
 #: term saturates with repeats and (normalisation 1) divides by the log of the row's length; the idf is
-#: BM25's, counted over the user's rows that the term matches. Each term is looked up through the GIN index
-#: on its own, so a row is read once per term it holds. ``{kept}`` narrows what is returned, not the counts.
+#: BM25's, over the ``{total}`` rows of the user, counting those that the term matches. Each term is looked
+#: up through the GIN index on its own. ``{kept}`` narrows what is ranked and returned, not the counts.
 _IDF_RANKING = """
 WITH terms AS MATERIALIZED (
     SELECT x.i, phraseto_tsquery('{config}', x.term) AS query FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, i)
 ), pairs AS MATERIALIZED (
-    SELECT t.seq, ({kept}) AS kept, terms.i, ts_rank({weights}t.search, terms.query, 1) AS rank
+    SELECT t.seq, ({kept}) AS kept, terms.i,
+        CASE WHEN {kept} THEN ts_rank({weights}t.search, terms.query, 1) END AS rank
     FROM terms JOIN {table} t ON t.search @@ terms.query WHERE t.user_id = %s{scope}
 ), total AS (
-    SELECT count(*) AS n FROM {table} t WHERE t.user_id = %s{scope}
+    SELECT ({total}) AS n
 ), idf AS (
     SELECT p.i, ln(1 + (total.n - count(*) + 0.5) / (count(*) + 0.5)) AS weight FROM pairs p, total
     GROUP BY p.i, total.n
@@ -42,6 +43,10 @@ WITH terms AS MATERIALIZED (
 SELECT p.seq, sum(idf.weight * p.rank) AS score FROM pairs p JOIN idf ON idf.i = p.i
 WHERE p.kept GROUP BY p.seq ORDER BY score DESC, p.seq LIMIT %s
 """
+#: BM25's N for turns: kept by migration 4's triggers, as counting the rows took tens of ms at 100k turns.
+_TURN_TOTAL = "SELECT COALESCE((SELECT c.turns FROM user_turn_counts c WHERE c.user_id = %s), 0)"
+#: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
+_DERIVED_TOTAL = "SELECT count(*) FROM derived t WHERE t.user_id = %s AND t.is_current AND t.tier = ANY(%s::text[])"
 #: hnsw.ef_search bounds: pgvector's default, and its maximum.
 _EF_SEARCH = (40, 1000)
 
@@ -75,10 +80,16 @@ class RetrievalMixin(Connected):
         if not terms or limit < 1:
             return []
         where, filter_parameters = filter_clause(filters)
+        kept = f"TRUE{where}"
         statement = _IDF_RANKING.format(
-            config=TEXT_SEARCH_CONFIG, kept=f"TRUE{where}", weights=f"{_TURN_WEIGHTS}, ", table="turns", scope=""
+            config=TEXT_SEARCH_CONFIG,
+            kept=kept,
+            weights=f"{_TURN_WEIGHTS}, ",
+            table="turns",
+            scope="",
+            total=_TURN_TOTAL,
         )
-        parameters = [terms, *filter_parameters, user_id, user_id, limit]
+        parameters = [terms, *filter_parameters, *filter_parameters, user_id, user_id, limit]
         rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
         return [(int(seq), float(score)) for seq, score in rows]
 
@@ -91,7 +102,7 @@ class RetrievalMixin(Connected):
             return []
         scope = " AND t.is_current AND t.tier = ANY(%s::text[])"
         statement = _IDF_RANKING.format(
-            config=TEXT_SEARCH_CONFIG, kept="TRUE", weights="", table="derived", scope=scope
+            config=TEXT_SEARCH_CONFIG, kept="TRUE", weights="", table="derived", scope=scope, total=_DERIVED_TOTAL
         )
         parameters = [terms, user_id, list(tiers), user_id, list(tiers), limit]
         rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
