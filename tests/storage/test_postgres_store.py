@@ -201,10 +201,15 @@ def test_each_users_turn_count_follows_inserts_and_deletes(store: PostgresStore,
     assert counts() == {"ana": 2, "bob": 1}
     store.forget(Scope("bob"))
     assert counts() == {"ana": 2}  # a forgotten user leaves no row
-    # The count is BM25's N: with it, one matching turn of two ranks as when N was counted.
+    # The count is BM25's N: both of ana's turns hold "text", so idf = ln(1 + 0.5 / 2.5).
     [(seq, score)] = store.fulltext('"text" OR "nothing"', "ana", SearchFilters(roles=(Role.USER,)), 1)
-    assert seq in {row[0] for row in _query(postgres_url, "SELECT seq FROM turns WHERE user_id = 'ana'")}
-    assert score > 0
+    [(expected,)] = _query(
+        postgres_url,
+        "SELECT ln(1.2) * ts_rank('{0.25, 0.5, 1.0, 1.0}', search, phraseto_tsquery('memstrata_english', 'text'), 1)"
+        " FROM turns WHERE seq = %s",
+        (seq,),
+    )
+    assert score == pytest.approx(float(expected))  # type: ignore[arg-type]
 
 
 # -- vectors ------------------------------------------------------------------------------------
