@@ -26,8 +26,10 @@ from memstrata import Memory
 from memstrata.bench.datasets import find_locomo, load_locomo
 from memstrata.bench.locomo import ingest_dialogue, turn_id
 from memstrata.bench.metrics import recall_at
+from memstrata.memory_search import joined
 from memstrata.models import SearchFilters
 from memstrata.retrieval.fusion import fuse_scored
+from memstrata.retrieval.periods import mentioned_periods
 from memstrata.retrieval.rerank import FEATURES, RerankPolicy, TurnSignals, mentioned_speaker, rerank, rerank_features
 
 TRAINING = range(1, 6)  # conversations the weights are chosen on; 6-10 are held out
@@ -63,15 +65,18 @@ def main() -> None:
 def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dict:  # type: ignore[type-arg]
     """The fused candidates of one question with their features, labels and what ``rerank`` needs."""
     depth = memory.settings.search_candidates
-    rankings = memory._rankings(query, user, SearchFilters(), depth, "hybrid", ())
+    rankings = joined(memory._rankings(query, user, SearchFilters(), depth, "hybrid", ()))
     fused = fuse_scored(rankings, k=memory.settings.rrf_k)
     turns = memory._turns(user, [seq for _, seq in (item.key for item in fused)], None)
-    signals = {("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id) for seq, turn in turns.items()}
+    signals = {
+        ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at)
+        for seq, turn in turns.items()
+    }
     scores = {name: dict(ranking) for name, ranking in rankings.items()}
     speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
     kept = [item for item in fused if item.key in signals]
     k = memory.settings.rrf_k
-    features = rerank_features(kept, scores, signals, speaker, k=k)
+    features = rerank_features(kept, scores, signals, speaker, k=k, periods=mentioned_periods(query))
     return {
         "query": query,
         "fused": kept,

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from memstrata import IdConflict, InvalidInput, Memory, MemstrataError, NotFound, Role, StorageError, Turn
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.memory_search import joined
 from memstrata.validation import check_text
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -835,3 +836,19 @@ def test_catch_up_reindexes_for_a_new_model_on_open(home: Path) -> None:
         hits = second.search("travel plan Kyoto", user_id="ana", mode="vector", limit=10)
         assert {h.id for h in hits} == {t.id for t in turns[:5]}
         assert _ids(second.search("Oslo", user_id="bob", mode="vector")) == [turns[5].id]
+
+
+def test_finds_inside_the_named_dates_join_their_retrievers_list_by_score() -> None:
+    rankings = {
+        "fulltext": [(("turn", 1), 9.0), (("turn", 2), 5.0), (("turn", 3), 4.0)],
+        "fulltext:dated": [(("turn", 7), 4.5), (("turn", 3), 4.0), (("turn", 8), 1.0)],
+        "vector": [(("turn", 2), 0.9)],
+        "derived": [(("derived", 1), 3.0)],
+    }
+    assert joined(rankings) == {
+        "fulltext": [(("turn", n), score) for n, score in ((1, 9.0), (2, 5.0), (7, 4.5), (3, 4.0), (8, 1.0))],
+        "vector": [(("turn", 2), 0.9)],
+        "derived": [(("derived", 1), 3.0)],
+    }
+    # Each list and its dated finds are cut to the depth before they are joined.
+    assert joined(rankings, 1)["fulltext"] == [(("turn", 1), 9.0), (("turn", 7), 4.5)]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
+from memstrata.memory_search import joined
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
@@ -141,7 +142,8 @@ class ContextViews:
         turn_lists = {name: ranking for name, ranking in rankings.items() if name != "derived"}
         depth = self.settings.search_candidates
         memory = self._facade
-        head_lists = {name: ranking[:depth] for name, ranking in turn_lists.items()}
+        head_lists = joined(turn_lists, depth)
+        turn_lists = joined(turn_lists)
         head = memory._rerank(text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded)
         seen = {item.key for item in head}
         tail = memory._rerank(text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded)

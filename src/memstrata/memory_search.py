@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from memstrata.models import Hit, Role, Scope, SearchFilters, Turn
 from memstrata.retrieval.diversify import maximal_marginal_relevance
 from memstrata.retrieval.fulltext import fts_query
 from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.retrieval.periods import covering_window, mentioned_periods
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.storage.base import ServerSideVectors
 from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp
@@ -36,6 +38,8 @@ ItemKey = tuple[str, int]
 """A search candidate: ``("turn", seq)`` or ``("derived", seq)``."""
 Rankings = dict[str, list[tuple[ItemKey, float]]]
 """Each retriever's candidates, best first, with its own score (higher is better)."""
+#: Suffix of the lists a retriever found inside the dates a query names (see ``joined``).
+DATED = ":dated"
 
 
 class SearchViews:
@@ -113,8 +117,10 @@ class SearchViews:
             # Derived items (cells, segment and consolidation summaries) have no session or role,
             # so a filtered search stays on the episodic turns.
             with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
-            rankings = self._rankings(
-                text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
+            rankings = joined(
+                self._rankings(
+                    text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
+                )
             )
             loaded: dict[int, Turn] = {}
             fused = self._rerank(text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded)
@@ -127,27 +133,37 @@ class SearchViews:
     def _rankings(
         self, text: str, user_id: str, filters: SearchFilters, depth: int, mode: str, tiers: tuple[str, ...]
     ) -> Rankings:
-        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items."""
+        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
+
+        When the query names dates (``retrieval/periods.py``), each turn retriever also
+        looks inside them: its best finds there are under ``fulltext:dated`` and
+        ``vector:dated``, for :func:`joined` to add to its list at their own scores, so a
+        day's turns are candidates even when the rest of the memory outranks them.
+        """
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
+        dated = _narrowed(filters, covering_window(mentioned_periods(text)))
         server_side = self._server_vectors()
         if mode != "fulltext" and server_side is None:
             self._sync_index(user_id)
-        allowed = None if filters.is_empty or mode == "fulltext" else self._store.filtered_seqs(user_id, filters)
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (
-            self._background().submit(self._fulltext_candidates, match, user_id, filters, depth, tiers)
+            self._background().submit(self._fulltext_candidates, match, user_id, filters, depth, tiers, dated)
             if match is not None
             else None
         )
         if mode != "fulltext":
             query_vector = self._embedder.embed_query(text)
-            if server_side is not None:
-                found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
-            else:
-                found = self._index.search(user_id, query_vector, depth, allowed)
-            rankings["vector"] = [(("turn", seq), score) for seq, score in found]
+            for name, narrowing in (("vector", filters), (f"vector{DATED}", dated)):
+                if narrowing is None:
+                    continue
+                allowed = None if narrowing.is_empty else self._store.filtered_seqs(user_id, narrowing)
+                if server_side is not None:
+                    found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
+                else:
+                    found = self._index.search(user_id, query_vector, depth, allowed)
+                rankings[name] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
         return rankings
@@ -166,7 +182,8 @@ class SearchViews:
         """
         turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
         signals = {
-            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id) for seq, turn in turns.items()
+            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at)
+            for seq, turn in turns.items()
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
@@ -252,10 +269,19 @@ class SearchViews:
             self._after_enqueue()
 
     def _fulltext_candidates(
-        self, match: str, user_id: str, filters: SearchFilters, depth: int, tiers: tuple[str, ...]
+        self,
+        match: str,
+        user_id: str,
+        filters: SearchFilters,
+        depth: int,
+        tiers: tuple[str, ...],
+        dated: SearchFilters | None = None,
     ) -> Rankings:
         turns = self._store.fulltext(match, user_id, filters, depth)
         found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns]}
+        if dated is not None:
+            inside = self._store.fulltext(match, user_id, dated, depth)
+            found[f"fulltext{DATED}"] = [(("turn", seq), score) for seq, score in inside]
         if tiers:
             derived = self._store.derived_fulltext(match, user_id, depth, tiers)
             found["derived"] = [(("derived", seq), score) for seq, score in derived]
@@ -275,3 +301,36 @@ class SearchViews:
         batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
         if len(batch.seqs) or self._index.high_water(user_id) is None:
             self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
+
+
+def _narrowed(filters: SearchFilters, window: tuple[datetime, datetime] | None) -> SearchFilters | None:
+    """``filters`` narrowed to ``window`` as well; None without a window or when the filters are no wider."""
+    if window is None:
+        return None
+    after = window[0] if filters.after is None else max(filters.after, window[0])
+    before = window[1] if filters.before is None else min(filters.before, window[1])
+    if after >= before or (after == filters.after and before == filters.before):
+        return None
+    return replace(filters, after=after, before=before)
+
+
+def joined(rankings: Rankings, depth: int | None = None) -> Rankings:
+    """Each list's top ``depth`` (None: all) joined with its top ``depth`` inside the query's dates, best first.
+
+    The lists ``_rankings`` found inside the dates (``fulltext:dated``, ``vector:dated``)
+    are folded into their retriever's list, one entry per item at its own score, so
+    fusion and the reranker see one list per retriever.
+    """
+    result: Rankings = {}
+    for name, ranking in rankings.items():
+        if name.endswith(DATED):
+            continue
+        inside = rankings.get(name + DATED, [])[:depth]
+        if not inside:
+            result[name] = ranking[:depth]
+            continue
+        best: dict[ItemKey, float] = {}
+        for key, score in [*ranking[:depth], *inside]:
+            best[key] = max(score, best.get(key, score))
+        result[name] = sorted(best.items(), key=lambda pair: -pair[1])  # stable: ties keep the order found
+    return result

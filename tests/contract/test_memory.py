@@ -123,6 +123,34 @@ def test_search_filters_agree_across_modes(memory: Memory) -> None:
     assert contents(session_id="nope") == set()
 
 
+def test_a_date_the_query_names_brings_that_days_turns_forward(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(search_candidates=5)
+    for day in range(12):  # turns full text prefers, none of them on the day asked about
+        memory.add(
+            "Did I go hiking? Hiking, hiking and more hiking",
+            user_id="ana",
+            session_id=f"s{day}",
+            timestamp=T0 + timedelta(day),
+        )
+    [walk] = memory.add(
+        "Where did I go? Hiking in the pine woods with my sister",
+        user_id="ana",
+        session_id="walk",
+        timestamp=datetime(2023, 11, 9, 15, tzinfo=UTC),
+    )
+    for mode in MODES:
+        dated = memory.search("Where did I go hiking on 9 November 2023?", user_id="ana", mode=mode, limit=5)
+        assert dated[0].id == walk.id, mode
+    for mode in ("hybrid", "fulltext"):  # without the date, the walk is not even a candidate
+        undated = memory.search("Where did I go hiking?", user_id="ana", mode=mode, limit=5)
+        assert walk.id not in {hit.id for hit in undated}, mode
+    # The filters still hold: a named day outside them adds nothing.
+    elsewhere = memory.search("hiking on 9 November 2023", user_id="ana", after=T0, limit=20)
+    assert walk.id not in {hit.id for hit in elsewhere}
+    within = memory.context("Where did I go hiking on 9 November 2023?", user_id="ana", token_budget=100)
+    assert walk.id in {item.id for item in within.items}
+
+
 @pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a AND OR NOT b", "'; DROP TABLE turns; --", "%_%", "who is it"])
 def test_search_syntax_is_only_words(memory: Memory, query: str) -> None:
     memory.add("a plain note about NEAR and AND words, who is it", user_id="ana")

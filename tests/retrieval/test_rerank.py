@@ -1,15 +1,17 @@
-"""Reranking after fusion: the linear model over retriever scores, speaker, length, session."""
+"""Reranking after fusion: the linear model over retriever scores, speaker, length, session, date."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import fields
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.retrieval.periods import mentioned_periods
 from memstrata.retrieval.rerank import (
     DEFAULT_RERANK,
     FEATURES,
@@ -113,3 +115,20 @@ def test_rerank_keeps_every_item_and_sorts_by_score(scores: list[float], query: 
     assert sorted(item.key for item in reranked) == list(range(len(scores)))
     assert [item.score for item in reranked] == sorted((item.score for item in reranked), reverse=True)
     assert all(item.ranks == {"fulltext": item.key + 1} for item in reranked)
+
+
+def test_a_turn_said_on_the_day_the_query_names_rises() -> None:
+    fused = [Fused("a", 0.0164, {"fulltext": 1}), Fused("b", 0.0161, {"fulltext": 2})]
+    signals = {
+        "a": TurnSignals.of("Ana", "We baked bread", "s1", datetime(2022, 11, 2, 9, tzinfo=UTC)),
+        "b": TurnSignals.of("Ana", "We baked a cake", "s2", datetime(2022, 11, 9, 18, tzinfo=UTC)),
+    }
+    assert signals["b"].day == date(2022, 11, 9)
+    features = rerank_features(fused, {}, signals, None, periods=mentioned_periods("on 9 November 2022"))
+    assert (features["a"][FEATURES.index("period")], features["b"][FEATURES.index("period")]) == (0.0, 1.0)
+    policy = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "period": 0.01})
+    assert [item.key for item in rerank("What did Ana bake on 9 November 2022?", fused, {}, signals, policy)] == [
+        "b",
+        "a",
+    ]
+    assert [item.key for item in rerank("What did Ana bake?", fused, {}, signals, policy)] == ["a", "b"]

@@ -2,9 +2,10 @@
 
 Reciprocal rank fusion looks at ranks only. The reranker adds the evidence fusion
 throws away: how close a turn's BM25 score and cosine are to the best ones, whether
-the turn is by the one person the query names, how long it is, and whether both
-retrievers found it. Its weights are in reciprocal-rank units, so an item it knows
-nothing about (a derived cell or summary) keeps its fused score and stays comparable.
+the turn is by the one person the query names, how long it is, whether both
+retrievers found it, and whether it was said on a date the query names. Its weights
+are in reciprocal-rank units, so an item it knows nothing about (a derived cell or
+summary) keeps its fused score and stays comparable.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import re
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import TypeVar
 
 from memstrata.retrieval.fusion import Fused
+from memstrata.retrieval.periods import Period, mentioned_periods, nearness
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -34,6 +37,7 @@ FEATURES = (
     "both",
     "session",
     "asks",
+    "period",
 )
 
 
@@ -51,13 +55,18 @@ class RerankPolicy:
     - ``length``: times log(1 + words), longer turns carry more;
     - ``both``: when both retrievers found it within ``depth``;
     - ``session``: times log(candidates from the turn's session): evidence clusters in sessions;
-    - ``asks``: when the turn contains a question mark (questions rarely hold the answer).
+    - ``asks``: when the turn contains a question mark (questions rarely hold the answer);
+    - ``period``: times how well the turn's date matches a date the query names (1 inside it,
+      0.5 within a few days of a named day; ``retrieval/periods.py``).
 
     The defaults were fitted by pairwise logistic regression (a linear RankNet: each
     evidence turn should outscore each other candidate of its question) on LoCoMo
     conversations 1-5 only, by ``scripts/fit_reranker.py``, and rescaled so the two rank
     weights average 1, which keeps the score in reciprocal-rank units. The held-out
-    conversations 6-10 check them (docs/retrieval.md has the figures).
+    conversations 6-10 check them (docs/retrieval.md has the figures). ``period`` was
+    chosen by a sweep on conversations 1-5 with the other weights fixed (0.002 to 0.05;
+    best at 0.01): it puts the turns of a named day above those the retrievers rank a
+    little higher but that were said at another time.
     """
 
     fulltext_rank: float = 0.6546
@@ -69,6 +78,7 @@ class RerankPolicy:
     both: float = -0.0194
     session: float = 0.0043
     asks: float = -0.0031
+    period: float = 0.01
     depth: int | None = None
     missing_gap: float = -0.2
 
@@ -82,17 +92,18 @@ DEFAULT_RERANK = RerankPolicy()
 
 @dataclass(frozen=True, slots=True)
 class TurnSignals:
-    """What the store knows about one candidate turn: speaker, size, session, whether it asks."""
+    """What the store knows about one candidate turn: speaker, size, session, whether it asks, its date."""
 
     speaker: str | None
     words: int
     session: str | None = None
     asks: bool = False
+    day: date | None = None
 
     @classmethod
-    def of(cls, speaker: str | None, content: str, session: str | None) -> TurnSignals:
-        """The signals of a turn with this speaker, text and session."""
-        return cls(speaker, len(content.split()), session, "?" in content)
+    def of(cls, speaker: str | None, content: str, session: str | None, when: datetime | None = None) -> TurnSignals:
+        """The signals of a turn with this speaker, text, session and time."""
+        return cls(speaker, len(content.split()), session, "?" in content, when.date() if when else None)
 
 
 def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
@@ -113,12 +124,13 @@ def rerank_features(
     policy: RerankPolicy = DEFAULT_RERANK,
     *,
     k: int = 60,
+    periods: Sequence[Period] = (),
 ) -> dict[Key, tuple[float, ...]]:
     """The features (in ``FEATURES`` order) of each candidate turn, the fused items in ``signals``.
 
     ``scores`` holds each retriever's raw scores (higher is better) for its whole list;
     ``speaker`` is the speaker the query names, if any; ``k`` is the fusion constant the
-    ranks were fused with.
+    ranks were fused with; ``periods`` are the calendar periods the query names.
     """
     limit = policy.depth
     fulltext = scores.get(FULLTEXT, {})
@@ -144,6 +156,7 @@ def rerank_features(
             1.0 if FULLTEXT in ranks and VECTOR in ranks else 0.0,
             math.log(per_session[turn.session]) if turn.session is not None else 0.0,
             1.0 if turn.asks else 0.0,
+            nearness(periods, turn.day),
         )
     return found
 
@@ -170,7 +183,7 @@ def rerank(
     rescored: list[Fused[Key]] = []
     extras: list[float] = []
     others: list[Fused[Key]] = []
-    every = rerank_features(fused, scores, signals, speaker, policy, k=k)
+    every = rerank_features(fused, scores, signals, speaker, policy, k=k, periods=mentioned_periods(query))
     for item in fused:
         features = every.get(item.key)
         if features is None:

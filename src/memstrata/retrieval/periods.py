@@ -1,0 +1,155 @@
+"""Calendar periods a query names ("on 9 November, 2022", "in July 2022", "during summer 2023").
+
+A question about what someone did "on 9 November, 2022" is most likely answered by what
+was said that day, or a day or two either side (people tell on Monday what they did on
+Saturday). Retrieval uses the periods twice: it adds the best candidates from inside
+them to the usual ones (``Memory._rankings``), and the reranker lifts turns dated in
+them (``retrieval/rerank.py``). Pure: nothing here reads the clock.
+
+Only absolute dates are read. Relative ones ("last week") depend on when the question
+is asked, and open ranges ("before 2023", "by 10 July") name a boundary, not a period;
+both are left alone.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+#: Days either side of a named day that still count, at half weight.
+NEAR_DAYS = 3
+NEAR_WEIGHT = 0.5
+_FULL_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+# Abbreviations only next to a day or a year: "Jan" alone is as likely a name.
+_SHORT_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name} | {"sept": 9}
+_MONTH_NUMBERS = _SHORT_MONTHS | _FULL_MONTHS
+_SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "fall": (9, 10, 11), "autumn": (9, 10, 11), "winter": (1, 2, 12)}
+_ANY_MONTH = "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
+_FULL_MONTH = "|".join(sorted(_FULL_MONTHS, key=len, reverse=True))
+_YEAR = r"(?:19|20)\d\d"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_PART = r"early\s+|late\s+|mid-?"
+_PATTERNS = (
+    # 9 November, 2022 / 9th of November 2022 / 9 Nov
+    ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?({_ANY_MONTH})\b\.?(?:,?\s*({_YEAR})\b)?", re.IGNORECASE)),
+    # November 9, 2022 / Nov 9th,2022 / November 9
+    ("month-day", re.compile(rf"\b({_ANY_MONTH})\.?\s+{_DAY}\b(?:,?\s*({_YEAR})\b)?", re.IGNORECASE)),
+    # summer 2023 / summer of 2023
+    ("season", re.compile(rf"\b({'|'.join(_SEASONS)})\s+(?:of\s+)?({_YEAR})\b", re.IGNORECASE)),
+    # July 2022 / Sept, 2023
+    ("month-year", re.compile(rf"\b({_ANY_MONTH})\.?,?\s+({_YEAR})\b", re.IGNORECASE)),
+    # in June / during March (no year: any year's)
+    ("month", re.compile(rf"\b(?:in|during|throughout|of)\s+(?:{_PART})?({_FULL_MONTH})\b", re.IGNORECASE)),
+    # in 2023 / during 2022 / early 2021 / mid-2022
+    ("year", re.compile(rf"\b(?:in|during|throughout|of|early|late|mid-?)\s*({_YEAR})\b", re.IGNORECASE)),
+)
+# A date after one of these is a boundary of an open range, not a period.
+_BOUNDARY = re.compile(r"\b(?:before|after|until|till|since|by|prior\s+to)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """A day, some months of a year (none: the whole year), or the same in any year (``year`` None)."""
+
+    year: int | None
+    months: tuple[int, ...] = ()
+    day: int | None = None
+
+    def nearness(self, moment: date) -> float:
+        """1 if ``moment`` falls in the period, ``NEAR_WEIGHT`` within ``NEAR_DAYS`` of a named day, else 0."""
+        if self.day is not None:
+            try:
+                named = date(self.year or moment.year, self.months[0], self.day)
+            except ValueError:
+                return 0.0
+            gap = abs((moment - named).days)
+            return 1.0 if gap == 0 else NEAR_WEIGHT if gap <= NEAR_DAYS else 0.0
+        if self.year is not None and moment.year != self.year:
+            return 0.0
+        return 1.0 if not self.months or moment.month in self.months else 0.0
+
+    def bounds(self) -> tuple[date, date] | None:
+        """Its first day and the day after its last (a named day widened by ``NEAR_DAYS``); None without a year."""
+        if self.year is None:
+            return None
+        if self.day is not None:
+            named = date(self.year, self.months[0], self.day)
+            return named - timedelta(days=NEAR_DAYS), named + timedelta(days=NEAR_DAYS + 1)
+        first, last = (min(self.months), max(self.months)) if self.months else (1, 12)
+        after_last = date(self.year + 1, 1, 1) if last == 12 else date(self.year, last + 1, 1)
+        return date(self.year, first, 1), after_last
+
+
+def mentioned_periods(text: str) -> tuple[Period, ...]:
+    """The calendar periods ``text`` names, in the order found; a day or month without a year takes the
+    year named elsewhere in the text when exactly one is ("between August 11 and August 15, 2023")."""
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, Period]] = []
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if any(start < other_end and other_start < end for other_start, other_end in taken):
+                continue
+            taken.append((start, end))
+            period = _period(kind, match.groups())
+            if period is not None and not _BOUNDARY.search(text[:start]):
+                found.append((start, period))
+    periods = [period for _, period in sorted(found, key=lambda pair: pair[0])]
+    years = {period.year for period in periods if period.year is not None}
+    if len(years) == 1:
+        year = years.pop()
+        periods = [Period(year, p.months, p.day) if p.year is None and p.months else p for p in periods]
+    return tuple(dict.fromkeys(periods))
+
+
+def nearness(periods: Sequence[Period], moment: datetime | date | None) -> float:
+    """How well ``moment`` matches the nearest of ``periods`` (0 when there are none)."""
+    if moment is None or not periods:
+        return 0.0
+    day = moment.date() if isinstance(moment, datetime) else moment
+    return max(period.nearness(day) for period in periods)
+
+
+def covering_window(periods: Sequence[Period]) -> tuple[datetime, datetime] | None:
+    """The UTC span from the first period's start to the last one's end; None if any has no year."""
+    bounds = [period.bounds() for period in periods]
+    if not bounds or any(bound is None for bound in bounds):
+        return None
+    first = min(bound[0] for bound in bounds if bound is not None)
+    after_last = max(bound[1] for bound in bounds if bound is not None)
+    return _midnight(first), _midnight(after_last)
+
+
+def _period(kind: str, groups: Sequence[str | None]) -> Period | None:
+    if kind in ("day", "month-day"):
+        day_text, month_text, year_text = groups if kind == "day" else (groups[1], groups[0], groups[2])
+        assert day_text is not None and month_text is not None
+        month, day = _MONTH_NUMBERS[month_text.lower()], int(day_text)
+        year = int(year_text) if year_text else None
+        try:
+            date(year or 2000, month, day)  # 2000 is a leap year: 29 February is a real day
+        except ValueError:
+            return None
+        return Period(year, (month,), day)
+    if kind == "season":
+        season, year_text = groups
+        assert season is not None and year_text is not None
+        return Period(int(year_text), _SEASONS[season.lower()])
+    if kind == "month-year":
+        month_text, year_text = groups
+        assert month_text is not None and year_text is not None
+        return Period(int(year_text), (_MONTH_NUMBERS[month_text.lower()],))
+    if kind == "month":
+        (month_text,) = groups
+        assert month_text is not None
+        return Period(None, (_FULL_MONTHS[month_text.lower()],))
+    (year_text,) = groups
+    assert year_text is not None
+    return Period(int(year_text))
+
+
+def _midnight(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)

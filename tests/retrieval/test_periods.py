@@ -1,0 +1,116 @@
+"""Calendar periods a query names: days, months, seasons and years, and how near a date is to them."""
+
+from __future__ import annotations
+
+import calendar
+from datetime import UTC, date, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstrata.retrieval.periods import NEAR_WEIGHT, Period, covering_window, mentioned_periods, nearness
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did Nate make on 9 November, 2022?", (Period(2022, (11,), 9),)),
+        ("What did Nate make on 9th of Nov 2022?", (Period(2022, (11,), 9),)),
+        ("What painting did Melanie show on October 13, 2023?", (Period(2023, (10,), 13),)),
+        ("Where was the picture shared on December 1,2023 taken?", (Period(2023, (12,), 1),)),
+        (
+            "What did Dave open in May 2023?",
+            (
+                Period(
+                    2023,
+                    (5,),
+                ),
+            ),
+        ),
+        (
+            "Which country did James visit in Sept, 2022?",
+            (
+                Period(
+                    2022,
+                    (9,),
+                ),
+            ),
+        ),
+        (
+            "When did Melanie go camping in June?",
+            (
+                Period(
+                    None,
+                    (6,),
+                ),
+            ),
+        ),
+        ("Where was Jolene during summer of 2022?", (Period(2022, (6, 7, 8)),)),
+        ("How often did she swim in 2023?", (Period(2023),)),
+        ("What were her plans for mid-2022?", (Period(2022),)),
+        # A day without a year takes the one year named elsewhere.
+        ("Where was John between August 11 and August 15 2023?", (Period(2023, (8,), 11), Period(2023, (8,), 15))),
+    ],
+)
+def test_dates_in_a_query_are_read_as_periods(query: str, expected: tuple[Period, ...]) -> None:
+    assert mentioned_periods(query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What may I bring?",  # the verb, not the month
+        "When did James try the Cyberpunk 2077 game?",  # a number, not a year
+        "How many tournaments had Nate won by July 10, 2022?",  # a boundary, not a period
+        "What did she do before 2021?",
+        "What happened on 30 February 2023?",  # no such day
+        "Did Jan call?",  # a name; short months only count next to a day or a year
+        "What did she do last week?",  # relative: depends on when the question is asked
+    ],
+)
+def test_words_that_only_look_like_dates_name_no_period(query: str) -> None:
+    assert mentioned_periods(query) == ()
+
+
+def test_a_named_day_counts_fully_and_the_days_around_it_half() -> None:
+    day = Period(2022, (11,), 9)
+    assert day.nearness(date(2022, 11, 9)) == 1.0
+    assert day.nearness(date(2022, 11, 12)) == NEAR_WEIGHT == day.nearness(date(2022, 11, 6))
+    assert day.nearness(date(2022, 11, 13)) == 0.0 and day.nearness(date(2023, 11, 9)) == 0.0
+    assert Period(None, (11,), 9).nearness(date(2031, 11, 9)) == 1.0  # no year: any year's
+    assert Period(None, (2,), 29).nearness(date(2023, 3, 1)) == 0.0  # no 29 February that year
+
+
+def test_months_seasons_and_years_contain_their_days() -> None:
+    assert Period(2023, (5,)).nearness(date(2023, 5, 31)) == 1.0
+    assert Period(2023, (5,)).nearness(date(2023, 6, 1)) == 0.0
+    assert Period(None, (6,)).nearness(date(2019, 6, 2)) == 1.0
+    assert Period(2022, (6, 7, 8)).nearness(date(2022, 7, 4)) == 1.0
+    assert Period(2022).nearness(date(2022, 12, 31)) == 1.0 and Period(2022).nearness(date(2023, 1, 1)) == 0.0
+    periods = mentioned_periods("in May 2023 or on 2 June 2023")
+    assert nearness(periods, datetime(2023, 6, 3, 23, tzinfo=UTC)) == NEAR_WEIGHT
+    assert nearness(periods, datetime(2023, 5, 3, tzinfo=UTC)) == 1.0
+    assert nearness((), date(2023, 5, 3)) == 0.0 and nearness(periods, None) == 0.0
+
+
+def test_the_covering_window_spans_every_period_and_needs_their_years() -> None:
+    window = covering_window(mentioned_periods("between August 11 and August 15 2023"))
+    assert window == (datetime(2023, 8, 8, tzinfo=UTC), datetime(2023, 8, 19, tzinfo=UTC))
+    assert covering_window(mentioned_periods("in December 2022")) == (
+        datetime(2022, 12, 1, tzinfo=UTC),
+        datetime(2023, 1, 1, tzinfo=UTC),
+    )
+    assert covering_window(mentioned_periods("camping in June")) is None
+    assert covering_window(()) is None
+
+
+@given(st.dates(min_value=date(1900, 1, 1), max_value=date(2099, 12, 31)), st.booleans())
+def test_any_written_day_is_read_back_as_itself(day: date, day_first: bool) -> None:
+    month = calendar.month_name[day.month]
+    written = f"on {day.day} {month}, {day.year}" if day_first else f"on {month} {day.day}, {day.year}"
+    periods = mentioned_periods(f"What happened {written}?")
+    assert periods == (Period(day.year, (day.month,), day.day),)
+    assert nearness(periods, day) == 1.0
+    window = covering_window(periods)
+    assert window is not None and window[0].date() < day < window[1].date()
