@@ -16,7 +16,7 @@ from memstrata.retrieval.fulltext import fts_query
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.periods import covering_window, mentioned_periods
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
-from memstrata.storage.base import ServerSideVectors
+from memstrata.storage.base import Seqs, ServerSideVectors
 from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp
 
 if TYPE_CHECKING:
@@ -144,8 +144,13 @@ class SearchViews:
         match = fts_query(text) if mode != "vector" else None
         dated = _narrowed(filters, covering_window(mentioned_periods(text)))
         server_side = self._server_vectors()
-        if mode != "fulltext" and server_side is None:
-            self._sync_index(user_id)
+        searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
+        if mode != "fulltext":
+            if server_side is None:
+                self._sync_index(user_id)
+            for name, narrowing in (("vector", filters), (f"vector{DATED}", dated)):
+                if narrowing is not None:
+                    searches[name] = None if narrowing.is_empty else self._store.filtered_seqs(user_id, narrowing)
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (
@@ -153,12 +158,9 @@ class SearchViews:
             if match is not None
             else None
         )
-        if mode != "fulltext":
+        if searches:
             query_vector = self._embedder.embed_query(text)
-            for name, narrowing in (("vector", filters), (f"vector{DATED}", dated)):
-                if narrowing is None:
-                    continue
-                allowed = None if narrowing.is_empty else self._store.filtered_seqs(user_id, narrowing)
+            for name, allowed in searches.items():
                 if server_side is not None:
                     found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
                 else:

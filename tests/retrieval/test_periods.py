@@ -49,6 +49,9 @@ from memstrata.retrieval.periods import NEAR_WEIGHT, Period, covering_window, me
         ("Where was Jolene during summer of 2022?", (Period(2022, (6, 7, 8)),)),
         ("How often did she swim in 2023?", (Period(2023),)),
         ("What were her plans for mid-2022?", (Period(2022),)),
+        ("What did she buy in November of 2022?", (Period(2022, (11,)),)),  # not all of 2022 as well
+        ("What did she buy on the 9th of November of 2022?", (Period(2022, (11,), 9),)),
+        ("What did she do in 2022 and in March 2023?", (Period(2022), Period(2023, (3,)))),
         # A day without a year takes the one year named elsewhere.
         ("Where was John between August 11 and August 15 2023?", (Period(2023, (8,), 11), Period(2023, (8,), 15))),
     ],
@@ -114,3 +117,17 @@ def test_any_written_day_is_read_back_as_itself(day: date, day_first: bool) -> N
     assert nearness(periods, day) == 1.0
     window = covering_window(periods)
     assert window is not None and window[0].date() < day < window[1].date()
+
+
+def test_a_borrowed_year_never_makes_a_day_that_does_not_exist() -> None:
+    periods = mentioned_periods("What happened on 29 February in 2023?")
+    assert periods == (Period(None, (2,), 29), Period(2023))
+    assert covering_window(periods) is None  # one period has no year, so no window; and no error
+    assert mentioned_periods("on 29 February in 2024")[0] == Period(2024, (2,), 29)
+
+
+def test_a_text_naming_many_periods_names_none_and_long_texts_are_read_once() -> None:
+    assert mentioned_periods(" ".join(f"in {year}" for year in range(2000, 2013))) == ()
+    assert mentioned_periods("in 2023 " * 50) == (Period(2023),)  # one period, however often
+    # Each character is matched at most once per pattern: a megabyte of dates is no worse than a megabyte of text.
+    assert mentioned_periods("9 " * 200_000 + "on 9 November 2022") == (Period(2022, (11,), 9),)

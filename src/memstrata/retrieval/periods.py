@@ -31,16 +31,17 @@ _ANY_MONTH = "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
 _FULL_MONTH = "|".join(sorted(_FULL_MONTHS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR_AFTER = rf",?\s*(?:of\s+)?({_YEAR})\b"
 _PART = r"early\s+|late\s+|mid-?"
 _PATTERNS = (
-    # 9 November, 2022 / 9th of November 2022 / 9 Nov
-    ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?({_ANY_MONTH})\b\.?(?:,?\s*({_YEAR})\b)?", re.IGNORECASE)),
+    # 9 November, 2022 / 9th of November of 2022 / 9 Nov
+    ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?({_ANY_MONTH})\b\.?(?:{_YEAR_AFTER})?", re.IGNORECASE)),
     # November 9, 2022 / Nov 9th,2022 / November 9
-    ("month-day", re.compile(rf"\b({_ANY_MONTH})\.?\s+{_DAY}\b(?:,?\s*({_YEAR})\b)?", re.IGNORECASE)),
+    ("month-day", re.compile(rf"\b({_ANY_MONTH})\.?\s+{_DAY}\b(?:{_YEAR_AFTER})?", re.IGNORECASE)),
     # summer 2023 / summer of 2023
     ("season", re.compile(rf"\b({'|'.join(_SEASONS)})\s+(?:of\s+)?({_YEAR})\b", re.IGNORECASE)),
-    # July 2022 / Sept, 2023
-    ("month-year", re.compile(rf"\b({_ANY_MONTH})\.?,?\s+({_YEAR})\b", re.IGNORECASE)),
+    # July 2022 / Sept, 2023 / November of 2022
+    ("month-year", re.compile(rf"\b({_ANY_MONTH})\.?,?\s+(?:of\s+)?({_YEAR})\b", re.IGNORECASE)),
     # in June / during March (no year: any year's)
     ("month", re.compile(rf"\b(?:in|during|throughout|of)\s+(?:{_PART})?({_FULL_MONTH})\b", re.IGNORECASE)),
     # in 2023 / during 2022 / early 2021 / mid-2022
@@ -48,6 +49,9 @@ _PATTERNS = (
 )
 # A date after one of these is a boundary of an open range, not a period.
 _BOUNDARY = re.compile(r"\b(?:before|after|until|till|since|by|prior\s+to)\s*$", re.IGNORECASE)
+_BOUNDARY_REACH = 16  # characters before a date that are searched for a boundary word
+#: Queries are questions; a text naming more distinct periods than this is not asking about one.
+MAX_PERIODS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,22 +90,29 @@ class Period:
 def mentioned_periods(text: str) -> tuple[Period, ...]:
     """The calendar periods ``text`` names, in the order found; a day or month without a year takes the
     year named elsewhere in the text when exactly one is ("between August 11 and August 15, 2023")."""
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where a pattern already matched: each character is read once
     found: list[tuple[int, Period]] = []
+    distinct: set[Period] = set()
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(start < other_end and other_start < end for other_start, other_end in taken):
+            if any(taken[start:end]):
                 continue
-            taken.append((start, end))
+            taken[start:end] = b"\x01" * (end - start)
             period = _period(kind, match.groups())
-            if period is not None and not _BOUNDARY.search(text[:start]):
+            if period is not None and not _BOUNDARY.search(text[max(0, start - _BOUNDARY_REACH) : start]):
                 found.append((start, period))
+                distinct.add(period)
+                if len(distinct) > MAX_PERIODS:
+                    return ()
     periods = [period for _, period in sorted(found, key=lambda pair: pair[0])]
     years = {period.year for period in periods if period.year is not None}
     if len(years) == 1:
         year = years.pop()
-        periods = [Period(year, p.months, p.day) if p.year is None and p.months else p for p in periods]
+        periods = [_in_year(period, year) if period.year is None else period for period in periods]
+    # "in November of 2022" names November; the year alone adds nothing to it.
+    named = {period.year for period in periods if period.months}
+    periods = [period for period in periods if period.months or period.year not in named]
     return tuple(dict.fromkeys(periods))
 
 
@@ -149,6 +160,16 @@ def _period(kind: str, groups: Sequence[str | None]) -> Period | None:
     (year_text,) = groups
     assert year_text is not None
     return Period(int(year_text))
+
+
+def _in_year(period: Period, year: int) -> Period:
+    """``period`` in ``year``, unless that is no real day (29 February of a common year)."""
+    if period.day is not None:
+        try:
+            date(year, period.months[0], period.day)
+        except ValueError:
+            return period
+    return Period(year, period.months, period.day)
 
 
 def _midnight(day: date) -> datetime:
