@@ -40,6 +40,9 @@ Rankings = dict[str, list[tuple[ItemKey, float]]]
 """Each retriever's candidates, best first, with its own score (higher is better)."""
 #: Suffix of the lists a retriever found inside the dates a query names (see ``joined``).
 DATED = ":dated"
+#: Dates holding more of a user's turns than this are not searched on their own: a second
+#: pass over that many turns costs more than it narrows (at 100k turns it doubled search time).
+DATED_TURNS_LIMIT = 5_000
 
 
 class SearchViews:
@@ -91,8 +94,10 @@ class SearchViews:
         its ``tier`` and the ``source_turn_ids`` it stands for. Each hit's ``ranks`` says
         where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
         candidates by maximal marginal relevance, trading relevance for hits unlike each
-        other; scores stay the relevance scores. Query text is never parsed as search
-        syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
+        other; scores stay the relevance scores. A date the query names ("on 9 November
+        2022", "in July 2022") also searches that period and lifts what was said then; it
+        ranks, it never excludes (``after``/``before`` do). Query text is never parsed as
+        search syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
         found get a visit (their heat rises).
         """
         with self._activity:
@@ -143,14 +148,22 @@ class SearchViews:
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
         dated = _narrowed(filters, covering_window(mentioned_periods(text)))
+        inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
+        if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
+            # Nothing said then, or dates spanning so much of the memory that they narrow little
+            # (the reranker still lifts what was said then).
+            dated = inside = None
         server_side = self._server_vectors()
         searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
         if mode != "fulltext":
             if server_side is None:
                 self._sync_index(user_id)
-            for name, narrowing in (("vector", filters), (f"vector{DATED}", dated)):
-                if narrowing is not None:
-                    searches[name] = None if narrowing.is_empty else self._store.filtered_seqs(user_id, narrowing)
+            if filters.is_empty:
+                searches["vector"] = None
+            else:
+                searches["vector"] = self._store.filtered_seqs(user_id, filters)
+            if inside is not None:
+                searches[f"vector{DATED}"] = inside
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (

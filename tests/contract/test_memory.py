@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role
+from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, memory_search
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
 MODES = ("hybrid", "fulltext", "vector")
@@ -123,7 +123,9 @@ def test_search_filters_agree_across_modes(memory: Memory) -> None:
     assert contents(session_id="nope") == set()
 
 
-def test_a_date_the_query_names_brings_that_days_turns_forward(open_memory: Callable[..., Memory]) -> None:
+def test_a_date_the_query_names_brings_that_days_turns_forward(
+    open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory = open_memory(search_candidates=5)
     for day in range(12):  # turns full text prefers, none of them on the day asked about
         memory.add(
@@ -149,6 +151,10 @@ def test_a_date_the_query_names_brings_that_days_turns_forward(open_memory: Call
     assert walk.id not in {hit.id for hit in elsewhere}
     within = memory.context("Where did I go hiking on 9 November 2023?", user_id="ana", token_budget=100)
     assert walk.id in {item.id for item in within.items}
+    # Dates that hold more turns than the limit are not searched on their own.
+    monkeypatch.setattr(memory_search, "DATED_TURNS_LIMIT", 0)
+    broad = memory.search("Where did I go hiking on 9 November 2023?", user_id="ana", mode="fulltext", limit=5)
+    assert walk.id not in {hit.id for hit in broad}
 
 
 @pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a AND OR NOT b", "'; DROP TABLE turns; --", "%_%", "who is it"])

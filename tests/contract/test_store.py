@@ -236,6 +236,8 @@ def test_fulltext_is_confined_to_the_user_and_filters(store: TierStore) -> None:
     assert found(before=T0 + timedelta(minutes=60)) == {a}
     assert set(store.filtered_seqs("ana", SearchFilters(session_id="s1")).tolist()) == {a, b}
     assert store.filtered_seqs("ana", SearchFilters(roles=(Role.TOOL,))).tolist() == []
+    assert len(store.filtered_seqs("ana", SearchFilters(session_id="s1"), limit=1)) == 1
+    assert set(store.filtered_seqs("ana", SearchFilters(session_id="s1"), limit=5).tolist()) == {a, b}
 
 
 @pytest.mark.parametrize("hostile", ['"', '""', "*", "NEAR(a b)", "'; DROP TABLE turns; --", "^x", "a:b", "((", "%_%"])

@@ -115,8 +115,8 @@ class Store(Protocol):
         """Full-text candidates as (seq, score), best first; higher score is better."""
         ...
 
-    def filtered_seqs(self, user_id: str, filters: SearchFilters) -> Seqs:
-        """Seqs of ``user_id``'s turns that pass ``filters``."""
+    def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
+        """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
         ...
 
     def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:

@@ -122,12 +122,14 @@ class RetrievalMixin(Connected):
         )
         return {int(row[0]): (str(row[1]), str(row[2]), str(row[3]), tuple(str(s) for s in row[4])) for row in rows}
 
-    def filtered_seqs(self, user_id: str, filters: SearchFilters) -> Seqs:
-        """Seqs of ``user_id``'s turns that pass ``filters``."""
+    def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
+        """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
         where, parameters = filter_clause(filters)
+        bounded = " LIMIT %s" if limit is not None else ""
+        extra = [limit] if limit is not None else []
         rows = self._read(
             lambda connection: connection.execute(
-                f"SELECT t.seq FROM turns t WHERE t.user_id = %s{where}", [user_id, *parameters]
+                f"SELECT t.seq FROM turns t WHERE t.user_id = %s{where}{bounded}", [user_id, *parameters, *extra]
             ).fetchall()
         )
         return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))

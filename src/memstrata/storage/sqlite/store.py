@@ -393,11 +393,12 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
 
         return self._read(work)
 
-    def filtered_seqs(self, user_id: str, filters: SearchFilters) -> Seqs:
-        """Seqs of ``user_id``'s turns that pass ``filters``."""
+    def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
+        """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
         where, parameters = _filter_clause(filters)
-        sql = f"SELECT t.seq FROM turns t WHERE t.user_id = ?{where}"
-        rows = self._read(lambda connection: connection.execute(sql, [user_id, *parameters]).fetchall())
+        sql = f"SELECT t.seq FROM turns t WHERE t.user_id = ?{where} LIMIT ?"
+        bound = -1 if limit is None else limit  # SQLite: a negative LIMIT is no limit
+        rows = self._read(lambda connection: connection.execute(sql, [user_id, *parameters, bound]).fetchall())
         return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
     def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
