@@ -173,11 +173,14 @@ class SearchViews:
         )
         if searches:
             query_vector = self._embedder.embed_query(text)
-            for name, allowed in searches.items():
-                if server_side is not None:
-                    found = server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
-                else:
-                    found = self._index.search(user_id, query_vector, depth, allowed)
+            if server_side is not None:
+                lists = [
+                    server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
+                    for allowed in searches.values()
+                ]
+            else:  # one scan of the vectors serves every list
+                lists = self._index.search_within(user_id, query_vector, depth, list(searches.values()))
+            for name, found in zip(searches, lists, strict=True):
                 rankings[name] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}

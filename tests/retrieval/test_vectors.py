@@ -113,6 +113,20 @@ def test_allowed_mask_restricts_to_the_allowed_seqs(seed: int, rows: int, limit:
     _check_against_reference(result, seqs[mask], vectors[mask], query, limit)
 
 
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1), rows=st.integers(min_value=1, max_value=200))
+def test_searching_within_several_subsets_equals_searching_each(seed: int, rows: int) -> None:
+    rng = np.random.default_rng(seed)
+    seqs = np.arange(1, rows + 1, dtype=np.int64)
+    index = VectorIndex(DIM)
+    index.extend("ana", seqs, _unit(rng, rows), high_water=rows)
+    query = _unit(rng, 1)[0]
+    subsets = [None, seqs[rng.random(rows) < 0.2], np.zeros(0, np.int64)]
+    found = index.search_within("ana", query, 7, subsets)
+    assert found == [index.search("ana", query, 7, subset) for subset in subsets]
+    assert index.search_within("bob", query, 7, subsets) == [[], [], []]
+
+
 def test_empty_allowed_gives_nothing() -> None:
     index = VectorIndex(DIM)
     index.extend("ana", _seqs([1, 2]), _unit(np.random.default_rng(0), 2), high_water=2)

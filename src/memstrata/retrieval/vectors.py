@@ -105,26 +105,37 @@ class VectorIndex:
 
     def search(self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None) -> list[tuple[int, float]]:
         """The ``limit`` most similar turns of ``user_id`` as (seq, cosine), best first."""
+        return self.search_within(user_id, query, limit, [allowed])[0]
+
+    def search_within(
+        self, user_id: str, query: Vectors, limit: int, allowed: Sequence[Seqs | None]
+    ) -> list[list[tuple[int, float]]]:
+        """``search`` once per entry of ``allowed`` (None: every turn), scoring the vectors once for all."""
         with self._lock:
             block = self._blocks.get(user_id)
             if block is None or block.size == 0 or limit < 1:
-                return []
+                return [[] for _ in allowed]
             # A copy: a concurrent delete or re-sort rewrites the block once the lock is released.
-            seqs = block.seqs[: block.size].copy()
+            every_seq = block.seqs[: block.size].copy()
             query = np.asarray(query, np.float32)
-            scores = block.vectors[: block.size] @ query
+            every_score = block.vectors[: block.size] @ query
             if block.blend_norms is not None:
                 # A turn is found by itself or by its neighbourhood, whichever is closer.
-                scores = np.maximum(scores, self._blend_scores(scores, block.blend_norms[: block.size]))
-        if allowed is not None:
-            mask = np.isin(seqs, allowed)
-            seqs, scores = seqs[mask], scores[mask]
-        if len(scores) == 0:
-            return []
-        count = min(limit, len(scores))
-        top = np.argpartition(-scores, count - 1)[:count]
-        top = top[np.lexsort((seqs[top], -scores[top]))]
-        return [(int(seqs[i]), float(scores[i])) for i in top]
+                every_score = np.maximum(every_score, self._blend_scores(every_score, block.blend_norms[: block.size]))
+        found: list[list[tuple[int, float]]] = []
+        for subset in allowed:
+            seqs, scores = every_seq, every_score
+            if subset is not None:
+                mask = np.isin(seqs, subset)
+                seqs, scores = seqs[mask], scores[mask]
+            if len(scores) == 0:
+                found.append([])
+                continue
+            count = min(limit, len(scores))
+            top = np.argpartition(-scores, count - 1)[:count]
+            top = top[np.lexsort((seqs[top], -scores[top]))]
+            found.append([(int(seqs[i]), float(scores[i])) for i in top])
+        return found
 
     def _append_locked(self, block: _Block, seqs: Seqs, vectors: Vectors) -> None:
         needed = block.size + len(seqs)
