@@ -97,8 +97,8 @@ class SearchViews:
         other; scores stay the relevance scores. A date the query names ("on 9 November
         2022", "in July 2022") also searches that period and lifts what was said then; it
         ranks, it never excludes (``after``/``before`` do). Query text is never parsed as
-        search syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
-        found get a visit (their heat rises).
+        search syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose
+        turns are found get a visit (their heat rises).
         """
         with self._activity:
             if mode not in SEARCH_MODES:

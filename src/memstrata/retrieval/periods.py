@@ -14,6 +14,7 @@ both are left alone.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,6 +91,19 @@ class Period:
 def mentioned_periods(text: str) -> tuple[Period, ...]:
     """The calendar periods ``text`` names, in the order found; a day or month without a year takes the
     year named elsewhere in the text when exactly one is ("between August 11 and August 15, 2023")."""
+    # One search reads its query up to three times (candidates, then each rerank): remember short ones.
+    return _cached_periods(text) if len(text) <= CACHED_TEXT_CHARS else _periods_in(text)
+
+
+CACHED_TEXT_CHARS = 2_000
+
+
+@functools.lru_cache(maxsize=1_024)
+def _cached_periods(text: str) -> tuple[Period, ...]:
+    return _periods_in(text)
+
+
+def _periods_in(text: str) -> tuple[Period, ...]:
     taken = bytearray(len(text))  # 1 where a pattern already matched: each character is read once
     found: list[tuple[int, Period]] = []
     distinct: set[Period] = set()
