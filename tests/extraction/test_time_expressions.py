@@ -54,6 +54,13 @@ def meanings(text: str, anchor: date = MONDAY) -> dict[str, str]:
         ("for 3 years now", "since 2020"),
         ("in two weeks", "the week of 22 May 2023"),
         ("in a month", "June 2023"),
+        ("the day after tomorrow", "10 May 2023"),
+        ("for about 3 years now", "since about 2020"),
+        ("a few days ago", "a few days before 8 May 2023"),
+        ("few weeks back", "a few weeks before 8 May 2023"),
+        ("the other day", "a few days before 8 May 2023"),
+        ("on the 5th", "5 May 2023"),
+        ("on the 8th", "8 May 2023"),
     ],
 )
 def test_each_phrase_means_a_date_relative_to_the_anchor(phrase: str, meaning: str) -> None:
@@ -77,8 +84,27 @@ def test_last_season_skips_the_season_we_are_in() -> None:
 def test_longer_phrases_win_and_words_inside_other_words_do_not_match() -> None:
     assert meanings("last weekend") == {"last weekend": "the weekend before 8 May 2023"}
     assert meanings("a week-long camp, yesterdays, mid-last year") == {}
-    assert meanings("a few days ago") == {}  # vague: no date is invented
+    assert meanings("the day after tomorrow") == {"the day after tomorrow": "10 May 2023"}
     assert meanings("300 years ago") == {}
+
+
+def test_a_duration_up_to_now_says_since_when() -> None:
+    assert meanings("We've been together for three years.") == {"been together for three years": "since 2020"}
+    assert meanings("I've been playing for about four months") == {
+        "been playing for about four months": "since about January 2023"
+    }
+    # Counting up to another moment, or not a count at all, names no start.
+    assert meanings("I had been working there for 3 years") == {}
+    assert meanings("We've been doing it for a few years") == {}
+    assert meanings("It's been 3 years since, for 3 days later") == {}
+
+
+def test_a_day_of_the_month_is_read_only_when_it_has_passed_and_stands_alone() -> None:
+    assert meanings("My album dropped on the 11th and it was wild.", date(2023, 9, 13)) == {
+        "on the 11th": "11 September 2023"
+    }
+    assert meanings("The show is on the 25th.", date(2023, 9, 13)) == {}  # ahead, or last month's?
+    assert meanings("We live on the 5th floor, on the 2nd of June, in the 4th quarter.", date(2023, 9, 13)) == {}
 
 
 def test_phrases_are_reported_in_text_order_and_once() -> None:

@@ -64,18 +64,29 @@ _WEEKDAY = "(?P<weekday>" + "|".join(sorted(WEEKDAY_FORMS, key=len, reverse=True
 _SEASON = "(?P<season>" + "|".join(SEASONS) + ")"
 _MONTH = "(?P<month>" + "|".join(MONTHS) + ")"
 
+_QUALIFIER = r"(?:(?P<about>about|around|almost|nearly) )?"
+# "on the 15th" names a day of the month when a clause goes on or ends after it; before a
+# noun ("on the 5th floor") or a month ("on the 21st of June") it is something else.
+_CLAUSE_GOES_ON = "and|after|before|at|when|so|but|too|as|with|in|from|because|while|i|we|it|he|she|they"
+_ORDINAL_END = rf"(?= *(?:[.,!?;:)]|$| (?:{_CLAUSE_GOES_ON})\b))"
+
 # Longer phrases first, so "last weekend" wins over "last week".
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE))
     for kind, pattern in (
         ("ago", rf"{_NUMBER} {_UNIT} ago"),
-        ("since", rf"(?:for )?{_NUMBER} {_UNIT} now"),
+        ("since", rf"(?:for )?{_QUALIFIER}{_NUMBER} {_UNIT} now"),
+        # "we've been together for three years": the present perfect counts up to now
+        # ("had been" counts up to some other moment, so it is left alone).
+        ("since", rf"(?<!had )been(?: \w+){{0,4}}? for {_QUALIFIER}{_NUMBER} {_UNIT}(?! now| ago| later)"),
+        ("few", r"(?:a )?few (?P<unit>day|week|month|year)s (?:ago|back)|the other day"),
+        ("day_of_month", rf"on the (?P<ordinal>\d{{1,2}})(?:st|nd|rd|th){_ORDINAL_END}"),
         ("in", rf"in {_NUMBER} {_UNIT}(?! ago)"),
         ("last_weekday", rf"last {_WEEKDAY}"),
         ("next_weekday", rf"next {_WEEKDAY}"),
         ("last_month_name", rf"last {_MONTH}"),
         ("last_season", rf"last {_SEASON}"),
-        ("fixed", r"the day before yesterday|yesterday|last night|tomorrow|tonight"),
+        ("fixed", r"the day before yesterday|yesterday|last night|the day after tomorrow|tomorrow|tonight"),
         ("fixed", r"(?:last|next|this past|this) weekend|(?:last|next|this) week|this past week"),
         ("fixed", r"(?:last|next|this) month|(?:last|next|this) year"),
     )
@@ -167,6 +178,15 @@ def _meaning(kind: str, match: re.Match[str], day: date) -> str | None:
         return f"{calendar.month_name[month]} {year}"
     if kind == "last_season":
         return _last_season(match.group("season").lower(), day)
+    if kind == "few":
+        # Vague, so restated against the anchor rather than given a date nobody said.
+        unit = (match.group("unit") or "day").lower()
+        return f"a few {unit}s before {_day(day)}"
+    if kind == "day_of_month":
+        # Only days already past this month: "on the 25th", said on the 17th, may be ahead
+        # this month or behind in the last one.
+        ordinal = int(match.group("ordinal"))
+        return _day(day.replace(day=ordinal)) if 0 < ordinal <= day.day else None
     count = _count(match.group("count"))
     if count is None:
         return None
@@ -176,6 +196,8 @@ def _meaning(kind: str, match: re.Match[str], day: date) -> str | None:
     if moved is None:
         return None
     prefix = "since " if kind == "since" else ""
+    if kind == "since" and match.groupdict().get("about"):
+        prefix = "since about "
     if unit == "day":
         return prefix + _day(moved)
     if unit == "week":
@@ -194,6 +216,7 @@ def _fixed(phrase: str, day: date) -> str:
         "last night": _day(day - timedelta(days=1)),
         "tonight": _day(day),
         "tomorrow": _day(day + timedelta(days=1)),
+        "the day after tomorrow": _day(day + timedelta(days=2)),
         "last week": f"the week before {_day(day)}",
         "this past week": f"the week before {_day(day)}",
         "next week": f"the week after {_day(day)}",
