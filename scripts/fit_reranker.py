@@ -17,6 +17,7 @@ import statistics
 import tempfile
 from collections import defaultdict
 from dataclasses import fields, replace
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +27,9 @@ from memstrata import Memory
 from memstrata.bench.datasets import find_locomo, load_locomo
 from memstrata.bench.locomo import ingest_dialogue, turn_id
 from memstrata.bench.metrics import recall_at
-from memstrata.memory_search import joined
+from memstrata.memory_search import asked_periods, joined
 from memstrata.models import SearchFilters
 from memstrata.retrieval.fusion import fuse_scored
-from memstrata.retrieval.periods import mentioned_periods
 from memstrata.retrieval.rerank import FEATURES, RerankPolicy, TurnSignals, mentioned_speaker, rerank, rerank_features
 
 TRAINING = range(1, 6)  # conversations the weights are chosen on; 6-10 are held out
@@ -76,7 +76,7 @@ def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dic
     speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
     kept = [item for item in fused if item.key in signals]
     k = memory.settings.rrf_k
-    features = rerank_features(kept, scores, signals, speaker, k=k, periods=mentioned_periods(query))
+    features = rerank_features(kept, scores, signals, speaker, k=k, periods=asked_periods(query, date.today()))
     return {
         "query": query,
         "fused": kept,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from memstrata import IdConflict, InvalidInput, Memory, MemstrataError, NotFound, Role, StorageError, Turn
 from memstrata.embeddings.hashing import HashEmbedder
-from memstrata.memory_search import joined
+from memstrata.memory_search import asked_periods, joined
+from memstrata.retrieval.periods import Period, Span
 from memstrata.validation import check_text
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -852,3 +853,15 @@ def test_finds_inside_the_named_dates_join_their_retrievers_list_by_score() -> N
     }
     # Each list and its dated finds are cut to the depth before they are joined.
     assert joined(rankings, 1)["fulltext"] == [(("turn", 1), 9.0), (("turn", 7), 4.5)]
+
+
+def test_a_query_asks_about_the_dates_it_names_and_its_past_relative_phrases() -> None:
+    today = date(2023, 5, 10)  # a Wednesday
+    tomorrow = date(2023, 5, 11)
+    assert asked_periods("What did I say last week, and in March 2023?", today) == (
+        Period(2023, (3,)),
+        Span(date(2023, 5, 1), today, tomorrow),
+    )
+    assert asked_periods("What did I do yesterday? And yesterday?", today) == (Span(date(2023, 5, 9), today, tomorrow),)
+    assert asked_periods("What will I do next week or tomorrow?", today) == ()
+    assert asked_periods("What did I do " + ", ".join(f"{n} days ago" for n in range(1, 20)), today) == ()

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
+from memstrata.extraction.time_expressions import resolve_time_expressions
 from memstrata.models import Hit, Role, Scope, SearchFilters, Turn
 from memstrata.retrieval.diversify import maximal_marginal_relevance
 from memstrata.retrieval.fulltext import fts_query
 from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.retrieval.periods import covering_window, mentioned_periods
+from memstrata.retrieval.periods import MAX_PERIODS, Dated, Span, covering_window, mentioned_periods
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.storage.base import Seqs, ServerSideVectors
 from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp
@@ -95,10 +97,10 @@ class SearchViews:
         where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
         candidates by maximal marginal relevance, trading relevance for hits unlike each
         other; scores stay the relevance scores. A date the query names ("on 9 November
-        2022", "in July 2022") also searches that period and lifts what was said then; it
-        ranks, it never excludes (``after``/``before`` do). Query text is never parsed as
-        search syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose
-        turns are found get a visit (their heat rises).
+        2022", "in July 2022", or "last week" on today's UTC date) also searches that
+        period and lifts what was said then; it ranks, it never excludes (``after``/``before``
+        do). Query text is never parsed as search syntax, so quotes, ``*``, ``NEAR`` or SQL
+        are just words. Segments whose turns are found get a visit (their heat rises).
         """
         with self._activity:
             if mode not in SEARCH_MODES:
@@ -147,7 +149,7 @@ class SearchViews:
         """
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
-        dated = _narrowed(filters, covering_window(mentioned_periods(text)))
+        dated = _narrowed(filters, covering_window(asked_periods(text, datetime.now(UTC).date())))
         inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
         if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
             # Nothing said then, or dates spanning so much of the memory that they narrow little
@@ -205,7 +207,8 @@ class SearchViews:
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
-        return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k)
+        periods = asked_periods(text, datetime.now(UTC).date())
+        return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k, periods=periods)
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
         """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.
@@ -319,6 +322,34 @@ class SearchViews:
         batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
         if len(batch.seqs) or self._index.high_water(user_id) is None:
             self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
+
+
+def asked_periods(text: str, today: date) -> tuple[Dated, ...]:
+    """The dates a query asks about: the periods it names, then its relative phrases on ``today``.
+
+    "What did I say last week?" asks about the week before ``today`` (what was said since
+    counts too, at half weight: ``Span``). Phrases about the future ("next week") name
+    nothing said yet and are left out, as are more than ``MAX_PERIODS`` relative phrases.
+    """
+    return _asked(text, today) if len(text) <= ASKED_CACHED_CHARS else _asked_periods(text, today)
+
+
+ASKED_CACHED_CHARS = 2_000
+
+
+@functools.lru_cache(maxsize=1_024)
+def _asked(text: str, today: date) -> tuple[Dated, ...]:
+    return _asked_periods(text, today)
+
+
+def _asked_periods(text: str, today: date) -> tuple[Dated, ...]:
+    until = today + timedelta(days=1)
+    relative = dict.fromkeys(
+        Span(*expression.days, until)
+        for expression in resolve_time_expressions(text, today)
+        if expression.days[0] < until
+    )
+    return (*mentioned_periods(text), *(relative if len(relative) <= MAX_PERIODS else ()))
 
 
 def _narrowed(filters: SearchFilters, window: tuple[datetime, datetime] | None) -> SearchFilters | None:

@@ -157,6 +157,32 @@ def test_a_date_the_query_names_brings_that_days_turns_forward(
     assert walk.id not in {hit.id for hit in broad}
 
 
+def test_a_relative_date_in_the_query_is_read_against_today(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(search_candidates=5)
+    now = datetime.now(UTC)
+    for day in range(12):  # turns full text prefers, said months ago
+        memory.add(
+            "Did I go hiking? Hiking, hiking and more hiking",
+            user_id="ana",
+            session_id=f"s{day}",
+            timestamp=now - timedelta(days=200 - day),
+        )
+    [walk] = memory.add(
+        "Where did I go? Hiking in the pine woods with my sister",
+        user_id="ana",
+        session_id="walk",
+        timestamp=now - timedelta(days=3),
+    )
+    for mode in MODES:
+        recent = memory.search("Where did I go hiking last week?", user_id="ana", mode=mode, limit=5)
+        assert recent[0].id == walk.id, mode
+    # The future names nothing said yet.
+    ahead = memory.search("Where will I go hiking next month?", user_id="ana", mode="fulltext", limit=5)
+    assert walk.id not in {hit.id for hit in ahead}
+    within = memory.context("Where did I go hiking last week?", user_id="ana", token_budget=100)
+    assert walk.id in {item.id for item in within.items}
+
+
 @pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a AND OR NOT b", "'; DROP TABLE turns; --", "%_%", "who is it"])
 def test_search_syntax_is_only_words(memory: Memory, query: str) -> None:
     memory.add("a plain note about NEAR and AND words, who is it", user_id="ana")

@@ -124,3 +124,28 @@ def test_annotate_appends_meanings_and_keeps_the_words_verbatim() -> None:
 @given(st.text(max_size=200), st.dates(min_value=date(1, 3, 1), max_value=date(9998, 10, 1)))
 def test_annotate_never_fails_and_always_keeps_the_text(text: str, anchor: date) -> None:
     assert annotate(text, anchor).startswith(text)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "first", "end"),
+    [
+        ("yesterday", date(2023, 5, 7), date(2023, 5, 8)),
+        ("last week", date(2023, 5, 1), MONDAY),  # the calendar week before, up to today
+        ("last weekend", date(2023, 5, 6), MONDAY),
+        ("this weekend", date(2023, 5, 13), date(2023, 5, 15)),
+        ("last month", date(2023, 4, 1), date(2023, 5, 1)),
+        ("last winter", date(2022, 12, 1), date(2023, 3, 1)),
+        ("last year", date(2022, 1, 1), date(2023, 1, 1)),
+        ("two weeks ago", date(2023, 4, 21), date(2023, 4, 28)),
+        ("for 3 years now", date(2020, 1, 1), date(2023, 5, 9)),
+        ("a few days ago", date(2023, 5, 2), date(2023, 5, 7)),
+        ("next fri", date(2023, 5, 12), date(2023, 5, 13)),
+    ],
+)
+def test_each_meaning_covers_its_days(phrase: str, first: date, end: date) -> None:
+    [found] = resolve_time_expressions(f"Well, {phrase}, it happened.", MONDAY)
+    assert found.days == (first, end)
+
+
+def test_the_last_week_of_a_month_is_not_the_week_before_today() -> None:
+    assert meanings("during the last week of August, and the last month of the year") == {}

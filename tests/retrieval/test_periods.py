@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.retrieval.periods import NEAR_WEIGHT, Period, covering_window, mentioned_periods, nearness
+from memstrata.retrieval.periods import NEAR_WEIGHT, Period, Span, covering_window, mentioned_periods, nearness
 
 
 @pytest.mark.parametrize(
@@ -131,3 +131,20 @@ def test_a_text_naming_many_periods_names_none_and_long_texts_are_read_once() ->
     assert mentioned_periods("in 2023 " * 50) == (Period(2023),)  # one period, however often
     # Each character is matched at most once per pattern: a megabyte of dates is no worse than a megabyte of text.
     assert mentioned_periods("9 " * 200_000 + "on 9 November 2022") == (Period(2022, (11,), 9),)
+
+
+def test_a_span_counts_its_days_fully_and_the_days_since_at_half_weight() -> None:
+    last_week = Span(date(2023, 5, 1), date(2023, 5, 8), until=date(2023, 5, 11))
+    assert [last_week.nearness(date(2023, 5, day)) for day in (1, 7, 8, 10, 11)] == [
+        1.0,
+        1.0,
+        NEAR_WEIGHT,
+        NEAR_WEIGHT,
+        0.0,
+    ]
+    assert last_week.nearness(date(2023, 4, 30)) == 0.0
+    assert covering_window([last_week]) == (datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 5, 11, tzinfo=UTC))
+    # A span reaching past the question's day ("this week") keeps its own end.
+    this_week = Span(date(2023, 5, 8), date(2023, 5, 15), until=date(2023, 5, 11))
+    assert this_week.bounds() == (date(2023, 5, 8), date(2023, 5, 15))
+    assert nearness([this_week, Period(2023, (5,), 1)], date(2023, 5, 1)) == 1.0

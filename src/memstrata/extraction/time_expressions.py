@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -87,8 +88,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("last_month_name", rf"last {_MONTH}"),
         ("last_season", rf"last {_SEASON}"),
         ("fixed", r"the day before yesterday|yesterday|last night|the day after tomorrow|tomorrow|tonight"),
-        ("fixed", r"(?:last|next|this past|this) weekend|(?:last|next|this) week|this past week"),
-        ("fixed", r"(?:last|next|this) month|(?:last|next|this) year"),
+        # "the last week of August" is the end of a month, not the week before today.
+        ("fixed", r"(?:(?:last|next|this past|this) weekend|(?:last|next|this) week|this past week)(?! of\b)"),
+        ("fixed", r"(?:(?:last|next|this) month|(?:last|next|this) year)(?! of\b)"),
     )
 )
 
@@ -97,13 +99,23 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _ANY = re.compile("|".join(re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern) for _, pattern in _PATTERNS), re.IGNORECASE)
 
 
+Days = tuple[date, date]
+"""A run of days: the first, and the day after the last."""
+
+
 @dataclass(frozen=True, slots=True)
 class TimeExpression:
-    """One relative phrase found in a text and what it means on the anchor date."""
+    """One relative phrase found in a text and what it means on the anchor date.
+
+    ``days`` is the run of days the meaning covers: its first day and the day after its
+    last ("last month", said on 8 May 2023: 1 April to 1 May 2023; "since 2020": from
+    1 January 2020 to the day after the anchor).
+    """
 
     phrase: str
     meaning: str
     start: int
+    days: Days
 
 
 def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExpression]:
@@ -122,11 +134,14 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
             span = match.span()
             if any(span[0] < end and start < span[1] for start, end in covered):
                 continue
-            meaning = _meaning(kind, match, day)
-            if meaning is None:
+            try:
+                resolved = _meaning(kind, match, day)
+            except (OverflowError, ValueError):  # the edge of the calendar (year 1 or 9999)
+                resolved = None
+            if resolved is None:
                 continue
             covered.append(span)
-            found.append(TimeExpression(match.group(0), meaning, span[0]))
+            found.append(TimeExpression(match.group(0), resolved[0], span[0], resolved[1]))
     found.sort(key=lambda expression: expression.start)
     unique: dict[tuple[str, str], TimeExpression] = {}
     for expression in found:
@@ -162,7 +177,7 @@ def _annotated(text: str, day: date) -> str:
     return f"{text} [{notes}]"
 
 
-def _meaning(kind: str, match: re.Match[str], day: date) -> str | None:
+def _meaning(kind: str, match: re.Match[str], day: date) -> tuple[str, Days] | None:
     if kind == "fixed":
         return _fixed(match.group(0).lower(), day)
     if kind in ("last_weekday", "next_weekday"):
@@ -174,19 +189,22 @@ def _meaning(kind: str, match: re.Match[str], day: date) -> str | None:
         return _weekday(day + timedelta(days=ahead))
     if kind == "last_month_name":
         month = MONTHS.index(match.group("month").lower()) + 1
-        year = day.year if month < day.month else day.year - 1
-        return f"{calendar.month_name[month]} {year}"
+        return _month(date(day.year if month < day.month else day.year - 1, month, 1))
     if kind == "last_season":
         return _last_season(match.group("season").lower(), day)
     if kind == "few":
         # Vague, so restated against the anchor rather than given a date nobody said.
         unit = (match.group("unit") or "day").lower()
-        return f"a few {unit}s before {_day(day)}"
+        earliest, latest = FEW[unit]
+        first, last = _shift(day, unit, -earliest), _shift(day, unit, -latest)
+        if first is None or last is None:
+            return None
+        return f"a few {unit}s before {_day(day)}", (first, last)
     if kind == "day_of_month":
         # Only days already past this month: "on the 25th", said on the 17th, may be ahead
         # this month or behind in the last one.
         ordinal = int(match.group("ordinal"))
-        return _day(day.replace(day=ordinal)) if 0 < ordinal <= day.day else None
+        return _one_day(day.replace(day=ordinal)) if 0 < ordinal <= day.day else None
     count = _count(match.group("count"))
     if count is None:
         return None
@@ -195,47 +213,62 @@ def _meaning(kind: str, match: re.Match[str], day: date) -> str | None:
     moved = _shift(day, unit, sign * count)
     if moved is None:
         return None
-    prefix = "since " if kind == "since" else ""
-    if kind == "since" and match.groupdict().get("about"):
-        prefix = "since about "
     if unit == "day":
-        return prefix + _day(moved)
-    if unit == "week":
-        return f"{prefix}the week of {_day(moved)}"
-    if unit == "month":
-        return f"{prefix}{moved:%B %Y}"
-    return f"{prefix}{moved.year}"
+        meaning, days = _one_day(moved)
+    elif unit == "week":
+        meaning, days = f"the week of {_day(moved)}", (moved - timedelta(days=3), moved + timedelta(days=4))
+    elif unit == "month":
+        meaning, days = _month(moved)
+    else:
+        meaning, days = _year(moved.year)
+    if kind != "since":
+        return meaning, days
+    about = "about " if match.groupdict().get("about") else ""
+    return f"since {about}{meaning}", (days[0], day + timedelta(days=1))
 
 
-def _fixed(phrase: str, day: date) -> str:
-    month_back = _shift(day, "month", -1) or day
-    month_ahead = _shift(day, "month", 1) or day
-    meanings = {
-        "the day before yesterday": _day(day - timedelta(days=2)),
-        "yesterday": _day(day - timedelta(days=1)),
-        "last night": _day(day - timedelta(days=1)),
-        "tonight": _day(day),
-        "tomorrow": _day(day + timedelta(days=1)),
-        "the day after tomorrow": _day(day + timedelta(days=2)),
-        "last week": f"the week before {_day(day)}",
-        "this past week": f"the week before {_day(day)}",
-        "next week": f"the week after {_day(day)}",
-        "this week": f"the week of {_day(day)}",
-        "this weekend": f"the weekend of {_day(day)}",
-        "last weekend": f"the weekend before {_day(day)}",
-        "this past weekend": f"the weekend before {_day(day)}",
-        "next weekend": f"the weekend after {_day(day)}",
-        "last month": f"{month_back:%B %Y}",
-        "this month": f"{day:%B %Y}",
-        "next month": f"{month_ahead:%B %Y}",
-        "last year": str(day.year - 1),
-        "this year": str(day.year),
-        "next year": str(day.year + 1),
+# How many units back "a few" of them reaches: from the first to the second.
+FEW = {"day": (6, 1), "week": (7, 1), "month": (6, 1), "year": (6, 1)}
+
+
+def _fixed(phrase: str, day: date) -> tuple[str, Days]:
+    monday = day - timedelta(days=day.weekday())
+    last_saturday = day - timedelta(days=(day.weekday() - 5) % 7 or 7)
+    next_saturday = day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+    week_before = f"the week before {_day(day)}", (monday - timedelta(days=7), day)
+    weekend_before = f"the weekend before {_day(day)}", (last_saturday, last_saturday + timedelta(days=2))
+    meanings: dict[str, Callable[[], tuple[str, Days]]] = {
+        "the day before yesterday": lambda: _one_day(day - timedelta(days=2)),
+        "yesterday": lambda: _one_day(day - timedelta(days=1)),
+        "last night": lambda: _one_day(day - timedelta(days=1)),
+        "tonight": lambda: _one_day(day),
+        "tomorrow": lambda: _one_day(day + timedelta(days=1)),
+        "the day after tomorrow": lambda: _one_day(day + timedelta(days=2)),
+        "last week": lambda: week_before,
+        "this past week": lambda: week_before,
+        "next week": lambda: (f"the week after {_day(day)}", (day + timedelta(days=1), monday + timedelta(days=14))),
+        "this week": lambda: (f"the week of {_day(day)}", (monday, monday + timedelta(days=7))),
+        "this weekend": lambda: (
+            f"the weekend of {_day(day)}",
+            (monday + timedelta(days=5), monday + timedelta(days=7)),
+        ),
+        "last weekend": lambda: weekend_before,
+        "this past weekend": lambda: weekend_before,
+        "next weekend": lambda: (
+            f"the weekend after {_day(day)}",
+            (next_saturday, next_saturday + timedelta(days=2)),
+        ),
+        "last month": lambda: _month(_shift(day, "month", -1) or day),
+        "this month": lambda: _month(day),
+        "next month": lambda: _month(_shift(day, "month", 1) or day),
+        "last year": lambda: _year(day.year - 1),
+        "this year": lambda: _year(day.year),
+        "next year": lambda: _year(day.year + 1),
     }
-    return meanings[phrase]
+    return meanings[phrase]()
 
 
-def _last_season(season: str, day: date) -> str:
+def _last_season(season: str, day: date) -> tuple[str, Days]:
     """The latest ``season`` that ended before ``day``'s own season began, named by its first month's year."""
     months = SEASONS[season]
     current = next(name for name, covered in SEASONS.items() if day.month in covered)
@@ -250,11 +283,14 @@ def _last_season(season: str, day: date) -> str:
             continue
         inside_current = False
         if month in months:
+            # Walking back, the first month found is the season's last.
+            after_last = _month(date(year, month, 1))[1][1]
+            first = _shift(date(year, month, 1), "month", -2) or date(year, month, 1)
             if season == "winter":
                 start = year - 1 if month in (1, 2) else year
-                return f"winter {start}-{start + 1}"
-            return f"{season} {year}"
-    return f"{season} {day.year - 1}"  # unreachable: every season recurs within 24 months
+                return f"winter {start}-{start + 1}", (first, after_last)
+            return f"{season} {year}", (first, after_last)
+    raise AssertionError("unreachable: every season recurs within 24 months")
 
 
 def _count(text: str) -> int | None:
@@ -283,5 +319,19 @@ def _day(moment: date) -> str:
     return f"{moment.day} {moment:%B %Y}"
 
 
-def _weekday(moment: date) -> str:
-    return f"{moment:%A}, {_day(moment)}"
+def _one_day(moment: date) -> tuple[str, Days]:
+    return _day(moment), (moment, moment + timedelta(days=1))
+
+
+def _weekday(moment: date) -> tuple[str, Days]:
+    return f"{moment:%A}, {_day(moment)}", (moment, moment + timedelta(days=1))
+
+
+def _month(moment: date) -> tuple[str, Days]:
+    first = moment.replace(day=1)
+    after_last = date(first.year + 1, 1, 1) if first.month == 12 else first.replace(month=first.month + 1)
+    return f"{first:%B %Y}", (first, after_last)
+
+
+def _year(year: int) -> tuple[str, Days]:
+    return str(year), (date(year, 1, 1), date(year + 1, 1, 1))

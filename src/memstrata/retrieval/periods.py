@@ -6,9 +6,10 @@ Saturday). Retrieval uses the periods twice: it adds the best candidates from in
 them to the usual ones (``Memory._rankings``), and the reranker lifts turns dated in
 them (``retrieval/rerank.py``). Pure: nothing here reads the clock.
 
-Only absolute dates are read. Relative ones ("last week") depend on when the question
-is asked, and open ranges ("before 2023", "by 10 July") name a boundary, not a period;
-both are left alone.
+:func:`mentioned_periods` reads absolute dates only. Relative ones ("what did I say
+last week?") depend on when the question is asked: the caller resolves them against
+today and passes them in as :class:`Span` values. Open ranges ("before 2023", "by 10
+July") name a boundary, not a period, and are left alone.
 """
 
 from __future__ import annotations
@@ -88,6 +89,33 @@ class Period:
         return date(self.year, first, 1), after_last
 
 
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Days a relative phrase names, from ``first`` to the day before ``end``, asked about on ``until``'s eve.
+
+    What happened "last month" is told then or afterwards: days from ``end`` up to
+    ``until`` (the day after the question was asked) count at ``NEAR_WEIGHT``.
+    """
+
+    first: date
+    end: date
+    until: date
+
+    def nearness(self, moment: date) -> float:
+        """1 inside the span, ``NEAR_WEIGHT`` after it up to ``until``, else 0."""
+        if self.first <= moment < self.end:
+            return 1.0
+        return NEAR_WEIGHT if self.end <= moment < self.until else 0.0
+
+    def bounds(self) -> tuple[date, date]:
+        """Its first day and the later of its end and ``until``."""
+        return self.first, max(self.end, self.until)
+
+
+#: What a query can name: a calendar period, or the days of a relative phrase.
+Dated = Period | Span
+
+
 def mentioned_periods(text: str) -> tuple[Period, ...]:
     """The calendar periods ``text`` names, in the order found; a day or month without a year takes the
     year named elsewhere in the text when exactly one is ("between August 11 and August 15, 2023")."""
@@ -130,7 +158,7 @@ def _periods_in(text: str) -> tuple[Period, ...]:
     return tuple(dict.fromkeys(periods))
 
 
-def nearness(periods: Sequence[Period], moment: datetime | date | None) -> float:
+def nearness(periods: Sequence[Dated], moment: datetime | date | None) -> float:
     """How well ``moment`` matches the nearest of ``periods`` (0 when there are none)."""
     if moment is None or not periods:
         return 0.0
@@ -138,7 +166,7 @@ def nearness(periods: Sequence[Period], moment: datetime | date | None) -> float
     return max(period.nearness(day) for period in periods)
 
 
-def covering_window(periods: Sequence[Period]) -> tuple[datetime, datetime] | None:
+def covering_window(periods: Sequence[Dated]) -> tuple[datetime, datetime] | None:
     """The UTC span from the first period's start to the last one's end; None if any has no year."""
     bounds = [period.bounds() for period in periods]
     if not bounds or any(bound is None for bound in bounds):

@@ -19,7 +19,7 @@ from datetime import date, datetime
 from typing import TypeVar
 
 from memstrata.retrieval.fusion import Fused
-from memstrata.retrieval.periods import Period, mentioned_periods, nearness
+from memstrata.retrieval.periods import Dated, mentioned_periods, nearness
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -124,7 +124,7 @@ def rerank_features(
     policy: RerankPolicy = DEFAULT_RERANK,
     *,
     k: int = 60,
-    periods: Sequence[Period] = (),
+    periods: Sequence[Dated] = (),
 ) -> dict[Key, tuple[float, ...]]:
     """The features (in ``FEATURES`` order) of each candidate turn, the fused items in ``signals``.
 
@@ -169,13 +169,15 @@ def rerank(
     policy: RerankPolicy = DEFAULT_RERANK,
     *,
     k: int = 60,
+    periods: Sequence[Dated] | None = None,
 ) -> list[Fused[Key]]:
     """Rescore fused candidates with the policy's linear model, best first.
 
     Turns (the keys in ``signals``) get the weighted sum of their features. Other items
     (derived cells and summaries) keep their fused score plus the turns' mean non-rank
     share, so they stay where fusion would put them against an average turn. Items keep
-    their ranks; ties keep the fused order.
+    their ranks; ties keep the fused order. ``periods`` are the dates the query asks
+    about (default: the absolute ones it names).
     """
     speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
     weights = policy.weights()
@@ -183,7 +185,8 @@ def rerank(
     rescored: list[Fused[Key]] = []
     extras: list[float] = []
     others: list[Fused[Key]] = []
-    every = rerank_features(fused, scores, signals, speaker, policy, k=k, periods=mentioned_periods(query))
+    asked = mentioned_periods(query) if periods is None else periods
+    every = rerank_features(fused, scores, signals, speaker, policy, k=k, periods=asked)
     for item in fused:
         features = every.get(item.key)
         if features is None:
