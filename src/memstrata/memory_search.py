@@ -16,7 +16,14 @@ from memstrata.models import Hit, Role, Scope, SearchFilters, Turn
 from memstrata.retrieval.diversify import maximal_marginal_relevance
 from memstrata.retrieval.fulltext import fts_query
 from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.retrieval.periods import MAX_PERIODS, Dated, Span, covering_window, mentioned_periods
+from memstrata.retrieval.periods import (
+    MAX_PERIODS,
+    Dated,
+    Span,
+    covering_window,
+    mentioned_periods,
+    names_a_date,
+)
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.storage.base import Seqs, ServerSideVectors
 from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp
@@ -325,11 +332,13 @@ class SearchViews:
 
 
 def asked_periods(text: str, today: date) -> tuple[Dated, ...]:
-    """The dates a query asks about: the periods it names, then its relative phrases on ``today``.
+    """The dates a query asks about: the periods it names, or else its relative phrases on ``today``.
 
     "What did I say last week?" asks about the week before ``today`` (what was said since
     counts too, at half weight: ``Span``). Phrases about the future ("next week") name
     nothing said yet and are left out, as are more than ``MAX_PERIODS`` relative phrases.
+    A query that names a date counts its relative phrases from that date, not from today
+    ("last weekend before 10 April 2023"), so only the named periods are returned.
     """
     return _asked(text, today) if len(text) <= ASKED_CACHED_CHARS else _asked_periods(text, today)
 
@@ -343,13 +352,18 @@ def _asked(text: str, today: date) -> tuple[Dated, ...]:
 
 
 def _asked_periods(text: str, today: date) -> tuple[Dated, ...]:
+    named = mentioned_periods(text)
+    if named or names_a_date(text):
+        # "last week, as I said on 6 November 2023" counts back from the named day, not from
+        # today: the named day's window already holds it (or, after "before", bounds it).
+        return named
     until = today + timedelta(days=1)
     relative = dict.fromkeys(
         Span(*expression.days, until)
         for expression in resolve_time_expressions(text, today)
         if expression.days[0] < until
     )
-    return (*mentioned_periods(text), *(relative if len(relative) <= MAX_PERIODS else ()))
+    return tuple(relative) if len(relative) <= MAX_PERIODS else ()
 
 
 def _narrowed(filters: SearchFilters, window: tuple[datetime, datetime] | None) -> SearchFilters | None:

@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.retrieval.periods import NEAR_WEIGHT, Period, Span, covering_window, mentioned_periods, nearness
+from memstrata.retrieval.periods import (
+    NEAR_WEIGHT,
+    Period,
+    Span,
+    covering_window,
+    mentioned_periods,
+    names_a_date,
+    nearness,
+)
 
 
 @pytest.mark.parametrize(
@@ -148,3 +156,9 @@ def test_a_span_counts_its_days_fully_and_the_days_since_at_half_weight() -> Non
     this_week = Span(date(2023, 5, 8), date(2023, 5, 15), until=date(2023, 5, 11))
     assert this_week.bounds() == (date(2023, 5, 8), date(2023, 5, 15))
     assert nearness([this_week, Period(2023, (5,), 1)], date(2023, 5, 1)) == 1.0
+
+
+def test_a_boundary_names_a_date_too() -> None:
+    assert names_a_date("What did I do before 10 April 2023?")
+    assert names_a_date("in 2023")
+    assert not names_a_date("What did I do last weekend?")

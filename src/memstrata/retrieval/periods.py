@@ -158,6 +158,11 @@ def _periods_in(text: str) -> tuple[Period, ...]:
     return tuple(dict.fromkeys(periods))
 
 
+def names_a_date(text: str) -> bool:
+    """Whether ``text`` names any absolute date, as a period or as a boundary ("before 10 April 2023")."""
+    return any(pattern.search(text) for _, pattern in _PATTERNS)
+
+
 def nearness(periods: Sequence[Dated], moment: datetime | date | None) -> float:
     """How well ``moment`` matches the nearest of ``periods`` (0 when there are none)."""
     if moment is None or not periods:
