@@ -13,28 +13,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
-import numpy as np
-
 from memstrata.errors import ConfigError, IdConflict, StorageError
-from memstrata.models import Role, Scope, SearchFilters, Turn, format_time
-from memstrata.storage.base import Job, Seqs, VectorBatch, Vectors
+from memstrata.models import Scope, Turn, format_time
+from memstrata.storage.base import Job, Vectors
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
 from memstrata.storage.sqlite import queue
-from memstrata.storage.sqlite.focus import focused_match
 from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
+from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector
+from memstrata.storage.sqlite.rows import CHUNK, TURN_COLUMNS, chunks, turn_from_row, turn_row
 from memstrata.storage.sqlite.segments import SegmentsMixin
 
 T = TypeVar("T")
-_TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
-_CHUNK = 500  # stay far below SQLite's limit on bound parameters
-# BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
-# Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
-FULLTEXT_WEIGHTS = "1.0, 1.0, 0.5, 0.25"
 
 # A loose index scan: each step seeks the next distinct user id in turns_by_user_time.
 _USERS_WITH_PREFIX = """
@@ -57,7 +51,7 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
 
 
-class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
+class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
@@ -175,14 +169,14 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
                     seqs.append(found[0])
                     continue
                 cursor = connection.execute(
-                    f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _turn_row(turn),
+                    f"INSERT INTO turns ({TURN_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    turn_row(turn),
                 )
                 seq = int(cursor.lastrowid or 0)
                 seqs.append(seq)
                 fresh.append((seq, turn))
                 if vectors is not None:
-                    _insert_vector(connection, model_id, seq, turn.user_id, vectors[index])
+                    insert_vector(connection, model_id, seq, turn.user_id, vectors[index])
             if fresh and working_capacity is not None:
                 now = datetime.now(UTC)
                 queue.track_working(connection, fresh, working_capacity, now)
@@ -203,15 +197,15 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
 
         def work(connection: sqlite3.Connection) -> dict[int, Turn]:
             result: dict[int, Turn] = {}
-            for chunk in _chunks(list(seqs)):
+            for chunk in chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
                 # "+user_id" keeps SQLite on the primary key: the user index would scan every turn.
                 rows = connection.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE seq IN ({marks}) AND +user_id = ?",
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE seq IN ({marks}) AND +user_id = ?",
                     [*chunk, user_id],
                 )
                 for row in rows:
-                    result[int(row[0])] = _turn_from_row(row)
+                    result[int(row[0])] = turn_from_row(row)
             return result
 
         return self._read(work)
@@ -283,8 +277,8 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
             items = sorted(doomed)
             if tier == "episodic":
                 _purge_for_turns(connection, user_id, items)
-            for start in range(0, len(items), _CHUNK):
-                chunk = items[start : start + _CHUNK]
+            for start in range(0, len(items), CHUNK):
+                chunk = items[start : start + CHUNK]
                 marks = ",".join("?" * len(chunk))
                 if tier != "episodic":
                     connection.execute(f"DELETE FROM derived WHERE id IN ({marks})", chunk)
@@ -306,11 +300,11 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
         where, parameters = _scope_clause(scope)
         direction = "DESC" if newest_first else "ASC"
         sql = (
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} "
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} "
             f"ORDER BY created_at {direction}, seq {direction} LIMIT ? OFFSET ?"
         )
         return self._read(
-            lambda connection: [_turn_from_row(row) for row in connection.execute(sql, [*parameters, limit, offset])]
+            lambda connection: [turn_from_row(row) for row in connection.execute(sql, [*parameters, limit, offset])]
         )
 
     def iterate(self, user_id: str | None = None) -> Iterator[tuple[int, Turn]]:
@@ -319,15 +313,15 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
         while True:
             parameters: list[Any]
             if user_id is None:
-                sql, parameters = f"SELECT {_TURN_COLUMNS} FROM turns WHERE seq > ? ORDER BY seq LIMIT 1000", [after]
+                sql, parameters = f"SELECT {TURN_COLUMNS} FROM turns WHERE seq > ? ORDER BY seq LIMIT 1000", [after]
             else:
-                sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT 1000"
+                sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT 1000"
                 parameters = [user_id, after]
             rows = self._fetch_all(sql, parameters)
             if not rows:
                 return
             for row in rows:
-                yield int(row[0]), _turn_from_row(row)
+                yield int(row[0]), turn_from_row(row)
             after = int(rows[-1][0])
 
     def user_ids(self, prefix: str) -> list[str]:
@@ -375,108 +369,6 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
         """Queue background work durably."""
         return self._write(lambda connection: queue.enqueue(connection, kind, user_id, payload, datetime.now(UTC)))
 
-    # -- retrieval --------------------------------------------------------------------
-
-    def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
-        """BM25 candidates; the score is -bm25 so higher is better."""
-        where, parameters = _filter_clause(filters)
-        sql = (
-            f"SELECT t.seq, -bm25(turns_fts, {FULLTEXT_WEIGHTS}) AS score FROM turns_fts "
-            "JOIN turns t ON t.seq = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND t.user_id = ?{where} ORDER BY bm25(turns_fts, {FULLTEXT_WEIGHTS}) LIMIT ?"
-        )
-
-        def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
-            focused = focused_match(connection, match)
-            rows = connection.execute(sql, [focused, user_id, *parameters, limit])
-            return [(int(seq), float(score)) for seq, score in rows]
-
-        return self._read(work)
-
-    def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
-        """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
-        where, parameters = _filter_clause(filters)
-        sql = f"SELECT t.seq FROM turns t WHERE t.user_id = ?{where} LIMIT ?"
-        bound = -1 if limit is None else limit  # SQLite: a negative LIMIT is no limit
-        rows = self._read(lambda connection: connection.execute(sql, [user_id, *parameters, bound]).fetchall())
-        return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-
-    def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
-        """Vectors stored after vector id ``after``, for catching an index up."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT id, turn_seq, vector FROM turn_vectors WHERE model_id = ? AND user_id = ? AND id > ? "
-                "ORDER BY id",
-                (model_id, user_id, after),
-            ).fetchall()
-        )
-        if not rows:
-            return VectorBatch(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), after)
-        seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-        return VectorBatch(seqs, matrix, int(rows[-1][0]))
-
-    def vectors_for(self, model_id: str, seqs: Sequence[int]) -> dict[int, Vectors]:
-        """Stored vectors of these turns, by seq."""
-
-        def work(connection: sqlite3.Connection) -> dict[int, Vectors]:
-            result: dict[int, Vectors] = {}
-            for chunk in _chunks(list(seqs)):
-                marks = ",".join("?" * len(chunk))
-                rows = connection.execute(
-                    f"SELECT turn_seq, vector FROM turn_vectors WHERE model_id = ? AND turn_seq IN ({marks})",
-                    [model_id, *chunk],
-                )
-                for seq, blob in rows:
-                    result[int(seq)] = np.frombuffer(blob, dtype=np.float32).copy()
-            return result
-
-        return self._read(work)
-
-    def count_missing_vectors(self, model_id: str) -> int:
-        """How many turns have no vector of ``model_id``."""
-        row = self._fetch_all(
-            "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS ("
-            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)",
-            (model_id,),
-        )
-        return int(row[0][0])
-
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
-        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
-        rows = self._fetch_all(
-            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE NOT EXISTS ("
-            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)"
-            " ORDER BY t.seq LIMIT ?",
-            (model_id, limit),
-        )
-        return [(int(row[0]), _turn_from_row(row)) for row in rows]
-
-    def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
-        """Store vectors for existing turns; a turn deleted meanwhile is skipped."""
-
-        def work(connection: sqlite3.Connection) -> None:
-            for seq, vector in zip(seqs, vectors, strict=True):
-                row = connection.execute("SELECT user_id FROM turns WHERE seq = ?", (seq,)).fetchone()
-                if row is None:
-                    continue
-                connection.execute("DELETE FROM turn_vectors WHERE model_id = ? AND turn_seq = ?", (model_id, seq))
-                _insert_vector(connection, model_id, seq, str(row[0]), vector)
-
-        self._write(work)
-
-    def rebuild_fulltext(self) -> None:
-        """Recreate the FTS5 index from the turns table."""
-
-        def rebuild(connection: sqlite3.Connection) -> None:
-            connection.execute("DELETE FROM turns_fts")
-            connection.execute(
-                "INSERT INTO turns_fts (rowid, content, name, near, far) "
-                "SELECT seq, content, name, near, far FROM turn_index_text"
-            )
-
-        self._write(rebuild)
-
     def counts(self) -> dict[str, int]:
         """Totals for ``info``."""
 
@@ -496,36 +388,6 @@ class SQLiteStore(KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
 # -- row helpers -----------------------------------------------------------------------
 
 
-def _turn_row(turn: Turn) -> tuple[Any, ...]:
-    return (
-        turn.id,
-        turn.user_id,
-        turn.agent_id,
-        turn.session_id,
-        turn.role.value,
-        turn.name,
-        turn.content,
-        format_time(turn.created_at),
-        json.dumps(dict(turn.metadata), ensure_ascii=False, sort_keys=True),
-        turn.importance,
-    )
-
-
-def _turn_from_row(row: Sequence[Any]) -> Turn:
-    return Turn(
-        id=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=Role(row[5]),
-        name=row[6],
-        content=row[7],
-        created_at=datetime.fromisoformat(row[8]),
-        metadata=json.loads(row[9]),
-        importance=row[10],
-    )
-
-
 def _require_same(stored: Turn, incoming: Turn) -> None:
     """A retried write with the same id must carry the same message."""
     if not stored.is_same_message(incoming):
@@ -536,24 +398,16 @@ def _fetch_by_ids(
     connection: sqlite3.Connection, ids: Sequence[str], user_id: str | None
 ) -> dict[str, tuple[int, Turn]]:
     result: dict[str, tuple[int, Turn]] = {}
-    for chunk in _chunks(list(ids)):
+    for chunk in chunks(list(ids)):
         marks = ",".join("?" * len(chunk))
-        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({marks})"
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE id IN ({marks})"
         parameters: list[Any] = list(chunk)
         if user_id is not None:
             sql += " AND user_id = ?"
             parameters.append(user_id)
         for row in connection.execute(sql, parameters):
-            result[row[1]] = (int(row[0]), _turn_from_row(row))
+            result[row[1]] = (int(row[0]), turn_from_row(row))
     return result
-
-
-def _insert_vector(connection: sqlite3.Connection, model_id: str, seq: int, user_id: str, vector: Vectors) -> None:
-    array = np.ascontiguousarray(vector, dtype=np.float32)
-    connection.execute(
-        "INSERT INTO turn_vectors (turn_seq, model_id, user_id, dimension, vector) VALUES (?, ?, ?, ?, ?)",
-        (seq, model_id, user_id, int(array.shape[-1]), array.tobytes()),
-    )
 
 
 def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[int]) -> None:
@@ -562,8 +416,8 @@ def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[in
         return
     gone = set(seqs)
     remaining: list[int] = []
-    for chunk_start in range(0, len(seqs), _CHUNK):
-        chunk = seqs[chunk_start : chunk_start + _CHUNK]
+    for chunk_start in range(0, len(seqs), CHUNK):
+        chunk = seqs[chunk_start : chunk_start + CHUNK]
         marks = ",".join("?" * len(chunk))
         remaining.extend(
             int(row[0])
@@ -595,33 +449,6 @@ def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
         clauses.append("session_id = ?")
         parameters.append(scope.session_id)
     return " AND ".join(clauses), parameters
-
-
-def _filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
-    """SQL for the filters on table alias ``t``; empty when nothing narrows."""
-    clauses: list[str] = []
-    parameters: list[Any] = []
-    if filters.agent_id is not None:
-        clauses.append("t.agent_id = ?")
-        parameters.append(filters.agent_id)
-    if filters.session_id is not None:
-        clauses.append("t.session_id = ?")
-        parameters.append(filters.session_id)
-    if filters.roles:
-        clauses.append(f"t.role IN ({','.join('?' * len(filters.roles))})")
-        parameters.extend(role.value for role in filters.roles)
-    if filters.after is not None:
-        clauses.append("t.created_at >= ?")
-        parameters.append(format_time(filters.after))
-    if filters.before is not None:
-        clauses.append("t.created_at < ?")
-        parameters.append(format_time(filters.before))
-    return "".join(f" AND {clause}" for clause in clauses), parameters
-
-
-def _chunks(items: list[T]) -> Iterator[list[T]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
 
 
 if TYPE_CHECKING:

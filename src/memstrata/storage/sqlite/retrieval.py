@@ -1,0 +1,162 @@
+"""SQL for retrieval: full-text candidates, filtered turns and the stored vectors."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from memstrata.models import SearchFilters, Turn, format_time
+from memstrata.storage.base import Seqs, VectorBatch, Vectors
+from memstrata.storage.sqlite.focus import focused_match
+from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
+
+# BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
+# Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
+FULLTEXT_WEIGHTS = "1.0, 1.0, 0.5, 0.25"
+T = TypeVar("T")
+
+
+class RetrievalMixin:
+    """Methods retrieval calls; mixed into SQLiteStore, which provides ``_read``, ``_write`` and ``_fetch_all``."""
+
+    if TYPE_CHECKING:
+
+        def _read(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+        def _write(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+        def _fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]: ...
+
+    def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
+        """BM25 candidates; the score is -bm25 so higher is better."""
+        where, parameters = filter_clause(filters)
+        sql = (
+            f"SELECT t.seq, -bm25(turns_fts, {FULLTEXT_WEIGHTS}) AS score FROM turns_fts "
+            "JOIN turns t ON t.seq = turns_fts.rowid "
+            f"WHERE turns_fts MATCH ? AND t.user_id = ?{where} ORDER BY bm25(turns_fts, {FULLTEXT_WEIGHTS}) LIMIT ?"
+        )
+
+        def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
+            focused = focused_match(connection, match)
+            rows = connection.execute(sql, [focused, user_id, *parameters, limit])
+            return [(int(seq), float(score)) for seq, score in rows]
+
+        return self._read(work)
+
+    def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
+        """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
+        where, parameters = filter_clause(filters)
+        sql = f"SELECT t.seq FROM turns t WHERE t.user_id = ?{where} LIMIT ?"
+        bound = -1 if limit is None else limit  # SQLite: a negative LIMIT is no limit
+        rows = self._read(lambda connection: connection.execute(sql, [user_id, *parameters, bound]).fetchall())
+        return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
+        """Vectors stored after vector id ``after``, for catching an index up."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT id, turn_seq, vector FROM turn_vectors WHERE model_id = ? AND user_id = ? AND id > ? "
+                "ORDER BY id",
+                (model_id, user_id, after),
+            ).fetchall()
+        )
+        if not rows:
+            return VectorBatch(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), after)
+        seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+        return VectorBatch(seqs, matrix, int(rows[-1][0]))
+
+    def vectors_for(self, model_id: str, seqs: Sequence[int]) -> dict[int, Vectors]:
+        """Stored vectors of these turns, by seq."""
+
+        def work(connection: sqlite3.Connection) -> dict[int, Vectors]:
+            result: dict[int, Vectors] = {}
+            for chunk in chunks(list(seqs)):
+                marks = ",".join("?" * len(chunk))
+                rows = connection.execute(
+                    f"SELECT turn_seq, vector FROM turn_vectors WHERE model_id = ? AND turn_seq IN ({marks})",
+                    [model_id, *chunk],
+                )
+                for seq, blob in rows:
+                    result[int(seq)] = np.frombuffer(blob, dtype=np.float32).copy()
+            return result
+
+        return self._read(work)
+
+    def count_missing_vectors(self, model_id: str) -> int:
+        """How many turns have no vector of ``model_id``."""
+        row = self._fetch_all(
+            "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS ("
+            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)",
+            (model_id,),
+        )
+        return int(row[0][0])
+
+    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
+        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
+        rows = self._fetch_all(
+            f"SELECT {TURN_COLUMNS} FROM turns t WHERE NOT EXISTS ("
+            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)"
+            " ORDER BY t.seq LIMIT ?",
+            (model_id, limit),
+        )
+        return [(int(row[0]), turn_from_row(row)) for row in rows]
+
+    def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
+        """Store vectors for existing turns; a turn deleted meanwhile is skipped."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            for seq, vector in zip(seqs, vectors, strict=True):
+                row = connection.execute("SELECT user_id FROM turns WHERE seq = ?", (seq,)).fetchone()
+                if row is None:
+                    continue
+                connection.execute("DELETE FROM turn_vectors WHERE model_id = ? AND turn_seq = ?", (model_id, seq))
+                insert_vector(connection, model_id, seq, str(row[0]), vector)
+
+        self._write(work)
+
+    def rebuild_fulltext(self) -> None:
+        """Recreate the FTS5 index from the turns table."""
+
+        def rebuild(connection: sqlite3.Connection) -> None:
+            connection.execute("DELETE FROM turns_fts")
+            connection.execute(
+                "INSERT INTO turns_fts (rowid, content, name, near, far) "
+                "SELECT seq, content, name, near, far FROM turn_index_text"
+            )
+
+        self._write(rebuild)
+
+
+def insert_vector(connection: sqlite3.Connection, model_id: str, seq: int, user_id: str, vector: Vectors) -> None:
+    """Store ``vector`` as the ``model_id`` vector of turn ``seq``."""
+    array = np.ascontiguousarray(vector, dtype=np.float32)
+    connection.execute(
+        "INSERT INTO turn_vectors (turn_seq, model_id, user_id, dimension, vector) VALUES (?, ?, ?, ?, ?)",
+        (seq, model_id, user_id, int(array.shape[-1]), array.tobytes()),
+    )
+
+
+def filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
+    """SQL for the filters on table alias ``t``; empty when nothing narrows."""
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    if filters.agent_id is not None:
+        clauses.append("t.agent_id = ?")
+        parameters.append(filters.agent_id)
+    if filters.session_id is not None:
+        clauses.append("t.session_id = ?")
+        parameters.append(filters.session_id)
+    if filters.roles:
+        clauses.append(f"t.role IN ({','.join('?' * len(filters.roles))})")
+        parameters.extend(role.value for role in filters.roles)
+    if filters.after is not None:
+        clauses.append("t.created_at >= ?")
+        parameters.append(format_time(filters.after))
+    if filters.before is not None:
+        clauses.append("t.created_at < ?")
+        parameters.append(format_time(filters.before))
+    return "".join(f" AND {clause}" for clause in clauses), parameters
