@@ -37,7 +37,7 @@ is called. Giving an id makes a retry safe: the same id with the same text is no
 
 SEARCH_DESCRIPTION = """Search the user's memory for what relates to a query, best match first.
 Hybrid search: full-text (BM25) and semantic vectors, fused. The query is plain words, never search
-syntax; a date in it ("on 9 November 2022", "in July 2022") favours what was said then. Returns the
+syntax; a date in it ("on 9 November 2022", "in July 2022", "last week") favours what was said then. Returns the
 stored messages with their dates and ids. For a ready-made block to ground an
 answer in, use get_context instead."""
 
