@@ -17,7 +17,7 @@ import statistics
 import tempfile
 from collections import defaultdict
 from dataclasses import fields, replace
-from datetime import date
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -76,7 +76,9 @@ def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dic
     speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
     kept = [item for item in fused if item.key in signals]
     k = memory.settings.rrf_k
-    features = rerank_features(kept, scores, signals, speaker, k=k, periods=asked_periods(query, date.today()))
+    features = rerank_features(
+        kept, scores, signals, speaker, k=k, periods=asked_periods(query, datetime.now(UTC).date())
+    )
     return {
         "query": query,
         "fused": kept,

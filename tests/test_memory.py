@@ -859,9 +859,14 @@ def test_a_query_asks_about_the_dates_it_names_and_its_past_relative_phrases() -
     today = date(2023, 5, 10)  # a Wednesday
     tomorrow = date(2023, 5, 11)
     assert asked_periods("What did I say last week?", today) == (Span(date(2023, 5, 1), today, tomorrow),)
-    # A named day is what "last weekend" counts back from.
+    # A named day is what "last weekend" counts back from; a yearless one anchors nothing.
     assert asked_periods("What did I do last weekend, on 10 April 2023?", today) == (Period(2023, (4,), 10),)
     assert asked_periods("What did I do last weekend before 10 April 2023?", today) == ()
+    assert asked_periods("What did I do yesterday before 2023?", today) == ()
+    assert asked_periods("What did I say yesterday about the trip in June?", today) == (
+        Period(None, (6,)),
+        Span(date(2023, 5, 9), today, tomorrow),
+    )
     assert asked_periods("What did I do yesterday? And yesterday?", today) == (Span(date(2023, 5, 9), today, tomorrow),)
     assert asked_periods("What will I do next week or tomorrow?", today) == ()
     assert asked_periods("What did I do " + ", ".join(f"{n} days ago" for n in range(1, 20)), today) == ()

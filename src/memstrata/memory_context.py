@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
@@ -90,9 +90,14 @@ class ContextViews:
                 MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
             )
             tiers = CONTEXT_TIERS if filters.is_empty else ()
-            rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers)
+            today = datetime.now(UTC).date()  # read once, for both the candidates and the reranks
+            rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today)
             loaded: dict[int, Turn] = {}
-            order = [item for item in self._episode_order(text, rankings, user, loaded) if item.key[1] not in leave_out]
+            order = [
+                item
+                for item in self._episode_order(text, rankings, user, loaded, today)
+                if item.key[1] not in leave_out
+            ]
             episodes = memory._load_hits(order, wanted, user, loaded)
             derived = memory._load_hits(
                 fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
@@ -132,7 +137,9 @@ class ContextViews:
     def _store_tiers(self) -> TierStore:
         return self._store  # type: ignore[attr-defined, no-any-return]
 
-    def _episode_order(self, text: str, rankings: Rankings, user: str, loaded: dict[int, Turn]) -> list[Fused[ItemKey]]:
+    def _episode_order(
+        self, text: str, rankings: Rankings, user: str, loaded: dict[int, Turn], today: date | None = None
+    ) -> list[Fused[ItemKey]]:
         """Turns ranked as ``search`` ranks them, then the deeper candidates after them.
 
         The head fuses and reranks each retriever's top ``search_candidates`` exactly as
@@ -144,9 +151,9 @@ class ContextViews:
         memory = self._facade
         head_lists = joined(turn_lists, depth)
         turn_lists = joined(turn_lists)
-        head = memory._rerank(text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded)
+        head = memory._rerank(text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today)
         seen = {item.key for item in head}
-        tail = memory._rerank(text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded)
+        tail = memory._rerank(text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today)
         return head + [item for item in tail if item.key not in seen]
 
     def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool) -> list[Candidate]:

@@ -22,7 +22,7 @@ from memstrata.retrieval.periods import (
     Span,
     covering_window,
     mentioned_periods,
-    names_a_date,
+    names_a_year,
 )
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.storage.base import Seqs, ServerSideVectors
@@ -131,13 +131,13 @@ class SearchViews:
             # Derived items (cells, segment and consolidation summaries) have no session or role,
             # so a filtered search stays on the episodic turns.
             with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
-            rankings = joined(
-                self._rankings(
-                    text, scope.user_id, filters, max(self.settings.search_candidates, count), mode, with_derived
-                )
-            )
+            today = _today()  # read once: a search across midnight still asks about one "yesterday"
+            depth = max(self.settings.search_candidates, count)
+            rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today))
             loaded: dict[int, Turn] = {}
-            fused = self._rerank(text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded)
+            fused = self._rerank(
+                text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded, today
+            )
             if spread > 0:
                 fused = self._diversify(fused, spread, count)
             hits = self._load_hits(fused, count, scope.user_id, loaded)
@@ -145,7 +145,14 @@ class SearchViews:
             return hits
 
     def _rankings(
-        self, text: str, user_id: str, filters: SearchFilters, depth: int, mode: str, tiers: tuple[str, ...]
+        self,
+        text: str,
+        user_id: str,
+        filters: SearchFilters,
+        depth: int,
+        mode: str,
+        tiers: tuple[str, ...],
+        today: date | None = None,
     ) -> Rankings:
         """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
 
@@ -156,7 +163,7 @@ class SearchViews:
         """
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
-        dated = _narrowed(filters, covering_window(asked_periods(text, datetime.now(UTC).date())))
+        dated = _narrowed(filters, covering_window(asked_periods(text, today or _today())))
         inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
         if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
             # Nothing said then, or dates spanning so much of the memory that they narrow little
@@ -202,6 +209,7 @@ class SearchViews:
         rankings: Rankings,
         user_id: str,
         loaded: dict[int, Turn] | None = None,
+        today: date | None = None,
     ) -> list[Fused[ItemKey]]:
         """Rescore fused candidates with the reranker (``retrieval/rerank.py``), best first.
 
@@ -214,7 +222,7 @@ class SearchViews:
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
-        periods = asked_periods(text, datetime.now(UTC).date())
+        periods = asked_periods(text, today or _today())
         return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k, periods=periods)
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
@@ -331,14 +339,20 @@ class SearchViews:
             self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
 
 
+def _today() -> date:
+    """The UTC date relative phrases in a query are read against."""
+    return datetime.now(UTC).date()
+
+
 def asked_periods(text: str, today: date) -> tuple[Dated, ...]:
-    """The dates a query asks about: the periods it names, or else its relative phrases on ``today``.
+    """The dates a query asks about: the periods it names, and its relative phrases on ``today``.
 
     "What did I say last week?" asks about the week before ``today`` (what was said since
     counts too, at half weight: ``Span``). Phrases about the future ("next week") name
     nothing said yet and are left out, as are more than ``MAX_PERIODS`` relative phrases.
-    A query that names a date counts its relative phrases from that date, not from today
-    ("last weekend before 10 April 2023"), so only the named periods are returned.
+    A query that names a date with its year ("last weekend, on 10 April 2023", "… before
+    2023") is anchored there, not today: its relative phrases are left out. A yearless one
+    ("last week, about the trip in June") anchors nothing, so both count.
     """
     return _asked(text, today) if len(text) <= ASKED_CACHED_CHARS else _asked_periods(text, today)
 
@@ -353,7 +367,7 @@ def _asked(text: str, today: date) -> tuple[Dated, ...]:
 
 def _asked_periods(text: str, today: date) -> tuple[Dated, ...]:
     named = mentioned_periods(text)
-    if named or names_a_date(text):
+    if names_a_year(text):
         # "last week, as I said on 6 November 2023" counts back from the named day, not from
         # today: the named day's window already holds it (or, after "before", bounds it).
         return named
@@ -363,7 +377,7 @@ def _asked_periods(text: str, today: date) -> tuple[Dated, ...]:
         for expression in resolve_time_expressions(text, today)
         if expression.days[0] < until
     )
-    return tuple(relative) if len(relative) <= MAX_PERIODS else ()
+    return (*named, *(relative if len(relative) <= MAX_PERIODS else ()))
 
 
 def _narrowed(filters: SearchFilters, window: tuple[datetime, datetime] | None) -> SearchFilters | None:

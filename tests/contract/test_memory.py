@@ -176,9 +176,6 @@ def test_a_relative_date_in_the_query_is_read_against_today(open_memory: Callabl
     for mode in MODES:
         recent = memory.search("Where did I go hiking last week?", user_id="ana", mode=mode, limit=5)
         assert recent[0].id == walk.id, mode
-    # The future names nothing said yet.
-    ahead = memory.search("Where will I go hiking next month?", user_id="ana", mode="fulltext", limit=5)
-    assert walk.id not in {hit.id for hit in ahead}
     within = memory.context("Where did I go hiking last week?", user_id="ana", token_budget=100)
     assert walk.id in {item.id for item in within.items}
 

@@ -15,7 +15,7 @@ from memstrata.retrieval.periods import (
     Span,
     covering_window,
     mentioned_periods,
-    names_a_date,
+    names_a_year,
     nearness,
 )
 
@@ -158,7 +158,14 @@ def test_a_span_counts_its_days_fully_and_the_days_since_at_half_weight() -> Non
     assert nearness([this_week, Period(2023, (5,), 1)], date(2023, 5, 1)) == 1.0
 
 
-def test_a_boundary_names_a_date_too() -> None:
-    assert names_a_date("What did I do before 10 April 2023?")
-    assert names_a_date("in 2023")
-    assert not names_a_date("What did I do last weekend?")
+def test_a_date_with_its_year_is_named_as_a_period_or_a_boundary() -> None:
+    assert names_a_year("What did I do on 10 April 2023?")
+    assert names_a_year("What did I do before 10 April 2023?")
+    assert names_a_year("What changed since 2020?")
+    assert not names_a_year("What did I do in June, or on 4 July?")
+    assert not names_a_year("What did I do last weekend?")
+
+
+def test_letters_that_only_fold_to_ascii_still_name_their_month() -> None:
+    assert mentioned_periods("What happened on 9 Auguſt 2022?") == (Period(2022, (8,), 9),)
+    assert mentioned_periods("in Aprİl 2023") == (Period(2023, (4,)),)

@@ -70,6 +70,7 @@ _QUALIFIER = r"(?:(?P<about>about|around|almost|nearly) )?"
 # noun ("on the 5th floor") or a month ("on the 21st of June") it is something else.
 _CLAUSE_GOES_ON = "and|after|before|at|when|so|but|too|as|with|in|from|because|while|i|we|it|he|she|they"
 _ORDINAL_END = rf"(?= *(?:[.,!?;:)]|$| (?:{_CLAUSE_GOES_ON})\b))"
+_CLAUSE_END = _ORDINAL_END
 
 # Longer phrases first, so "last weekend" wins over "last week".
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -77,16 +78,17 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for kind, pattern in (
         ("ago", rf"{_NUMBER} {_UNIT} ago"),
         ("since", rf"(?:for )?{_QUALIFIER}{_NUMBER} {_UNIT} now"),
-        # "we've been together for three years": the present perfect counts up to now
-        # ("had been" counts up to some other moment, so it is left alone).
-        ("since", rf"(?<!had )been(?: \w+){{0,4}}? for {_QUALIFIER}{_NUMBER} {_UNIT}(?! now| ago| later)"),
+        # "we've been together for three years": the present perfect counts up to now, when
+        # the clause ends there ("had been", "'d been" count up to some other moment, and
+        # "for a day like this" is no duration).
+        ("since", rf"(?:have|has|ve|s)(?: \w+)? been(?: \w+){{0,4}}? for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}"),
         ("few", r"(?:a )?few (?P<unit>day|week|month|year)s (?:ago|back)|the other day"),
         ("day_of_month", rf"on the (?P<ordinal>\d{{1,2}})(?:st|nd|rd|th){_ORDINAL_END}"),
         ("in", rf"in {_NUMBER} {_UNIT}(?! ago)"),
-        ("last_weekday", rf"last {_WEEKDAY}"),
-        ("next_weekday", rf"next {_WEEKDAY}"),
-        ("last_month_name", rf"last {_MONTH}"),
-        ("last_season", rf"last {_SEASON}"),
+        ("last_weekday", rf"last {_WEEKDAY}(?! of\b)"),
+        ("next_weekday", rf"next {_WEEKDAY}(?! of\b)"),
+        ("last_month_name", rf"last {_MONTH}(?! of\b)"),
+        ("last_season", rf"last {_SEASON}(?! of\b)"),
         ("fixed", r"the day before yesterday|yesterday|last night|the day after tomorrow|tomorrow|tonight"),
         # "the last week of August" is the end of a month, not the week before today.
         ("fixed", r"(?:(?:last|next|this past|this) weekend|(?:last|next|this) week|this past week)(?! of\b)"),
@@ -101,6 +103,11 @@ _ANY = re.compile("|".join(re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern) for _, 
 
 Days = tuple[date, date]
 """A run of days: the first, and the day after the last."""
+
+
+def plain(text: str) -> str:
+    """``text`` folded the way the patterns' IGNORECASE matched it ("Yeſterday", "thİs" → "yesterday", "this")."""
+    return text.casefold().replace("ı", "i").replace("\u0307", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +135,11 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
         return []
     day = anchor.date() if isinstance(anchor, datetime) else anchor
     found: list[TimeExpression] = []
-    covered: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where a phrase was already read: linear in the text's length
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            span = match.span()
-            if any(span[0] < end and start < span[1] for start, end in covered):
+            start, end = match.span()
+            if any(taken[start:end]):
                 continue
             try:
                 resolved = _meaning(kind, match, day)
@@ -140,12 +147,12 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
                 resolved = None
             if resolved is None:
                 continue
-            covered.append(span)
-            found.append(TimeExpression(match.group(0), resolved[0], span[0], resolved[1]))
+            taken[start:end] = b"\x01" * (end - start)
+            found.append(TimeExpression(match.group(0), resolved[0], start, resolved[1]))
     found.sort(key=lambda expression: expression.start)
     unique: dict[tuple[str, str], TimeExpression] = {}
     for expression in found:
-        unique.setdefault((expression.phrase.lower(), expression.meaning), expression)
+        unique.setdefault((plain(expression.phrase), expression.meaning), expression)
     return list(unique.values())
 
 
@@ -179,22 +186,22 @@ def _annotated(text: str, day: date) -> str:
 
 def _meaning(kind: str, match: re.Match[str], day: date) -> tuple[str, Days] | None:
     if kind == "fixed":
-        return _fixed(match.group(0).lower(), day)
+        return _fixed(plain(match.group(0)), day)
     if kind in ("last_weekday", "next_weekday"):
-        target = WEEKDAY_FORMS[match.group("weekday").lower()]
+        target = WEEKDAY_FORMS[plain(match.group("weekday"))]
         if kind == "last_weekday":
             back = (day.weekday() - target) % 7 or 7
             return _weekday(day - timedelta(days=back))
         ahead = (target - day.weekday()) % 7 or 7
         return _weekday(day + timedelta(days=ahead))
     if kind == "last_month_name":
-        month = MONTHS.index(match.group("month").lower()) + 1
+        month = MONTHS.index(plain(match.group("month"))) + 1
         return _month(date(day.year if month < day.month else day.year - 1, month, 1))
     if kind == "last_season":
-        return _last_season(match.group("season").lower(), day)
+        return _last_season(plain(match.group("season")), day)
     if kind == "few":
         # Vague, so restated against the anchor rather than given a date nobody said.
-        unit = (match.group("unit") or "day").lower()
+        unit = plain(match.group("unit") or "day")
         earliest, latest = FEW[unit]
         first, last = _shift(day, unit, -earliest), _shift(day, unit, -latest)
         if first is None or last is None:
@@ -208,7 +215,7 @@ def _meaning(kind: str, match: re.Match[str], day: date) -> tuple[str, Days] | N
     count = _count(match.group("count"))
     if count is None:
         return None
-    unit = match.group("unit").lower()
+    unit = plain(match.group("unit"))
     sign = 1 if kind == "in" else -1
     moved = _shift(day, unit, sign * count)
     if moved is None:
@@ -233,10 +240,19 @@ FEW = {"day": (6, 1), "week": (7, 1), "month": (6, 1), "year": (6, 1)}
 
 def _fixed(phrase: str, day: date) -> tuple[str, Days]:
     monday = day - timedelta(days=day.weekday())
-    last_saturday = day - timedelta(days=(day.weekday() - 5) % 7 or 7)
-    next_saturday = day + timedelta(days=(5 - day.weekday()) % 7 or 7)
-    week_before = f"the week before {_day(day)}", (monday - timedelta(days=7), day)
-    weekend_before = f"the weekend before {_day(day)}", (last_saturday, last_saturday + timedelta(days=2))
+
+    def week_before() -> tuple[str, Days]:
+        return f"the week before {_day(day)}", (monday - timedelta(days=7), day)
+
+    def weekend_before() -> tuple[str, Days]:
+        # The weekend before this week's Monday: said on a Sunday, not the one under way.
+        saturday = monday - timedelta(days=2)
+        return f"the weekend before {_day(day)}", (saturday, monday)
+
+    def weekend_after() -> tuple[str, Days]:
+        saturday = day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+        return f"the weekend after {_day(day)}", (saturday, saturday + timedelta(days=2))
+
     meanings: dict[str, Callable[[], tuple[str, Days]]] = {
         "the day before yesterday": lambda: _one_day(day - timedelta(days=2)),
         "yesterday": lambda: _one_day(day - timedelta(days=1)),
@@ -244,20 +260,17 @@ def _fixed(phrase: str, day: date) -> tuple[str, Days]:
         "tonight": lambda: _one_day(day),
         "tomorrow": lambda: _one_day(day + timedelta(days=1)),
         "the day after tomorrow": lambda: _one_day(day + timedelta(days=2)),
-        "last week": lambda: week_before,
-        "this past week": lambda: week_before,
+        "last week": week_before,
+        "this past week": week_before,
         "next week": lambda: (f"the week after {_day(day)}", (day + timedelta(days=1), monday + timedelta(days=14))),
         "this week": lambda: (f"the week of {_day(day)}", (monday, monday + timedelta(days=7))),
         "this weekend": lambda: (
             f"the weekend of {_day(day)}",
             (monday + timedelta(days=5), monday + timedelta(days=7)),
         ),
-        "last weekend": lambda: weekend_before,
-        "this past weekend": lambda: weekend_before,
-        "next weekend": lambda: (
-            f"the weekend after {_day(day)}",
-            (next_saturday, next_saturday + timedelta(days=2)),
-        ),
+        "last weekend": weekend_before,
+        "this past weekend": weekend_before,
+        "next weekend": weekend_after,
         "last month": lambda: _month(_shift(day, "month", -1) or day),
         "this month": lambda: _month(day),
         "next month": lambda: _month(_shift(day, "month", 1) or day),
@@ -294,7 +307,7 @@ def _last_season(season: str, day: date) -> tuple[str, Days]:
 
 
 def _count(text: str) -> int | None:
-    lowered = text.lower()
+    lowered = plain(text)
     count = int(lowered) if lowered.isdigit() else NUMBER_WORDS.get(lowered)
     return count if count is not None and 0 < count <= MAX_COUNT else None
 

@@ -52,6 +52,7 @@ _PATTERNS = (
 # A date after one of these is a boundary of an open range, not a period.
 _BOUNDARY = re.compile(r"\b(?:before|after|until|till|since|by|prior\s+to)\s*$", re.IGNORECASE)
 _BOUNDARY_REACH = 16  # characters before a date that are searched for a boundary word
+_BOUNDARY_YEAR = re.compile(rf"\b(?:before|after|until|till|since|by|prior\s+to)\s+{_YEAR}\b", re.IGNORECASE)
 #: Queries are questions; a text naming more distinct periods than this is not asking about one.
 MAX_PERIODS = 12
 
@@ -141,7 +142,10 @@ def _periods_in(text: str) -> tuple[Period, ...]:
             if any(taken[start:end]):
                 continue
             taken[start:end] = b"\x01" * (end - start)
-            period = _period(kind, match.groups())
+            try:
+                period = _period(kind, match.groups())
+            except KeyError:  # a letter IGNORECASE matched that no fold maps back (defensive)
+                period = None
             if period is not None and not _BOUNDARY.search(text[max(0, start - _BOUNDARY_REACH) : start]):
                 found.append((start, period))
                 distinct.add(period)
@@ -158,9 +162,12 @@ def _periods_in(text: str) -> tuple[Period, ...]:
     return tuple(dict.fromkeys(periods))
 
 
-def names_a_date(text: str) -> bool:
-    """Whether ``text`` names any absolute date, as a period or as a boundary ("before 10 April 2023")."""
-    return any(pattern.search(text) for _, pattern in _PATTERNS)
+def names_a_year(text: str) -> bool:
+    """Whether ``text`` names a date with its year, as a period or a boundary ("before 10 April 2023", "since 2020")."""
+    for kind, pattern in _PATTERNS:
+        if kind != "month" and any(match.groups()[-1] is not None for match in pattern.finditer(text)):
+            return True
+    return _BOUNDARY_YEAR.search(text) is not None
 
 
 def nearness(periods: Sequence[Dated], moment: datetime | date | None) -> float:
@@ -185,7 +192,7 @@ def _period(kind: str, groups: Sequence[str | None]) -> Period | None:
     if kind in ("day", "month-day"):
         day_text, month_text, year_text = groups if kind == "day" else (groups[1], groups[0], groups[2])
         assert day_text is not None and month_text is not None
-        month, day = _MONTH_NUMBERS[month_text.lower()], int(day_text)
+        month, day = _MONTH_NUMBERS[_plain(month_text)], int(day_text)
         year = int(year_text) if year_text else None
         try:
             date(year or 2000, month, day)  # 2000 is a leap year: 29 February is a real day
@@ -195,18 +202,22 @@ def _period(kind: str, groups: Sequence[str | None]) -> Period | None:
     if kind == "season":
         season, year_text = groups
         assert season is not None and year_text is not None
-        return Period(int(year_text), _SEASONS[season.lower()])
+        return Period(int(year_text), _SEASONS[_plain(season)])
     if kind == "month-year":
         month_text, year_text = groups
         assert month_text is not None and year_text is not None
-        return Period(int(year_text), (_MONTH_NUMBERS[month_text.lower()],))
+        return Period(int(year_text), (_MONTH_NUMBERS[_plain(month_text)],))
     if kind == "month":
         (month_text,) = groups
         assert month_text is not None
-        return Period(None, (_FULL_MONTHS[month_text.lower()],))
+        return Period(None, (_FULL_MONTHS[_plain(month_text)],))
     (year_text,) = groups
     assert year_text is not None
     return Period(int(year_text))
+
+
+def _plain(text: str) -> str:
+    return text.casefold().replace("ı", "i").replace("\u0307", "")
 
 
 def _in_year(period: Period, year: int) -> Period:

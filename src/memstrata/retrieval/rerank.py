@@ -56,8 +56,9 @@ class RerankPolicy:
     - ``both``: when both retrievers found it within ``depth``;
     - ``session``: times log(candidates from the turn's session): evidence clusters in sessions;
     - ``asks``: when the turn contains a question mark (questions rarely hold the answer);
-    - ``period``: times how well the turn's date matches a date the query names (1 inside it,
-      0.5 within a few days of a named day; ``retrieval/periods.py``).
+    - ``period``: times how well the turn's date matches a date the query asks about (1 inside
+      it, 0.5 within a few days of a named day or, for a relative date such as "last week",
+      said since; ``retrieval/periods.py``).
 
     The defaults were fitted by pairwise logistic regression (a linear RankNet: each
     evidence turn should outscore each other candidate of its question) on LoCoMo
@@ -130,7 +131,7 @@ def rerank_features(
 
     ``scores`` holds each retriever's raw scores (higher is better) for its whole list;
     ``speaker`` is the speaker the query names, if any; ``k`` is the fusion constant the
-    ranks were fused with; ``periods`` are the calendar periods the query names.
+    ranks were fused with; ``periods`` are the dates the query asks about (``Period`` or ``Span``).
     """
     limit = policy.depth
     fulltext = scores.get(FULLTEXT, {})
