@@ -180,7 +180,10 @@ def test_a_relative_date_in_the_query_is_read_against_today(open_memory: Callabl
     assert walk.id in {item.id for item in within.items}
 
 
-@pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a AND OR NOT b", "'; DROP TABLE turns; --", "%_%", "who is it"])
+@pytest.mark.parametrize(
+    "query",
+    ['"', "NEAR(a b)", "a AND OR NOT b", "'; DROP TABLE turns; --", "%_%", "who is it", "laſt week, on 9 Auguſt 2022"],
+)
 def test_search_syntax_is_only_words(memory: Memory, query: str) -> None:
     memory.add("a plain note about NEAR and AND words, who is it", user_id="ana")
     for mode in MODES:

@@ -175,3 +175,16 @@ def test_letters_that_only_fold_to_ascii_are_read_and_never_raise() -> None:
 def test_a_long_text_is_read_once_and_each_phrase_reported_once() -> None:
     found = resolve_time_expressions("yesterday " * 20_000, MONDAY)  # 200 KB: overlap checks stay linear
     assert [(f.phrase, f.meaning) for f in found] == [("yesterday", "7 May 2023")]
+
+
+_PHRASES = ["last week", "yesterday", "last tuesday", "last spring", "this past weekend", "3 days ago", "last august"]
+# Letters IGNORECASE matches to ASCII ones that str.lower() does not map back.
+_LOOKALIKES = {"s": "ſ", "i": "İ", "k": "\u212a"}
+
+
+@given(st.sampled_from(_PHRASES), st.lists(st.booleans(), min_size=20, max_size=20), st.dates())
+def test_lookalike_letters_never_break_the_reader(phrase: str, swaps: list[bool], anchor: date) -> None:
+    odd = "".join(_LOOKALIKES.get(ch, ch) if swaps[index % 20] else ch for index, ch in enumerate(phrase))
+    found = resolve_time_expressions(f"What did I do {odd}?", anchor)
+    assert all(expression.days[0] < expression.days[1] for expression in found)
+    assert annotate(odd, anchor).startswith(odd)
