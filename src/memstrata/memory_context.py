@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
-from memstrata.memory_search import joined
+from memstrata.memory_search import joined, today_utc
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
@@ -90,7 +90,7 @@ class ContextViews:
                 MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
             )
             tiers = CONTEXT_TIERS if filters.is_empty else ()
-            today = datetime.now(UTC).date()  # read once, for both the candidates and the reranks
+            today = today_utc()  # read once, for both the candidates and the reranks
             rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today)
             loaded: dict[int, Turn] = {}
             order = [

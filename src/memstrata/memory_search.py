@@ -131,7 +131,7 @@ class SearchViews:
             # Derived items (cells, segment and consolidation summaries) have no session or role,
             # so a filtered search stays on the episodic turns.
             with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
-            today = _today()  # read once: a search across midnight still asks about one "yesterday"
+            today = today_utc()  # read once: a search across midnight still asks about one "yesterday"
             depth = max(self.settings.search_candidates, count)
             rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today))
             loaded: dict[int, Turn] = {}
@@ -163,7 +163,7 @@ class SearchViews:
         """
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
-        dated = _narrowed(filters, covering_window(asked_periods(text, today or _today())))
+        dated = _narrowed(filters, covering_window(asked_periods(text, today or today_utc())))
         inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
         if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
             # Nothing said then, or dates spanning so much of the memory that they narrow little
@@ -222,7 +222,7 @@ class SearchViews:
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
-        periods = asked_periods(text, today or _today())
+        periods = asked_periods(text, today or today_utc())
         return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k, periods=periods)
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
@@ -339,7 +339,7 @@ class SearchViews:
             self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
 
 
-def _today() -> date:
+def today_utc() -> date:
     """The UTC date relative phrases in a query are read against."""
     return datetime.now(UTC).date()
 
