@@ -34,6 +34,7 @@ SENTENCES = [
     "ok",
     "The launch slipped to March 3 because of the Berlin outage.",
     "Nothing else happened.",
+    "Dana: we shipped it.",
 ]
 TEXTS = st.lists(st.lists(st.sampled_from(SENTENCES), max_size=4).map(" ".join), max_size=6)
 
@@ -43,6 +44,13 @@ def random_unit_rows(seed: int, count: int, dimension: int) -> Matrix:
     rows: Matrix = np.random.default_rng(seed).normal(size=(count, dimension))
     unit: Matrix = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     return unit
+
+
+def labelled(sentences: Sequence[str]) -> list[str]:
+    """A text's sentences as the summary may quote them: later ones after the first one's "Dana: " label."""
+    if not sentences or not sentences[0].startswith("Dana: "):
+        return list(sentences)
+    return [sentences[0], *(f"Dana: {sentence}" for sentence in sentences[1:])]
 
 
 def fewest_parts(output: str, sentences: Sequence[str], start: int = 0) -> int | None:
@@ -158,7 +166,7 @@ def test_summary_is_an_ordered_selection_within_budget(
     summary = extractive_summary(
         texts, random_unit_rows(seed, len(texts), 6), max_sentences=max_sentences, max_chars=max_chars
     )
-    candidates = [sentence for text in texts for sentence in split_sentences(text)]
+    candidates = [sentence for text in texts for sentence in labelled(split_sentences(text))]
     assert len(summary) <= max_chars
     assert bool(summary) == bool(candidates)
     if summary and not summary.endswith("…"):
@@ -185,6 +193,37 @@ def test_summary_prefers_the_central_text_and_keeps_order() -> None:
     texts = ["Cats purr. Dogs bark.", "Alice flew to Oslo in May.", "Zebras run."]
     vectors = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     assert extractive_summary(texts, vectors, max_sentences=2) == "Cats purr. Alice flew to Oslo in May."
+
+
+def test_short_exclamations_give_way_to_sentences_that_state_something() -> None:
+    texts = [
+        "Melanie: Wow, Caroline! I finally signed up for the pottery class on Monday.",
+        "Caroline: Thanks, Mel! That sounds great.",
+        "Melanie: Hey Caroline! The kids loved the camping trip to the lake.",
+    ]
+    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.8, 0.6]])
+    summary = extractive_summary(texts, vectors, max_sentences=2)
+    # Each quoted sentence keeps its speaker; the greetings lose to what was said.
+    assert summary == (
+        "Melanie: I finally signed up for the pottery class on Monday. "
+        "Melanie: The kids loved the camping trip to the lake."
+    )
+
+
+def test_only_short_sentences_still_give_a_summary() -> None:
+    texts = ["Caroline: Thanks, Mel!", "Melanie: Wow, Caroline!"]
+    assert extractive_summary(texts, np.ones((2, 2)), max_sentences=1) == "Caroline: Thanks, Mel!"
+
+
+def test_a_label_needs_a_name_and_a_space() -> None:
+    texts = [
+        "Note:the build broke. It is green now after the fix landed today.",
+        "12: not a speaker. Still not one here.",
+    ]
+    summary = extractive_summary(texts, np.ones((2, 2)), max_sentences=3)
+    assert "Note:the build broke." in summary
+    assert "It is green now after the fix landed today." in summary
+    assert "12: Still" not in summary
 
 
 def test_summary_skips_near_duplicates() -> None:

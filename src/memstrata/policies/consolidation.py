@@ -22,6 +22,11 @@ _PRONOUNS = frozenset({"i", "i'm", "i'll", "i've", "i'd", "i’m", "i’ll", "i�
 _BLOCK_ROWS = 1024  # rows of the similarity matrix computed at once, to bound memory for large n
 _DUPLICATE_JACCARD = 0.8  # word-set overlap above which two sentences say the same thing
 _ENTITY_BONUS = 0.05  # small: closeness to the centroid decides, names and numbers only break near-ties
+# Sentences shorter than this ("Wow, Caroline!", "Thanks, Mel!") rarely state anything; they are
+# picked only when no longer sentence fits. Without it, a chat cluster's summary was all greetings.
+_MIN_INFORMATIVE_WORDS = 6
+# "Name: " at the start of a text, as turns are embedded and indexed: a speaker label, not content.
+_SPEAKER_LABEL = re.compile(r"([^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3}): (?=\S)")
 
 
 def _unit_rows(vectors: Matrix) -> npt.NDArray[np.float64]:
@@ -116,16 +121,19 @@ def extractive_summary(texts: Sequence[str], vectors: Matrix, *, max_sentences: 
     """Pick the sentences whose source text lies closest to the cluster centroid, in original order.
 
     Each sentence scores the cosine between its text's vector and the centroid, plus a small
-    bonus for names or numbers. The best sentences that fit ``max_chars`` (joined by spaces)
-    are kept, skipping near-duplicates. If no sentence fits at all, the best one is truncated
-    at a word boundary and ends in "…". Empty input (or only blank texts) gives "".
+    bonus for names or numbers; sentences of fewer than six words rank after all longer ones.
+    A text that starts with a speaker label ("Caroline: …") lends it to each of its sentences,
+    so a picked sentence says who said it; the label counts neither as words nor as a name.
+    The best sentences that fit ``max_chars`` (joined by spaces) are kept, skipping
+    near-duplicates. If no sentence fits at all, the best one is truncated at a word boundary
+    and ends in "…". Empty input (or only blank texts) gives "".
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences!r}")
     if max_chars < 1:
         raise ValueError(f"max_chars must be >= 1, got {max_chars!r}")
     _require_matrix(vectors, rows=len(texts))
-    candidates = [(index, sentence) for index, text in enumerate(texts) for sentence in split_sentences(text)]
+    candidates = [(index, sentence) for index, text in enumerate(texts) for sentence in _labelled_sentences(text)]
     if not candidates:
         return ""
     unit = _unit_rows(vectors)
@@ -133,18 +141,20 @@ def extractive_summary(texts: Sequence[str], vectors: Matrix, *, max_sentences: 
     norm = float(np.linalg.norm(centroid))
     closeness = (unit @ (centroid / norm)).tolist() if norm > 0 else [0.0] * len(texts)
 
-    def score(position: int) -> float:
+    def rank_key(position: int) -> tuple[bool, float, int]:
         source, sentence = candidates[position]
-        return float(closeness[source]) + _ENTITY_BONUS * _has_name_or_number(sentence)
+        body = _without_label(sentence)
+        score = float(closeness[source]) + _ENTITY_BONUS * _has_name_or_number(body)
+        # Ties go to the earlier sentence so the output is deterministic.
+        return len(_WORD.findall(body)) < _MIN_INFORMATIVE_WORDS, -score, position
 
-    # Best first; ties go to the earlier sentence so the output is deterministic.
-    ranked = sorted(range(len(candidates)), key=lambda position: (-score(position), position))
+    ranked = sorted(range(len(candidates)), key=rank_key)
     chosen: list[int] = []
     chosen_words: list[set[str]] = []
     used = -1  # characters used so far, counting the space before the first sentence as -1
     for position in ranked:
         sentence = candidates[position][1]
-        words = set(_WORD.findall(sentence.casefold()))
+        words = set(_WORD.findall(_without_label(sentence).casefold()))
         if used + 1 + len(sentence) > max_chars or _is_near_duplicate(words, chosen_words):
             continue
         chosen.append(position)
@@ -155,6 +165,23 @@ def extractive_summary(texts: Sequence[str], vectors: Matrix, *, max_sentences: 
     if not chosen:
         return _truncate(candidates[ranked[0]][1], max_chars)
     return " ".join(candidates[position][1] for position in sorted(chosen))
+
+
+def _labelled_sentences(text: str) -> list[str]:
+    """The sentences of ``text``, each after the text's speaker label when it has one."""
+    sentences = split_sentences(text)
+    label = _speaker_label(sentences[0]) if sentences else ""
+    return [sentences[0], *(label + sentence for sentence in sentences[1:])] if label else sentences
+
+
+def _without_label(sentence: str) -> str:
+    return sentence[len(_speaker_label(sentence)) :]
+
+
+def _speaker_label(sentence: str) -> str:
+    """The "Name: " that starts ``sentence`` (one to four words, not lower-case), or ""."""
+    label = _SPEAKER_LABEL.match(sentence)
+    return label.group(0) if label and not label.group(0)[0].islower() else ""
 
 
 @dataclass(frozen=True, slots=True)
