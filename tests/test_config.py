@@ -28,6 +28,7 @@ def test_defaults(home: Path) -> None:
     assert settings.search_candidates == 20
     assert settings.rrf_k == 60
     assert settings.embedder == "auto"
+    assert settings.timezone == "UTC" and settings.zone.key == "UTC"
     assert settings.data_dir == home
     assert settings.resolved_storage_url == f"sqlite:///{home / 'memstrata.db'}"
 
@@ -126,6 +127,8 @@ def test_env_values_are_normalised(home: Path, monkeypatch: pytest.MonkeyPatch) 
         ("rrf_k", 0),
         ("busy_timeout_seconds", 0),
         ("busy_timeout_seconds", -1.5),
+        ("timezone", "Mars/Olympus"),
+        ("timezone", "../etc/passwd"),
     ],
 )
 def test_invalid_value_in_any_source_raises_config_error_naming_it(
@@ -143,6 +146,14 @@ def test_invalid_value_in_any_source_raises_config_error_naming_it(
     _toml(home, f"[memstrata]\n{setting} = {literal}\n")
     with pytest.raises(ConfigError, match=setting):
         load_settings(home=home)
+
+
+def test_a_time_zone_is_an_iana_name_from_any_source(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings(home=home, timezone=" America/Los_Angeles ").zone.key == "America/Los_Angeles"
+    monkeypatch.setenv("MEMSTRATA_TIMEZONE", "Asia/Tokyo")
+    assert load_settings(home=home).zone.key == "Asia/Tokyo"
+    with pytest.raises(ConfigError, match="IANA name such as 'Europe/Paris'"):
+        load_settings(home=home, timezone="CEST+2")
 
 
 def test_invalid_env_value_raises_even_when_a_kwarg_overrides_another_setting(

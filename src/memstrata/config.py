@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -54,6 +55,11 @@ class Settings(BaseSettings):
         "index (pgvector HNSW), no blending.",
     )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
+    timezone: str = Field(
+        default="UTC",
+        description="IANA time zone in which dates are read: the day a turn was said, today's date behind "
+        "'yesterday' or 'last week' in a query, the date lines of context().",
+    )
     working_capacity: int = Field(
         default=10, ge=1, le=10_000, description="Exchanges kept per session in working memory."
     )
@@ -110,6 +116,18 @@ class Settings(BaseSettings):
             raise ValueError("each neighbour weight must be between 0 and 1")
         return value
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        name = value.strip()
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"unknown time zone {value!r}; use an IANA name such as 'Europe/Paris', 'America/New_York' or 'UTC'"
+            ) from exc
+        return name
+
     @field_validator("embedder", "llm_provider")
     @classmethod
     def _lowercase(cls, value: str) -> str:
@@ -127,6 +145,11 @@ class Settings(BaseSettings):
         if self.home is not None:
             return self.home.expanduser()
         return Path(platformdirs.user_data_dir("memstrata", appauthor=False))
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """The ``timezone`` setting as a tzinfo."""
+        return ZoneInfo(self.timezone)
 
     @property
     def resolved_storage_url(self) -> str:

@@ -76,9 +76,10 @@ class ChatViews:
             text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working)
         )
         if llm.is_available:
+            today = datetime.now(self.settings.zone).strftime("%A %d %B %Y")
             completion = llm.generate(
                 [*conversation([turn for _, turn in working]), ChatMessage("user", text)],
-                system=instructions or render("agent_system", today=datetime.now(UTC).strftime("%A %d %B %Y")),
+                system=instructions or render("agent_system", today=today),
                 memory=context.text or None,
                 purpose="chat",
             )

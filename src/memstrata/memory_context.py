@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
-from memstrata.memory_search import joined, today_utc
+from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
@@ -90,7 +90,8 @@ class ContextViews:
                 MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
             )
             tiers = CONTEXT_TIERS if filters.is_empty else ()
-            today = today_utc()  # read once, for both the candidates and the reranks
+            zone = self.settings.zone
+            today = today_in(zone)  # read once, for both the candidates and the reranks
             rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today)
             loaded: dict[int, Turn] = {}
             order = [
@@ -119,7 +120,7 @@ class ContextViews:
                     for hit in derived
                     if hit.tier in SUMMARY_TIERS
                 ],
-                "episode": [_episode(hit, "episode") for hit in episodes],
+                "episode": [_episode(hit, "episode", zone) for hit in episodes],
                 "recent": self._recent(user, scope.session_id, scope.agent_id),
             }
             built = assemble(text, user, candidates, budget, self.assembly_policy)
@@ -178,7 +179,7 @@ class ContextViews:
                     "cell",
                     "longterm",
                     older.id,
-                    f"{older.content} (until {_date(older.valid_to)}, then replaced)",
+                    f"{older.content} (until {_date(older.valid_to, self.settings.zone)}, then replaced)",
                     candidate.score,
                     (older.source_turn_id,),
                 )
@@ -202,6 +203,7 @@ class ContextViews:
         store = self._store_tiers
         found = store.get_by_seqs(self._working_seqs(user, session_id), user)  # type: ignore[attr-defined]
         turns = {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
+        zone = self.settings.zone
         # Newest first, so the budget keeps the latest exchanges; rendering restores time order.
         return [
             Candidate(
@@ -209,28 +211,30 @@ class ContextViews:
                 "episode",
                 "working",
                 t.id,
-                f"{t.name or t.role}: {annotate(t.content, t.created_at)}",
-                when=t.created_at,
+                f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
+                when=t.created_at.astimezone(zone),
                 source_turn_ids=(t.id,),
             )
             for _, t in sorted(turns.items(), reverse=True)
         ]
 
 
-def _episode(hit: Hit, section: str) -> Candidate:
+def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
+    """A turn hit as an excerpt, its relative phrases resolved and its date read in ``zone``."""
     turn = hit.turn
     assert turn is not None  # episodes are turn hits
     speaker = turn.name or str(turn.role)
-    text = f"{speaker}: {annotate(turn.content, turn.created_at)}"
-    return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), turn.created_at)
+    said = turn.created_at.astimezone(zone)
+    text = f"{speaker}: {annotate(turn.content, said)}"
+    return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said)
 
 
 def _same_slot(older: Cell, current: Cell) -> bool:
     return older.subject == current.subject and older.attribute == current.attribute and older.id != current.id
 
 
-def _date(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d") if moment is not None else "?"
+def _date(moment: datetime | None, zone: tzinfo) -> str:
+    return moment.astimezone(zone).strftime("%Y-%m-%d") if moment is not None else "?"
 
 
 if TYPE_CHECKING:

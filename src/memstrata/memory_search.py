@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
@@ -104,7 +104,7 @@ class SearchViews:
         where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
         candidates by maximal marginal relevance, trading relevance for hits unlike each
         other; scores stay the relevance scores. A date the query names ("on 9 November
-        2022", "in July 2022", or "last week" on today's UTC date) also searches that
+        2022", "in July 2022", or "last week" on today's date in the ``timezone`` setting) also searches that
         period and lifts what was said then; it ranks, it never excludes (``after``/``before``
         do). Query text is never parsed as search syntax, so quotes, ``*``, ``NEAR`` or SQL
         are just words. Segments whose turns are found get a visit (their heat rises).
@@ -131,7 +131,7 @@ class SearchViews:
             # Derived items (cells, segment and consolidation summaries) have no session or role,
             # so a filtered search stays on the episodic turns.
             with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
-            today = today_utc()  # read once: a search across midnight still asks about one "yesterday"
+            today = today_in(self.settings.zone)  # read once: a search across midnight asks about one "yesterday"
             depth = max(self.settings.search_candidates, count)
             rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today))
             loaded: dict[int, Turn] = {}
@@ -163,7 +163,8 @@ class SearchViews:
         """
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
-        dated = _narrowed(filters, covering_window(asked_periods(text, today or today_utc())))
+        zone = self.settings.zone
+        dated = _narrowed(filters, covering_window(asked_periods(text, today or today_in(zone)), zone))
         inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
         if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
             # Nothing said then, or dates spanning so much of the memory that they narrow little
@@ -216,13 +217,14 @@ class SearchViews:
         The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again.
         """
         turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
+        zone = self.settings.zone
         signals = {
-            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at)
+            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at.astimezone(zone))
             for seq, turn in turns.items()
         }
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
-        periods = asked_periods(text, today or today_utc())
+        periods = asked_periods(text, today or today_in(zone))
         return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k, periods=periods)
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
@@ -339,9 +341,9 @@ class SearchViews:
             self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
 
 
-def today_utc() -> date:
-    """The UTC date relative phrases in a query are read against."""
-    return datetime.now(UTC).date()
+def today_in(zone: tzinfo) -> date:
+    """Today's date in ``zone``: what relative phrases in a query are read against."""
+    return datetime.now(zone).date()
 
 
 def asked_periods(text: str, today: date) -> tuple[Dated, ...]:

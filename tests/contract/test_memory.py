@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -178,6 +179,35 @@ def test_a_relative_date_in_the_query_is_read_against_today(open_memory: Callabl
         assert recent[0].id == walk.id, mode
     within = memory.context("Where did I go hiking last week?", user_id="ana", token_budget=100)
     assert walk.id in {item.id for item in within.items}
+
+
+@pytest.mark.parametrize("zone", ["America/Los_Angeles", "UTC"])
+def test_dates_are_read_in_the_configured_time_zone(open_memory: Callable[..., Memory], zone: str) -> None:
+    memory = open_memory(timezone=zone)
+    los_angeles = ZoneInfo("America/Los_Angeles")
+    # 9 August late in Los Angeles is 10 August in UTC; 9 August early in UTC is 8 August there.
+    [late] = memory.add(
+        "Hiking in the pine woods with my sister yesterday",
+        user_id="ana",
+        timestamp=datetime(2022, 8, 9, 23, 30, tzinfo=los_angeles),
+    )
+    [early] = memory.add(
+        "Hiking in the pine woods with my brother yesterday",
+        user_id="ana",
+        timestamp=datetime(2022, 8, 9, 3, tzinfo=UTC),
+    )
+    query = "Where did I go hiking on 9 August 2022?"
+    said_that_day = late if zone != "UTC" else early
+    for mode in MODES:
+        assert memory.search(query, user_id="ana", mode=mode)[0].id == said_that_day.id, mode
+    block = memory.context(query, user_id="ana", token_budget=200).text
+    if zone == "UTC":
+        assert "[10 August 2022 (Wednesday)]\nuser: Hiking in the pine woods with my sister" in block
+        assert "[yesterday = 9 August 2022]" in block and "[yesterday = 8 August 2022]" in block
+    else:
+        assert "[9 August 2022 (Tuesday)]\nuser: Hiking in the pine woods with my sister" in block
+        assert "[8 August 2022 (Monday)]\nuser: Hiking in the pine woods with my brother" in block
+        assert "[yesterday = 8 August 2022]" in block and "[yesterday = 7 August 2022]" in block
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
@@ -114,6 +115,13 @@ def test_the_covering_window_spans_every_period_and_needs_their_years() -> None:
     )
     assert covering_window(mentioned_periods("camping in June")) is None
     assert covering_window(()) is None
+
+
+def test_the_covering_window_runs_from_midnight_to_midnight_in_the_given_zone() -> None:
+    # The days around 9 August 2022 (6 to 12 August), in Los Angeles: UTC-7 in summer.
+    window = covering_window(mentioned_periods("on 9 August 2022"), ZoneInfo("America/Los_Angeles"))
+    assert window == (datetime(2022, 8, 6, 7, tzinfo=UTC), datetime(2022, 8, 13, 7, tzinfo=UTC))
+    assert window[0].tzinfo is UTC
 
 
 @given(st.dates(min_value=date(1900, 1, 1), max_value=date(2099, 12, 31)), st.booleans())

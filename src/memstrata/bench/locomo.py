@@ -92,7 +92,8 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
     number_of = {conversation: order.index(conversation) + 1 for conversation in order}
     turns = [turn for turn in turns if turn.conversation in chosen]
     questions = [q for q in questions if q.conversation in chosen and q.category in CATEGORIES]
-    overrides: dict[str, Any] = {}
+    # LoCoMo's session dates carry no zone and are stored as UTC, so they are read in UTC.
+    overrides: dict[str, Any] = {"timezone": "UTC"}
     if options.embedder:
         overrides["embedder"] = options.embedder
     if options.threads:

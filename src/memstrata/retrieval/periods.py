@@ -19,7 +19,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
 #: Days either side of a named day that still count, at half weight.
 NEAR_DAYS = 3
@@ -178,14 +178,17 @@ def nearness(periods: Sequence[Dated], moment: datetime | date | None) -> float:
     return max(period.nearness(day) for period in periods)
 
 
-def covering_window(periods: Sequence[Dated]) -> tuple[datetime, datetime] | None:
-    """The UTC span from the first period's start to the last one's end; None if any has no year."""
+def covering_window(periods: Sequence[Dated], zone: tzinfo = UTC) -> tuple[datetime, datetime] | None:
+    """The span from the first period's start to the last one's end, midnights in ``zone``, as UTC.
+
+    None if any period has no year.
+    """
     bounds = [period.bounds() for period in periods]
     if not bounds or any(bound is None for bound in bounds):
         return None
     first = min(bound[0] for bound in bounds if bound is not None)
     after_last = max(bound[1] for bound in bounds if bound is not None)
-    return _midnight(first), _midnight(after_last)
+    return _midnight(first, zone), _midnight(after_last, zone)
 
 
 def _period(kind: str, groups: Sequence[str | None]) -> Period | None:
@@ -230,5 +233,5 @@ def _in_year(period: Period, year: int) -> Period:
     return Period(year, period.months, period.day)
 
 
-def _midnight(day: date) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+def _midnight(day: date, zone: tzinfo) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
