@@ -10,7 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from memstrata.errors import ConfigError
 from memstrata.llms.prices import ModelPrice, default_prices
+from memstrata.validation import check_timezone
 
 CONFIG_FILE_NAME = "memstrata.toml"
 DATABASE_FILE_NAME = "memstrata.db"
@@ -119,14 +120,8 @@ class Settings(BaseSettings):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        name = value.strip()
-        try:
-            ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(
-                f"unknown time zone {value!r}; use an IANA name such as 'Europe/Paris', 'America/New_York' or 'UTC'"
-            ) from exc
-        return name
+        check_timezone(value)  # InvalidInput is a ValueError: pydantic reports it under "timezone"
+        return value.strip()
 
     @field_validator("embedder", "llm_provider")
     @classmethod

@@ -12,7 +12,7 @@ from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.validation import check_text
+from memstrata.validation import check_text, check_timezone
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -52,6 +52,7 @@ class ContextViews:
         agent_id: str | None = None,
         session_id: str | None = None,
         include_superseded: bool = False,
+        timezone: str | None = None,
     ) -> Context:
         """Assemble what ``user_id``'s memory holds about ``query`` into one block of at most ``token_budget`` tokens.
 
@@ -61,9 +62,13 @@ class ContextViews:
         the stable parts first, so a provider's prompt cache keeps the head. With a
         ``session_id``, that session's recent exchanges (its working memory) come last;
         retrieval always spans the user's whole memory (or one ``agent_id``'s). The result
-        reports the tokens used and every item included. Never calls an LLM.
+        reports the tokens used and every item included. Dates (excerpts' date lines,
+        "yesterday" in the query) are read in ``timezone``, an IANA name, default the
+        ``timezone`` setting. Never calls an LLM.
         """
-        return self._context(query, user_id, token_budget, agent_id, session_id, include_superseded, frozenset())
+        return self._context(
+            query, user_id, token_budget, agent_id, session_id, include_superseded, frozenset(), timezone
+        )
 
     def _context(
         self,
@@ -74,6 +79,7 @@ class ContextViews:
         session_id: str | None,
         include_superseded: bool,
         leave_out: frozenset[int],
+        timezone: str | None = None,
     ) -> Context:
         """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts."""
         memory = self._facade
@@ -90,13 +96,13 @@ class ContextViews:
                 MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
             )
             tiers = CONTEXT_TIERS if filters.is_empty else ()
-            zone = self.settings.zone
+            zone = check_timezone(timezone) or self.settings.zone
             today = today_in(zone)  # read once, for both the candidates and the reranks
-            rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today)
+            rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone)
             loaded: dict[int, Turn] = {}
             order = [
                 item
-                for item in self._episode_order(text, rankings, user, loaded, today)
+                for item in self._episode_order(text, rankings, user, loaded, today, zone)
                 if item.key[1] not in leave_out
             ]
             episodes = memory._load_hits(order, wanted, user, loaded)
@@ -113,7 +119,7 @@ class ContextViews:
                     for p in memory.patterns(user_id=user, query=text, limit=8)
                     if p.count >= PATTERN_MIN_COUNT
                 ],
-                "cell": self._cells(derived, user, include_superseded),
+                "cell": self._cells(derived, user, include_superseded, zone),
                 "graph": self._graph(text, user),
                 "summary": [
                     Candidate("summary", hit.tier, hit.tier, hit.id, hit.content, hit.score, hit.source_turn_ids)
@@ -121,7 +127,7 @@ class ContextViews:
                     if hit.tier in SUMMARY_TIERS
                 ],
                 "episode": [_episode(hit, "episode", zone) for hit in episodes],
-                "recent": self._recent(user, scope.session_id, scope.agent_id),
+                "recent": self._recent(user, scope.session_id, scope.agent_id, zone),
             }
             built = assemble(text, user, candidates, budget, self.assembly_policy)
             included = {item.id for item in built.items if item.kind == "episode"}
@@ -139,7 +145,13 @@ class ContextViews:
         return self._store  # type: ignore[attr-defined, no-any-return]
 
     def _episode_order(
-        self, text: str, rankings: Rankings, user: str, loaded: dict[int, Turn], today: date | None = None
+        self,
+        text: str,
+        rankings: Rankings,
+        user: str,
+        loaded: dict[int, Turn],
+        today: date | None = None,
+        zone: tzinfo | None = None,
     ) -> list[Fused[ItemKey]]:
         """Turns ranked as ``search`` ranks them, then the deeper candidates after them.
 
@@ -152,12 +164,16 @@ class ContextViews:
         memory = self._facade
         head_lists = joined(turn_lists, depth)
         turn_lists = joined(turn_lists)
-        head = memory._rerank(text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today)
+        head = memory._rerank(
+            text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today, zone
+        )
         seen = {item.key for item in head}
-        tail = memory._rerank(text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today)
+        tail = memory._rerank(
+            text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today, zone
+        )
         return head + [item for item in tail if item.key not in seen]
 
-    def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool) -> list[Candidate]:
+    def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool, zone: tzinfo) -> list[Candidate]:
         found = [
             Candidate("cell", "cell", "longterm", hit.id, hit.content, hit.score, hit.source_turn_ids)
             for hit in derived
@@ -179,7 +195,7 @@ class ContextViews:
                     "cell",
                     "longterm",
                     older.id,
-                    f"{older.content} (until {_date(older.valid_to, self.settings.zone)}, then replaced)",
+                    f"{older.content} (until {_date(older.valid_to, zone)}, then replaced)",
                     candidate.score,
                     (older.source_turn_id,),
                 )
@@ -197,13 +213,12 @@ class ContextViews:
             for e in subgraph.edges
         ]
 
-    def _recent(self, user: str, session_id: str | None, agent_id: str | None) -> list[Candidate]:
+    def _recent(self, user: str, session_id: str | None, agent_id: str | None, zone: tzinfo) -> list[Candidate]:
         if session_id is None:
             return []
         store = self._store_tiers
         found = store.get_by_seqs(self._working_seqs(user, session_id), user)  # type: ignore[attr-defined]
         turns = {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
-        zone = self.settings.zone
         # Newest first, so the budget keeps the latest exchanges; rendering restores time order.
         return [
             Candidate(

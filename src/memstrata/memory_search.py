@@ -26,7 +26,7 @@ from memstrata.retrieval.periods import (
 )
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.storage.base import Seqs, ServerSideVectors
-from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp
+from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp, check_timezone
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -93,6 +93,7 @@ class SearchViews:
         mode: str = "hybrid",
         tiers: Iterable[str] = DEFAULT_SEARCH_TIERS,
         diversity: float = 0.0,
+        timezone: str | None = None,
     ) -> list[Hit]:
         """The turns most relevant to ``query`` in ``user_id``'s memory, best first.
 
@@ -104,10 +105,12 @@ class SearchViews:
         where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
         candidates by maximal marginal relevance, trading relevance for hits unlike each
         other; scores stay the relevance scores. A date the query names ("on 9 November
-        2022", "in July 2022", or "last week" on today's date in the ``timezone`` setting) also searches that
-        period and lifts what was said then; it ranks, it never excludes (``after``/``before``
-        do). Query text is never parsed as search syntax, so quotes, ``*``, ``NEAR`` or SQL
-        are just words. Segments whose turns are found get a visit (their heat rises).
+        2022", "in July 2022", or "last week") also searches that period and lifts what was
+        said then; it ranks, it never excludes (``after``/``before`` do). Dates are read in
+        ``timezone`` (an IANA name such as "Europe/Paris"; default the ``timezone`` setting):
+        today's date, and the day each turn was said. Query text is never parsed as search
+        syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
+        found get a visit (their heat rises).
         """
         with self._activity:
             if mode not in SEARCH_MODES:
@@ -131,12 +134,13 @@ class SearchViews:
             # Derived items (cells, segment and consolidation summaries) have no session or role,
             # so a filtered search stays on the episodic turns.
             with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()
-            today = today_in(self.settings.zone)  # read once: a search across midnight asks about one "yesterday"
+            zone = check_timezone(timezone) or self.settings.zone
+            today = today_in(zone)  # read once: a search across midnight asks about one "yesterday"
             depth = max(self.settings.search_candidates, count)
-            rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today))
+            rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today, zone))
             loaded: dict[int, Turn] = {}
             fused = self._rerank(
-                text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded, today
+                text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded, today, zone
             )
             if spread > 0:
                 fused = self._diversify(fused, spread, count)
@@ -153,6 +157,7 @@ class SearchViews:
         mode: str,
         tiers: tuple[str, ...],
         today: date | None = None,
+        zone: tzinfo | None = None,
     ) -> Rankings:
         """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
 
@@ -163,7 +168,7 @@ class SearchViews:
         """
         rankings: Rankings = {}
         match = fts_query(text) if mode != "vector" else None
-        zone = self.settings.zone
+        zone = zone or self.settings.zone
         dated = _narrowed(filters, covering_window(asked_periods(text, today or today_in(zone)), zone))
         inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
         if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
@@ -211,13 +216,14 @@ class SearchViews:
         user_id: str,
         loaded: dict[int, Turn] | None = None,
         today: date | None = None,
+        zone: tzinfo | None = None,
     ) -> list[Fused[ItemKey]]:
         """Rescore fused candidates with the reranker (``retrieval/rerank.py``), best first.
 
         The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again.
         """
         turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
-        zone = self.settings.zone
+        zone = zone or self.settings.zone
         signals = {
             ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at.astimezone(zone))
             for seq, turn in turns.items()

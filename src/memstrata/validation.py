@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memstrata.errors import InvalidInput
 from memstrata.models import Role
@@ -127,6 +128,20 @@ def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
         return value.astimezone(UTC)
     except (OverflowError, ValueError) as exc:
         raise InvalidInput(f"{what} {value.isoformat()} is outside the representable range in UTC") from exc
+
+
+def check_timezone(value: object, what: str = "timezone") -> ZoneInfo | None:
+    """Return the IANA time zone named by ``value`` (e.g. "Europe/Paris"), or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be an IANA time zone name, not {type(value).__name__}")
+    try:
+        return ZoneInfo(value.strip())
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidInput(
+            f"unknown {what} {value[:80]!r}; use an IANA name such as 'Europe/Paris', 'America/New_York' or 'UTC'"
+        ) from exc
 
 
 def check_importance(value: object) -> float | None:

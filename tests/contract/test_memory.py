@@ -158,6 +158,15 @@ def test_a_date_the_query_names_brings_that_days_turns_forward(
     assert walk.id not in {hit.id for hit in broad}
 
 
+def test_an_unknown_time_zone_is_invalid_input_and_reads_nothing(memory: Memory) -> None:
+    memory.add("a note", user_id="ana")
+    for bad in ("Mars/Olympus", "", "../etc/passwd", 5):
+        with pytest.raises(InvalidInput, match="IANA"):
+            memory.search("note", user_id="ana", timezone=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="IANA"):
+            memory.context("note", user_id="ana", timezone=bad)  # type: ignore[arg-type]
+
+
 def test_a_relative_date_in_the_query_is_read_against_today(open_memory: Callable[..., Memory]) -> None:
     memory = open_memory(search_candidates=5)
     now = datetime.now(UTC)
@@ -181,9 +190,14 @@ def test_a_relative_date_in_the_query_is_read_against_today(open_memory: Callabl
     assert walk.id in {item.id for item in within.items}
 
 
+@pytest.mark.parametrize("per_call", [False, True], ids=["setting", "argument"])
 @pytest.mark.parametrize("zone", ["America/Los_Angeles", "UTC"])
-def test_dates_are_read_in_the_configured_time_zone(open_memory: Callable[..., Memory], zone: str) -> None:
-    memory = open_memory(timezone=zone)
+def test_dates_are_read_in_the_configured_time_zone(
+    open_memory: Callable[..., Memory], zone: str, per_call: bool
+) -> None:
+    # Per call, the argument wins over a setting that says otherwise.
+    memory = open_memory(timezone="Asia/Tokyo") if per_call else open_memory(timezone=zone)
+    asked = {"timezone": zone} if per_call else {}
     los_angeles = ZoneInfo("America/Los_Angeles")
     # 9 August late in Los Angeles is 10 August in UTC; 9 August early in UTC is 8 August there.
     [late] = memory.add(
@@ -199,8 +213,8 @@ def test_dates_are_read_in_the_configured_time_zone(open_memory: Callable[..., M
     query = "Where did I go hiking on 9 August 2022?"
     said_that_day = late if zone != "UTC" else early
     for mode in MODES:
-        assert memory.search(query, user_id="ana", mode=mode)[0].id == said_that_day.id, mode
-    block = memory.context(query, user_id="ana", token_budget=200).text
+        assert memory.search(query, user_id="ana", mode=mode, **asked)[0].id == said_that_day.id, mode
+    block = memory.context(query, user_id="ana", token_budget=200, **asked).text
     if zone == "UTC":
         assert "[10 August 2022 (Wednesday)]\nuser: Hiking in the pine woods with my sister" in block
         assert "[yesterday = 9 August 2022]" in block and "[yesterday = 8 August 2022]" in block

@@ -89,6 +89,20 @@ def test_add_search_context_inspect_forget(memory: Memory) -> None:
     assert memory.history(user_id="ana") == []
 
 
+def test_search_and_context_read_dates_in_the_given_time_zone(memory: Memory) -> None:
+    memory.add("I moved to Lisbon yesterday", user_id="ana", timestamp="2022-08-10T06:30:00Z")
+
+    async def session(client: Client) -> None:
+        query = {"query": "where did I move?", "timezone": "America/Los_Angeles"}
+        block = data(await client.call_tool("get_context", query))["text"]
+        assert "[9 August 2022 (Tuesday)]" in block and "[yesterday = 8 August 2022]" in block
+        assert data(await client.call_tool("search_memory", query))["hits"]
+        bad = await client.call_tool("search_memory", {**query, "timezone": "Mars/Olympus"})
+        assert "IANA" in error(bad)
+
+    with_client(create_server(memory, user_id="ana"), session)
+
+
 def test_a_fixed_user_server_cannot_touch_another_user(memory: Memory) -> None:
     [bob] = memory.add("Bob lives in Porto", user_id="bob")
 

@@ -128,6 +128,20 @@ def test_context_packs_memories_under_the_budget(client: httpx.Client) -> None:
     assert all("acme/" not in item["id"] for item in context["items"])
 
 
+def test_context_reads_dates_in_the_requested_time_zone(client: httpx.Client) -> None:
+    # 06:30 UTC on 10 August is still 9 August in Los Angeles.
+    add(client, [{"role": "user", "content": "I moved to Lisbon yesterday"}], timestamp="2022-08-10T06:30:00Z")
+    dates = {}
+    for zone in ("UTC", "America/Los_Angeles"):
+        body = {"query": "where did I move?", "user_id": "ana", "token_budget": 200, "timezone": zone}
+        response = client.post("/v1/context", json=body)
+        assert response.status_code == 200, response.text
+        dates[zone] = response.json()["text"]
+    assert "[10 August 2022 (Wednesday)]" in dates["UTC"] and "[yesterday = 9 August 2022]" in dates["UTC"]
+    assert "[9 August 2022 (Tuesday)]" in dates["America/Los_Angeles"]
+    assert "[yesterday = 8 August 2022]" in dates["America/Los_Angeles"]
+
+
 def test_chat_answers_from_memory_and_stores_the_message(client: httpx.Client) -> None:
     add(client, LISBON, session_id="s1")
     response = client.post("/v1/chat", json={"message": "Where does Ana live?", "user_id": "ana", "session_id": "s2"})

@@ -29,6 +29,14 @@ AgentId = Annotated[
     str | None, Field(description="Only this agent's memories (optional; for several agents sharing one user).")
 ]
 SessionId = Annotated[str | None, Field(description="The conversation (session) id (optional).")]
+TimeZone = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        description="The user's IANA time zone, e.g. Europe/Paris, for 'yesterday' and dates (optional; "
+        "default the server's).",
+    ),
+]
 
 ADD_DESCRIPTION = """Remember one message: store it verbatim in the user's long-term memory, indexed for search.
 Call it with what the user says that is worth recalling later (facts about them, preferences,
@@ -126,6 +134,7 @@ class MemoryTools:
             float,
             Field(ge=0.0, le=1.0, description="0 ranks by relevance; up to 1 favours results unlike each other."),
         ] = 0.0,
+        timezone: TimeZone = None,
     ) -> Annotated[CallToolResult, SearchOut]:
         """Search one user's memory."""
 
@@ -139,6 +148,7 @@ class MemoryTools:
                 agent_id=self.scope.agent(agent_id),
                 tiers=tiers,
                 diversity=diversity,
+                timezone=timezone,
             )
             return views.search_out(user, query, hits)
 
@@ -160,6 +170,7 @@ class MemoryTools:
         include_superseded: Annotated[
             bool, Field(description="Also list facts that newer ones replaced, marked as such.")
         ] = False,
+        timezone: TimeZone = None,
     ) -> Annotated[CallToolResult, ContextOut]:
         """Assemble a memory block for a prompt."""
 
@@ -171,6 +182,7 @@ class MemoryTools:
                 agent_id=self.scope.agent(agent_id),
                 session_id=session_id,
                 include_superseded=include_superseded,
+                timezone=timezone,
             )
             return views.context_out(context)
 

@@ -21,6 +21,16 @@ PrunableTier = Literal["episodic", "midterm", "longterm"]
 Identifier = Annotated[str, Field(min_length=1, max_length=MAX_IDENTIFIER_LENGTH)]
 """A user, session, agent, message id or speaker name: non-blank text without NUL (the namespace shortens it)."""
 
+TimeZoneName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="IANA time zone (e.g. Europe/Paris) in which dates are read: 'yesterday' in the query, the "
+        "days turns were said. Default: the server's `timezone` setting.",
+    ),
+]
+
 MAX_PAGE = 1000
 MAX_OFFSET = 2**31 - 1
 """Far beyond any real history, and inside SQLite's integers."""
@@ -87,6 +97,7 @@ class SearchRequest(RequestModel):
         description="0 ranks by relevance; up to 1 favours results unlike each other (MMR).",
     )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
+    timezone: TimeZoneName | None = None
 
 
 class ContextRequest(RequestModel):
@@ -98,6 +109,7 @@ class ContextRequest(RequestModel):
     agent_id: Identifier | None = None
     session_id: Identifier | None = None
     include_superseded: bool = False
+    timezone: TimeZoneName | None = None
 
 
 class ChatRequest(RequestModel):

@@ -37,6 +37,7 @@ def search(body: SearchRequest, memory: MemoryDep, tenant: TenantDep) -> SearchR
         mode=body.mode,
         tiers=body.tiers,
         diversity=body.diversity,
+        timezone=body.timezone,
     )
     return SearchResponse(hits=[hit_out(hit, tenant) for hit in hits])
 
@@ -51,6 +52,7 @@ def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> Conte
         agent_id=body.agent_id,
         session_id=body.session_id,
         include_superseded=body.include_superseded,
+        timezone=body.timezone,
     )
     return context_out(assembled, tenant)
 
