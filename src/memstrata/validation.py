@@ -138,7 +138,7 @@ def check_timezone(value: object, what: str = "timezone") -> ZoneInfo | None:
         raise InvalidInput(f"{what} must be an IANA time zone name, not {type(value).__name__}")
     try:
         return ZoneInfo(value.strip())
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a region directory ("Europe")
         raise InvalidInput(
             f"unknown {what} {value[:80]!r}; use an IANA name such as 'Europe/Paris', 'America/New_York' or 'UTC'"
         ) from exc

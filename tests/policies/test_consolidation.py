@@ -218,12 +218,11 @@ def test_only_short_sentences_still_give_a_summary() -> None:
 def test_a_label_needs_a_name_and_a_space() -> None:
     texts = [
         "Note:the build broke. It is green now after the fix landed today.",
-        "12: not a speaker. Still not one here.",
+        "12: not a speaker at all here. Still not one here either, sadly.",
     ]
-    summary = extractive_summary(texts, np.ones((2, 2)), max_sentences=3)
-    assert "Note:the build broke." in summary
-    assert "It is green now after the fix landed today." in summary
-    assert "12: Still" not in summary
+    summary = extractive_summary(texts, np.ones((2, 2)), max_sentences=4)
+    # Neither prefix is a speaker label, so no sentence is given one.
+    assert summary == " ".join(texts)
 
 
 def test_summary_skips_near_duplicates() -> None:

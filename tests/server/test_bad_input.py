@@ -200,6 +200,7 @@ BAD_BODIES = [
     ("/v1/context", {"query": "x", "user_id": "ana", "timezone": "Mars/Olympus"}),
     ("/v1/search", {"query": "x", "user_id": "ana", "timezone": "../etc/passwd"}),
     ("/v1/search", {"query": "x", "user_id": "ana", "timezone": ""}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "timezone": "Europe"}),
     ("/v1/forget", {}),
     ("/v1/forget", {"user_id": ""}),
     ("/v1/forget", {"user_id": "ana", "session_id": "\x00"}),

@@ -160,7 +160,8 @@ def run_lcs(options: LcsOptions) -> dict[str, Any]:
     facts = generate_facts(options.facts, options.seed)
     turns = conversation(facts, options.filler, options.seed)
     window, window_turns = recent_window(turns, options.token_budget)
-    overrides: dict[str, Any] = {"embedder": options.embedder} if options.embedder else {}
+    # Seeded dates are UTC: read them so, whatever the machine's `timezone` setting.
+    overrides: dict[str, Any] = {"timezone": "UTC", **({"embedder": options.embedder} if options.embedder else {})}
     with answering_memory(options.home, overrides, needs_llm_for=None) as (memory, ingesting):
         started = time.perf_counter()
         for number in range(0, len(turns), 2):

@@ -160,7 +160,7 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
         and any(f"{q.conversation}:{d}" in known for e in q.evidence for d in _DIA_ID.findall(e))
     ]
     usable = usable[: options.limit] if options.limit else usable
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = {"timezone": "UTC"}  # LoCoMo's dates are stored as UTC, so read them so
     if options.embedder:
         overrides["embedder"] = options.embedder
     if options.threads:

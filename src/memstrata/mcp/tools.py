@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from datetime import tzinfo
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -19,6 +20,7 @@ from memstrata.mcp.schemas import AddOut, ChatOut, ContextOut, ForgetOut, Inspec
 from memstrata.mcp.scope import ServerScope
 from memstrata.memory import Memory
 from memstrata.memory_context import MAX_BUDGET, MIN_BUDGET
+from memstrata.validation import check_timezone
 
 T = TypeVar("T")
 MemoryContext = Context[Memory, Any]
@@ -138,8 +140,11 @@ class MemoryTools:
     ) -> Annotated[CallToolResult, SearchOut]:
         """Search one user's memory."""
 
+        zones: list[tzinfo] = []  # the zone the hits' dates are shown in, once search has checked it
+
         def search(memory: Memory) -> SearchOut:
             user = self.scope.user(user_id)
+            zones.append(check_timezone(timezone) or memory.settings.zone)
             hits = memory.search(
                 query,
                 user_id=user,
@@ -153,7 +158,7 @@ class MemoryTools:
             return views.search_out(user, query, hits)
 
         found = await _run(ctx, search)
-        return _result(found, views.search_text(found))
+        return _result(found, views.search_text(found, zones[-1]))
 
     async def get_context(
         self,

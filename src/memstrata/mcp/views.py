@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, tzinfo
 
 from memstrata.mcp.schemas import (
     AddOut,
@@ -69,13 +70,13 @@ def _hit_out(hit: Hit) -> HitOut:
     )
 
 
-def search_text(output: SearchOut) -> str:
-    """One numbered line per hit, with its date, speaker and id; or a sentence saying nothing matched."""
+def search_text(output: SearchOut, zone: tzinfo = UTC) -> str:
+    """One numbered line per hit, with its date in ``zone``, speaker and id; or a sentence saying nothing matched."""
     if not output.hits:
         return f"No memories of {output.user_id} match {output.query!r}."
     lines = [f"{_count(len(output.hits), 'memory', 'memories')} of {output.user_id} for {output.query!r}, best first:"]
     for rank, hit in enumerate(output.hits, 1):
-        where = [f"{hit.created_at:%Y-%m-%d}" if hit.created_at else hit.tier, hit.role or ""]
+        where = [f"{hit.created_at.astimezone(zone):%Y-%m-%d}" if hit.created_at else hit.tier, hit.role or ""]
         if hit.session_id:
             where.append(f"session {hit.session_id}")
         label = ", ".join(part for part in where if part)
