@@ -12,7 +12,7 @@ from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
 from memstrata.policies.consolidation import should_consolidate
 from memstrata.prompts import render
-from memstrata.validation import check_text
+from memstrata.validation import check_text, check_timezone
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -40,6 +40,7 @@ class ChatViews:
         agent_id: str | None = None,
         token_budget: int = 1000,
         system: str | None = None,
+        timezone: str | None = None,
     ) -> ChatReply:
         """Answer ``message`` from ``user_id``'s memory, then store the exchange in the same session.
 
@@ -56,7 +57,8 @@ class ChatViews:
         Tier work is never waited for: ``consolidations`` are the ones stored for the user
         since the session's previous exchange, and ``consolidation_due`` says the new turns
         passed the trigger, so the queued tier work will consolidate (in the background, or
-        on ``flush()`` when ``background`` is off).
+        on ``flush()`` when ``background`` is off). Dates (the block's, and the agent's
+        "today") are read in ``timezone``, an IANA name, default the ``timezone`` setting.
         """
         memory = self._chat_memory
         memory._require_open()
@@ -64,6 +66,7 @@ class ChatViews:
         text = check_text(message, "message", max_bytes=self.settings.max_text_bytes)
         budget = check_budget(token_budget)
         instructions = None if system is None else check_text(system, "system", max_bytes=self.settings.max_text_bytes)
+        zone = check_timezone(timezone) or self.settings.zone
         previous = memory.history(
             user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id, limit=1, newest_first=True
         )
@@ -73,10 +76,10 @@ class ChatViews:
         # turns out; an extractive reply has only the block, so it keeps them.
         working = self._working_turns(scope) if llm.is_available else []
         context = memory._context(
-            text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working)
+            text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working), timezone
         )
         if llm.is_available:
-            today = datetime.now(self.settings.zone).strftime("%A %d %B %Y")
+            today = datetime.now(zone).strftime("%A %d %B %Y")
             completion = llm.generate(
                 [*conversation([turn for _, turn in working]), ChatMessage("user", text)],
                 system=instructions or render("agent_system", today=today),

@@ -139,6 +139,22 @@ def test_a_custom_system_prompt_replaces_the_template(chatty: Memory, fake_llm: 
     assert fake_llm.calls_for("chat")[0].system == "Talk like a pirate."
 
 
+def test_dates_in_the_block_and_today_are_read_in_the_asked_time_zone(chatty: Memory, fake_llm: FakeLLM) -> None:
+    # 06:30 UTC on 10 August is still 9 August in Honolulu.
+    chatty.add("I moved to Lisbon yesterday", user_id="ana", session_id="old", timestamp="2022-08-10T06:30:00Z")
+    fake_llm.script("Lisbon.", "Lisbon.", purpose="chat")
+    chatty.chat("Where did I move?", user_id="ana", timezone="Pacific/Honolulu")
+    chatty.chat("Where did I move?", user_id="ana", timezone="Pacific/Kiritimati")
+    local, far_east = fake_llm.calls_for("chat")
+    assert local.memory is not None and "[9 August 2022 (Tuesday)]" in local.memory
+    assert "[yesterday = 8 August 2022]" in local.memory
+    assert far_east.memory is not None and "[10 August 2022 (Wednesday)]" in far_east.memory
+    # UTC-10 and UTC+14 are never on the same day, so the two prompts name different days.
+    assert local.system != far_east.system and "Today is" in local.system
+    with pytest.raises(InvalidInput, match="IANA"):
+        chatty.chat("Where did I move?", user_id="ana", timezone="Mars/Olympus")
+
+
 def test_the_default_system_prompt_is_the_template() -> None:
     text = render("agent_system", today="Monday 01 January 2024")
     assert "Today is Monday 01 January 2024." in text and "{" not in text

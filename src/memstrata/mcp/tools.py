@@ -242,12 +242,15 @@ class MemoryTools:
             str | None, Field(description="The conversation: its latest exchanges are sent along (optional).")
         ] = None,
         agent_id: AgentId = None,
+        timezone: TimeZone = None,
     ) -> Annotated[CallToolResult, ChatOut]:
         """Answer a message from memory with the configured LLM."""
 
         def answer(memory: Memory) -> ChatOut:
             user = self.scope.user(user_id)
-            reply = memory.chat(message, user_id=user, session_id=session_id, agent_id=self.scope.agent(agent_id))
+            reply = memory.chat(
+                message, user_id=user, session_id=session_id, agent_id=self.scope.agent(agent_id), timezone=timezone
+            )
             return views.chat_out(user, reply)
 
         replied = await _run(ctx, answer)

@@ -121,6 +121,7 @@ class ChatRequest(RequestModel):
     agent_id: Identifier | None = None
     token_budget: int = Field(default=1000, ge=50, le=1_000_000)
     system: str | None = Field(default=None, description="Instructions replacing the agent's default system prompt.")
+    timezone: TimeZoneName | None = None
 
 
 class ScopeRequest(RequestModel):

@@ -67,6 +67,7 @@ def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep) -> ChatOut:
         agent_id=body.agent_id,
         token_budget=body.token_budget,
         system=body.system,
+        timezone=body.timezone,
     )
     return ChatOut(
         answer=reply.answer,
