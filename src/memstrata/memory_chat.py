@@ -76,7 +76,7 @@ class ChatViews:
         # turns out; an extractive reply has only the block, so it keeps them.
         working = self._working_turns(scope) if llm.is_available else []
         context = memory._context(
-            text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working), timezone
+            text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working), zone
         )
         if llm.is_available:
             today = datetime.now(zone).strftime("%A %d %B %Y")

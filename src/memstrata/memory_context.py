@@ -66,9 +66,8 @@ class ContextViews:
         "yesterday" in the query) are read in ``timezone``, an IANA name, default the
         ``timezone`` setting. Never calls an LLM.
         """
-        return self._context(
-            query, user_id, token_budget, agent_id, session_id, include_superseded, frozenset(), timezone
-        )
+        zone = check_timezone(timezone)
+        return self._context(query, user_id, token_budget, agent_id, session_id, include_superseded, frozenset(), zone)
 
     def _context(
         self,
@@ -79,9 +78,12 @@ class ContextViews:
         session_id: str | None,
         include_superseded: bool,
         leave_out: frozenset[int],
-        timezone: str | None = None,
+        zone: tzinfo | None = None,
     ) -> Context:
-        """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts."""
+        """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts.
+
+        Dates are read in ``zone`` (an already checked ``timezone``), else the setting's.
+        """
         memory = self._facade
         with memory._activity:
             memory._require_open()
@@ -96,7 +98,7 @@ class ContextViews:
                 MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
             )
             tiers = CONTEXT_TIERS if filters.is_empty else ()
-            zone = check_timezone(timezone) or self.settings.zone
+            zone = zone or self.settings.zone
             today = today_in(zone)  # read once, for both the candidates and the reranks
             rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone)
             loaded: dict[int, Turn] = {}
