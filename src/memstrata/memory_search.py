@@ -24,7 +24,7 @@ from memstrata.retrieval.periods import (
     mentioned_periods,
     names_a_year,
 )
-from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
+from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank, without_speakers
 from memstrata.storage.base import Seqs, ServerSideVectors
 from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp, check_timezone
 
@@ -52,6 +52,8 @@ DATED = ":dated"
 #: Dates holding more of a user's turns than this are not searched on their own: a second
 #: pass over that many turns costs more than it narrows (at 100k turns it doubled search time).
 DATED_TURNS_LIMIT = 5_000
+#: At most this many of a user's speaker names are taken out of the dense query (a seek each).
+MAX_SPEAKERS_STRIPPED = 200
 
 
 class SearchViews:
@@ -186,6 +188,9 @@ class SearchViews:
                 searches["vector"] = self._store.filtered_seqs(user_id, filters)
             if inside is not None:
                 searches[f"vector{DATED}"] = inside
+            # Speakers' names say whose turns, not what about: the dense retriever reads the rest
+            # (read before the full-text search starts, which would hold the store meanwhile).
+            dense_text = without_speakers(text, self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED))
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (
@@ -194,7 +199,7 @@ class SearchViews:
             else None
         )
         if searches:
-            query_vector = self._embedder.embed_query(text)
+            query_vector = self._embedder.embed_query(dense_text)
             if server_side is not None:
                 lists = [
                     server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)

@@ -117,6 +117,24 @@ def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def without_speakers(query: str, speakers: Sequence[str]) -> str:
+    """``query`` with the names of ``speakers`` (and a possessive "'s") taken out, for the dense retriever.
+
+    A speaker's name in a question says whose turns to look at, not what they are about;
+    the full-text retriever and the reranker's ``speaker`` feature use it for that. In an
+    embedding it dominates short turns: "Caroline: Thanks, Melanie!" then sits closer to
+    "When did Caroline have a picnic?" than the turn about the picnic. Names match as
+    whole words, ignoring case, as :func:`mentioned_speaker` matches them. A query made of
+    nothing but names is returned unchanged.
+    """
+    names = sorted({name.strip() for name in speakers if re.search(r"\w", name)}, key=len, reverse=True)
+    if not names:
+        return query
+    pattern = rf"(?<!\w)(?:{'|'.join(map(re.escape, names))})(?:['\u2019]s)?(?!\w)"
+    stripped = " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
+    return stripped if re.search(r"\w", stripped) else query
+
+
 def rerank_features(
     fused: Sequence[Fused[Key]],
     scores: Mapping[str, Mapping[Key, float]],

@@ -115,6 +115,13 @@ class Store(Protocol):
         """Full-text candidates as (seq, score), best first; higher score is better."""
         ...
 
+    def speakers(self, user_id: str, limit: int) -> list[str]:
+        """Distinct non-null names of ``user_id``'s turns, in the store's name order, at most ``limit``.
+
+        Found by seeking through a (user, name) index, one seek per name, not by scanning the turns.
+        """
+        ...
+
     def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
         """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
         ...

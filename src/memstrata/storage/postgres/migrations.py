@@ -327,6 +327,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_deleted_turns();
         """,
     ),
+    # The dense retriever reads a query without the names of the user's speakers; the names
+    # are found by seeking through this index (one seek per distinct name), not by a scan.
+    Migration(
+        5,
+        "index of each user's speaker names",
+        """
+        CREATE INDEX IF NOT EXISTS turns_by_speaker ON turns (user_id, name);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -48,6 +48,18 @@ _TURN_TOTAL = "SELECT COALESCE((SELECT c.turns FROM user_turn_counts c WHERE c.u
 #: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
 _DERIVED_TOTAL = "SELECT count(*) FROM derived t WHERE t.user_id = %s AND t.is_current AND t.tier = ANY(%s::text[])"
 #: hnsw.ef_search bounds: pgvector's default, and its maximum.
+# A user's distinct speaker names by a loose index scan of ``turns_by_speaker``: one seek
+# per name, not a scan of the user's turns; at most the second parameter's count of names.
+_SPEAKERS = """
+WITH RECURSIVE found(name, position) AS (
+    SELECT (SELECT name FROM turns WHERE user_id = %(user)s AND name IS NOT NULL ORDER BY name LIMIT 1), 1
+    UNION ALL
+    SELECT (SELECT t.name FROM turns t WHERE t.user_id = %(user)s AND t.name > found.name ORDER BY t.name LIMIT 1),
+        found.position + 1
+    FROM found WHERE found.name IS NOT NULL AND found.position < %(limit)s
+)
+SELECT name FROM found WHERE name IS NOT NULL
+"""
 _EF_SEARCH = (40, 1000)
 
 
@@ -121,6 +133,12 @@ class RetrievalMixin(Connected):
             ).fetchall()
         )
         return {int(row[0]): (str(row[1]), str(row[2]), str(row[3]), tuple(str(s) for s in row[4])) for row in rows}
+
+    def speakers(self, user_id: str, limit: int) -> list[str]:
+        """Distinct names ``user_id``'s turns were said under, in name order, at most ``limit``."""
+        parameters = {"user": user_id, "limit": limit}
+        rows = self._read(lambda connection: connection.execute(_SPEAKERS, parameters).fetchall())
+        return [str(row[0]) for row in rows]
 
     def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
         """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
