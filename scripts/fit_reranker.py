@@ -30,7 +30,8 @@ from memstrata.bench.metrics import recall_at
 from memstrata.memory_search import asked_periods, joined
 from memstrata.models import SearchFilters
 from memstrata.retrieval.fusion import fuse_scored
-from memstrata.retrieval.rerank import FEATURES, RerankPolicy, TurnSignals, mentioned_speaker, rerank, rerank_features
+from memstrata.retrieval.rerank import FEATURES, RerankPolicy, TurnSignals, rerank, rerank_features
+from memstrata.retrieval.speakers import mentioned_speaker
 
 TRAINING = range(1, 6)  # conversations the weights are chosen on; 6-10 are held out
 L2 = 10.0

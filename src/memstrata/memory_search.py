@@ -24,7 +24,8 @@ from memstrata.retrieval.periods import (
     mentioned_periods,
     names_a_year,
 )
-from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank, without_speakers
+from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
+from memstrata.retrieval.speakers import without_speakers
 from memstrata.storage.base import Seqs, ServerSideVectors
 from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp, check_timezone
 
@@ -52,7 +53,8 @@ DATED = ":dated"
 #: Dates holding more of a user's turns than this are not searched on their own: a second
 #: pass over that many turns costs more than it narrows (at 100k turns it doubled search time).
 DATED_TURNS_LIMIT = 5_000
-#: At most this many of a user's speaker names are taken out of the dense query (a seek each).
+#: At most this many of a user's speaker names (the first in name order) are taken out of the
+#: dense query; reading them costs an index seek each.
 MAX_SPEAKERS_STRIPPED = 200
 
 
@@ -179,6 +181,7 @@ class SearchViews:
             dated = inside = None
         server_side = self._server_vectors()
         searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
+        dense_text = text
         if mode != "fulltext":
             if server_side is None:
                 self._sync_index(user_id)

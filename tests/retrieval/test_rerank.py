@@ -17,49 +17,12 @@ from memstrata.retrieval.rerank import (
     FEATURES,
     RerankPolicy,
     TurnSignals,
-    mentioned_speaker,
     rerank,
     rerank_features,
-    without_speakers,
 )
 
 # Only the two rank weights: plain reciprocal rank fusion.
 RANKS_ONLY = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "vector_rank": 1.0})
-
-
-def test_a_named_speaker_is_found_as_a_whole_word_in_any_case() -> None:
-    assert mentioned_speaker("What did caroline research?", ["Caroline", "Melanie"]) == "Caroline"
-    assert mentioned_speaker("Who is Carolineish?", ["Caroline"]) is None
-    assert mentioned_speaker("Did Caroline meet Melanie?", ["Caroline", "Melanie"]) is None
-    assert mentioned_speaker("what about O'Brien (again)?", ["O'Brien"]) == "O'Brien"
-    assert mentioned_speaker("anything", []) is None
-    assert mentioned_speaker("a + b", ["+", " "]) is None
-
-
-def test_speakers_names_are_taken_out_of_the_dense_query() -> None:
-    speakers = ["Caroline", "Melanie", "O'Brien"]
-    assert without_speakers("When did Caroline have a picnic?", speakers) == "When did have a picnic?"
-    assert without_speakers("What is caroline's hobby?", speakers) == "What is hobby?"
-    assert without_speakers("Did Caroline\u2019s sister meet Melanie?", speakers) == "Did sister meet ?"
-    assert without_speakers("What did O'Brien say about Carolineish art?", speakers) == (
-        "What did say about Carolineish art?"
-    )
-    assert without_speakers("Caroline and Melanie?", speakers) == "and ?"
-    assert without_speakers("Caroline, Melanie!", speakers) == "Caroline, Melanie!"  # nothing would be left
-    assert without_speakers("When did Bob leave?", speakers) == "When did Bob leave?"
-    assert without_speakers("When did Bob leave?", []) == "When did Bob leave?"
-    assert without_speakers("a + b", ["+", " "]) == "a + b"
-
-
-@given(
-    st.lists(st.sampled_from(["Ana", "ana's", "Bo", "Mel", "Melanie", "Melanies", "picnic", "when?", "x"]), max_size=8),
-    st.lists(st.sampled_from(["Ana", "Bo", "Mel", "Melanie"]), max_size=3),
-)
-def test_the_dense_query_is_the_query_without_the_speakers_words(words: list[str], speakers: list[str]) -> None:
-    names = {speaker.casefold() for speaker in speakers}
-    kept = [word for word in words if word.casefold().removesuffix("'s") not in names]
-    expected = " ".join(kept) if any(word != "" for word in kept) else " ".join(words)
-    assert without_speakers(" ".join(words), speakers) == expected
 
 
 def test_the_policy_names_a_weight_for_every_feature_in_order() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import pytest
 from memstrata import ConfigError, IdConflict, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.storage import open_store
 from memstrata.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
+from memstrata.storage.sqlite.retrieval import _SPEAKERS as SPEAKERS_QUERY
 from memstrata.storage.sqlite.store import SQLiteStore, open_sqlite
 
 MODEL = "test-model"
@@ -287,6 +288,14 @@ def test_missing_vectors_and_put_vectors(store: SQLiteStore) -> None:
     assert store.turns_missing_vectors(MODEL, 10) == []
     store.put_vectors(MODEL, [seqs[0], 9999], _vectors(2))  # a vanished turn is skipped
     assert store.counts()[f"vectors[{MODEL}]"] == 2
+
+
+def test_speakers_are_read_by_seeking_through_the_speaker_index(store: SQLiteStore, db_path: Path) -> None:
+    # A scan would return the same names; only the plan shows it walks the index one name at a time.
+    with closing(sqlite3.connect(db_path)) as raw:
+        plan = [row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + SPEAKERS_QUERY, ("ana", 200))]
+    searches = [step for step in plan if "turns" in step and step.startswith(("SEARCH", "SCAN"))]
+    assert searches and all("INDEX turns_by_speaker (user_id=? AND name>?)" in step for step in searches), plan
 
 
 def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:

@@ -11,7 +11,6 @@ summary) keeps its fused score and stays comparable.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import TypeVar
 
 from memstrata.retrieval.fusion import Fused
 from memstrata.retrieval.periods import Dated, mentioned_periods, nearness
+from memstrata.retrieval.speakers import mentioned_speaker
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -105,34 +105,6 @@ class TurnSignals:
     def of(cls, speaker: str | None, content: str, session: str | None, when: datetime | None = None) -> TurnSignals:
         """The signals of a turn with this speaker, text, session and time."""
         return cls(speaker, len(content.split()), session, "?" in content, when.date() if when else None)
-
-
-def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
-    """The one speaker whose name the query contains as a word; ``None`` if none or several."""
-    found = {
-        name
-        for name in set(speakers)
-        if re.search(r"\w", name) and re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", query, re.IGNORECASE)
-    }
-    return found.pop() if len(found) == 1 else None
-
-
-def without_speakers(query: str, speakers: Sequence[str]) -> str:
-    """``query`` with the names of ``speakers`` (and a possessive "'s") taken out, for the dense retriever.
-
-    A speaker's name in a question says whose turns to look at, not what they are about;
-    the full-text retriever and the reranker's ``speaker`` feature use it for that. In an
-    embedding it dominates short turns: "Caroline: Thanks, Melanie!" then sits closer to
-    "When did Caroline have a picnic?" than the turn about the picnic. Names match as
-    whole words, ignoring case, as :func:`mentioned_speaker` matches them. A query made of
-    nothing but names is returned unchanged.
-    """
-    names = sorted({name.strip() for name in speakers if re.search(r"\w", name)}, key=len, reverse=True)
-    if not names:
-        return query
-    pattern = rf"(?<!\w)(?:{'|'.join(map(re.escape, names))})(?:['\u2019]s)?(?!\w)"
-    stripped = " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
-    return stripped if re.search(r"\w", stripped) else query
 
 
 def rerank_features(

@@ -116,7 +116,7 @@ class Store(Protocol):
         ...
 
     def speakers(self, user_id: str, limit: int) -> list[str]:
-        """Distinct non-null names of ``user_id``'s turns, in the store's name order, at most ``limit``.
+        """Distinct non-null names of ``user_id``'s turns other than tool turns, in name order, at most ``limit``.
 
         Found by seeking through a (user, name) index, one seek per name, not by scanning the turns.
         """

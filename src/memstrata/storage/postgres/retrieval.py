@@ -47,19 +47,20 @@ WHERE p.kept GROUP BY p.seq ORDER BY score DESC, p.seq LIMIT %s
 _TURN_TOTAL = "SELECT COALESCE((SELECT c.turns FROM user_turn_counts c WHERE c.user_id = %s), 0)"
 #: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
 _DERIVED_TOTAL = "SELECT count(*) FROM derived t WHERE t.user_id = %s AND t.is_current AND t.tier = ANY(%s::text[])"
-#: hnsw.ef_search bounds: pgvector's default, and its maximum.
-# A user's distinct speaker names by a loose index scan of ``turns_by_speaker``: one seek
-# per name, not a scan of the user's turns; at most the second parameter's count of names.
+#: A user's distinct speaker names (tool turns aside) by a loose index scan of ``turns_by_speaker``:
+#: one seek per name, not a scan of the user's turns; at most ``limit`` names.
 _SPEAKERS = """
 WITH RECURSIVE found(name, position) AS (
-    SELECT (SELECT name FROM turns WHERE user_id = %(user)s AND name IS NOT NULL ORDER BY name LIMIT 1), 1
+    SELECT (SELECT name FROM turns WHERE user_id = %(user)s AND name IS NOT NULL AND role <> 'tool'
+        ORDER BY name LIMIT 1), 1
     UNION ALL
-    SELECT (SELECT t.name FROM turns t WHERE t.user_id = %(user)s AND t.name > found.name ORDER BY t.name LIMIT 1),
-        found.position + 1
+    SELECT (SELECT t.name FROM turns t WHERE t.user_id = %(user)s AND t.name IS NOT NULL AND t.role <> 'tool'
+        AND t.name > found.name ORDER BY t.name LIMIT 1), found.position + 1
     FROM found WHERE found.name IS NOT NULL AND found.position < %(limit)s
 )
-SELECT name FROM found WHERE name IS NOT NULL
+SELECT name FROM found WHERE name IS NOT NULL ORDER BY position
 """
+#: hnsw.ef_search bounds: pgvector's default, and its maximum.
 _EF_SEARCH = (40, 1000)
 
 
@@ -135,7 +136,9 @@ class RetrievalMixin(Connected):
         return {int(row[0]): (str(row[1]), str(row[2]), str(row[3]), tuple(str(s) for s in row[4])) for row in rows}
 
     def speakers(self, user_id: str, limit: int) -> list[str]:
-        """Distinct names ``user_id``'s turns were said under, in name order, at most ``limit``."""
+        """Distinct names ``user_id``'s turns (tool turns aside) were said under, in name order, at most ``limit``."""
+        if limit < 1:
+            return []
         parameters = {"user": user_id, "limit": limit}
         rows = self._read(lambda connection: connection.execute(_SPEAKERS, parameters).fetchall())
         return [str(row[0]) for row in rows]

@@ -349,13 +349,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
-    # The dense retriever reads a query without the names of the user's speakers; the names
-    # are found by seeking through this index (one seek per distinct name), not by a scan.
+    # The dense retriever reads a query without the names of the user's speakers (tool turns'
+    # names are function names, not people); they are found by seeking through this index,
+    # one seek per distinct name, not by a scan.
     Migration(
         5,
         "index of each user's speaker names",
         """
-        CREATE INDEX turns_by_speaker ON turns (user_id, name);
+        CREATE INDEX turns_by_speaker ON turns (user_id, name) WHERE name IS NOT NULL AND role <> 'tool';
         """,
     ),
 )

@@ -16,17 +16,18 @@ from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
 # Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
 FULLTEXT_WEIGHTS = "1.0, 1.0, 0.5, 0.25"
-# A user's distinct speaker names by a loose index scan of ``turns_by_speaker``: one seek
-# per name, not a scan of the user's turns; at most ``?2`` names.
+# A user's distinct speaker names (tool turns aside) by a loose index scan of ``turns_by_speaker``:
+# one seek per name, not a scan of the user's turns; at most ``?2`` names.
 _SPEAKERS = """
 WITH RECURSIVE found(name, position) AS (
-    SELECT (SELECT name FROM turns WHERE user_id = ?1 AND name IS NOT NULL ORDER BY name LIMIT 1), 1
+    SELECT (SELECT name FROM turns WHERE user_id = ?1 AND name IS NOT NULL AND role <> 'tool'
+        ORDER BY name LIMIT 1), 1
     UNION ALL
-    SELECT (SELECT t.name FROM turns t WHERE t.user_id = ?1 AND t.name > found.name ORDER BY t.name LIMIT 1),
-        found.position + 1
+    SELECT (SELECT t.name FROM turns t WHERE t.user_id = ?1 AND t.name IS NOT NULL AND t.role <> 'tool'
+        AND t.name > found.name ORDER BY t.name LIMIT 1), found.position + 1
     FROM found WHERE found.name IS NOT NULL AND found.position < ?2
 )
-SELECT name FROM found WHERE name IS NOT NULL
+SELECT name FROM found WHERE name IS NOT NULL ORDER BY position
 """
 T = TypeVar("T")
 
@@ -59,7 +60,9 @@ class RetrievalMixin:
         return self._read(work)
 
     def speakers(self, user_id: str, limit: int) -> list[str]:
-        """Distinct names ``user_id``'s turns were said under, in name order, at most ``limit``."""
+        """Distinct names ``user_id``'s turns (tool turns aside) were said under, in name order, at most ``limit``."""
+        if limit < 1:
+            return []
         return [str(row[0]) for row in self._read(lambda c: c.execute(_SPEAKERS, (user_id, limit)).fetchall())]
 
     def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:

@@ -1,0 +1,53 @@
+"""Speakers' names in a query: the one it asks about, and the query without them for the embedder."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memstrata.extraction.gazetteers import CAPITALISED_STOPWORDS
+from memstrata.models import Role
+
+#: Names that are also ordinary words ("Will", "May", "user") stay in a query: the word may be meant.
+COMMON_WORDS = CAPITALISED_STOPWORDS | frozenset(role.value for role in Role)
+
+
+def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
+    """The one speaker whose name the query contains as a word; ``None`` if none or several."""
+    found = {
+        name
+        for name in set(speakers)
+        if re.search(r"\w", name) and re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", query, re.IGNORECASE)
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def without_speakers(query: str, speakers: Sequence[str]) -> str:
+    """``query`` with the names of ``speakers`` (and a possessive "'s") taken out, for the dense retriever.
+
+    A speaker's name in a question says whose turns to look at, not what they are about;
+    the full-text retriever and the reranker's ``speaker`` feature use it for that. In an
+    embedding it dominates short turns: "Caroline: Thanks, Melanie!" then sits closer to
+    "When did Caroline have a picnic?" than the turn about the picnic.
+
+    A name is taken out where it stands as a whole word (not inside "Ana-Maria"), as it
+    is written, or in any case when the query is all lower case. Names of one character
+    and names that are also common words ("Will", "May", "user") stay. A query in which
+    nothing matches, or of nothing but names, is returned unchanged.
+    """
+    names = sorted({name.strip() for name in speakers if _is_distinctive(name.strip())}, key=len, reverse=True)
+    if not names:
+        return query
+    pattern = (
+        rf"(?<![\w-])(?:{'|'.join(map(re.escape, names))})"  # the name as a whole word
+        r"(?:['\u2019]s|(?<=[sS])['\u2019])?(?![\w-])"  # with its possessive: "Ana's", "James'"
+    )
+    stripped, count = re.subn(pattern, " ", query, flags=0 if query != query.lower() else re.IGNORECASE)
+    if not count:
+        return query
+    stripped = " ".join(stripped.split())
+    return stripped if re.search(r"\w", stripped) else query
+
+
+def _is_distinctive(name: str) -> bool:
+    return len(name) > 1 and re.search(r"\w", name) is not None and name.casefold() not in COMMON_WORDS

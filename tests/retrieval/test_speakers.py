@@ -1,0 +1,69 @@
+"""Speakers' names in a query: the one it names, and the query the embedder reads without them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstrata.retrieval.speakers import mentioned_speaker, without_speakers
+
+
+def test_a_named_speaker_is_found_as_a_whole_word_in_any_case() -> None:
+    assert mentioned_speaker("What did caroline research?", ["Caroline", "Melanie"]) == "Caroline"
+    assert mentioned_speaker("Who is Carolineish?", ["Caroline"]) is None
+    assert mentioned_speaker("Did Caroline meet Melanie?", ["Caroline", "Melanie"]) is None
+    assert mentioned_speaker("what about O'Brien (again)?", ["O'Brien"]) == "O'Brien"
+    assert mentioned_speaker("anything", []) is None
+    assert mentioned_speaker("a + b", ["+", " "]) is None
+
+
+SPEAKERS = ["Caroline", "Melanie", "O'Brien", "Mary", "Mary Ann", "James", "J.R."]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When did Caroline have a picnic?", "When did have a picnic?"),
+        ("Did Caroline\u2019s sister meet Melanie?", "Did sister meet ?"),
+        ("What did O'Brien say about Carolineish art?", "What did say about Carolineish art?"),
+        ("Where does Mary Ann live?", "Where does live?"),  # the longer name first
+        ("Is James' car fixed? And James's bike?", "Is car fixed? And bike?"),
+        ("Did J.R. call?", "Did call?"),
+        ("Did JxR call?", "Did JxR call?"),  # the dot is a dot, not any character
+        ("Who is Ana-Caroline?", "Who is Ana-Caroline?"),  # part of a longer name
+        ("what is caroline's hobby?", "what is hobby?"),  # an all lower-case query: any case
+        ("What is caroline's hobby?", "What is caroline's hobby?"),  # otherwise: as written
+        ("When did Bob leave?", "When did Bob leave?"),
+        ("Caroline, Melanie!", "Caroline, Melanie!"),  # nothing would be left
+        ("  When  did Bob\nleave? ", "  When  did Bob\nleave? "),  # nothing matched: untouched
+    ],
+)
+def test_speakers_names_are_taken_out_of_the_dense_query(query: str, expected: str) -> None:
+    assert without_speakers(query, SPEAKERS) == expected
+
+
+def test_names_that_are_common_words_or_one_letter_stay() -> None:
+    speakers = ["Will", "May", "user", "assistant", "A", "B", " Bob "]
+    assert without_speakers("What will Will do in May for the user? Ask B, Bob.", speakers) == (
+        "What will Will do in May for the user? Ask B, ."
+    )
+    assert without_speakers("When did Bob leave?", []) == "When did Bob leave?"
+    assert without_speakers("a + b", ["+", " "]) == "a + b"
+
+
+@given(
+    st.lists(st.sampled_from(["Ana", "ana", "Ana's", "Bo", "Mel", "Melanie", "Melanies", "picnic", "when?", "x"])),
+    st.lists(st.sampled_from(["Ana", "Bo", "Mel", "Melanie"]), max_size=3),
+)
+def test_the_dense_query_is_the_query_without_the_speakers_words(words: list[str], speakers: list[str]) -> None:
+    query = " ".join(words)
+    any_case = query == query.lower()
+    names = {speaker.casefold() if any_case else speaker for speaker in speakers}
+    kept = [
+        word
+        for word in words
+        if (word.removesuffix("'s").casefold() if any_case else word.removesuffix("'s")) not in names
+    ]
+    expected = " ".join(kept) if kept and len(kept) < len(words) else query
+    assert without_speakers(query, speakers) == expected
