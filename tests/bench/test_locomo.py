@@ -46,6 +46,7 @@ def test_one_conversation_report(tmp_path: Path) -> None:
         assert 0.0 <= scores["evidence_in_context"] <= 1.0
         assert scores["answer_string_in_context"] <= scores["answer_in_context"] <= 1.0
         assert scores["answer_in_whole_conversation"] >= scores["answer_in_context"] - 1e-9
+        assert 0.0 <= scores["answer_with_evidence_first"] <= 1.0
     assert context["1000"]["overall"]["crs_questions"] == 6  # every fifth of 30 questions
     assert context["2000"]["overall"]["evidence_in_context"] >= context["500"]["overall"]["evidence_in_context"]
     ages = report["retrieval_by_evidence_age"]
@@ -68,3 +69,21 @@ def test_context_metrics() -> None:
     assert not answer_in_context("beach, forest", "Ana: we love mountains and the beach")
     assert answer_in_context("Likely no", "Bo: likely no, sorry") and not answer_in_context("Likely no", "Bo: yes")
     assert evidence_in_context(["hello there", "gone"], "Ana: hello there") == 0.5
+
+
+def test_evidence_first_moves_the_evidence_to_the_front_within_the_budget() -> None:
+    from memstrata.bench.context_metrics import evidence_first
+    from memstrata.retrieval.tokens import count_tokens
+
+    block = "# Memory\n## From past conversations\nAna: we went hiking\nBo: I adopted a cat\nAna: nice weather"
+    moved = evidence_first(["[7 May 2023] Bo: I adopted a cat"], ["I adopted a cat"], block, budget=1000)
+    lines = moved.splitlines()
+    assert lines[0] == "[7 May 2023] Bo: I adopted a cat"
+    assert "Bo: I adopted a cat" not in lines[1:], "an excerpt already in the block is not repeated"
+    assert lines[1:] == ["# Memory", "## From past conversations", "Ana: we went hiking", "Ana: nice weather"]
+    small = evidence_first(["[7 May 2023] Bo: I adopted a cat"], ["I adopted a cat"], block, budget=15)
+    assert small.startswith("[7 May 2023] Bo: I adopted a cat")
+    assert count_tokens(small) <= 15 and len(small.splitlines()) < len(lines)
+    long_evidence = "Bo: " + "word " * 50
+    skipped = evidence_first([long_evidence], [long_evidence], "Ana: hi", budget=10)
+    assert skipped == "Ana: hi", "a line that does not fit is skipped, and a shorter one after it still goes in"

@@ -106,6 +106,27 @@ def evidence_in_context(evidence_texts: Sequence[str], context: str) -> float:
     return sum(text in context for text in evidence_texts) / len(evidence_texts)
 
 
+def evidence_first(evidence_lines: Sequence[str], evidence_texts: Sequence[str], block: str, budget: int) -> str:
+    """The block a perfect ranking would have built: the gold evidence first, then the block's own lines.
+
+    ``evidence_lines`` are the evidence turns as rendered lines (dated, speaker first);
+    ``evidence_texts`` their bare texts, so the block's lines already holding one are not
+    repeated. Lines are kept in that order if they fit in ``budget`` tokens. An
+    answer-in-context ceiling for ranking: it keeps the block's size and the rest of its
+    content, and only moves what the question needed to the front.
+    """
+    lines = [*evidence_lines, *(line for line in block.splitlines() if not any(t in line for t in evidence_texts))]
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = count_tokens(line) + 1
+        if used + cost > budget:
+            continue  # as context() does: a shorter line further on may still fit
+        kept.append(line)
+        used += cost
+    return "\n".join(kept)
+
+
 def random_context(texts: Sequence[str], tokens: int, rng: random.Random) -> str:
     """Random texts of one user packed to about ``tokens`` tokens: CRS's baseline context."""
     order = list(range(len(texts)))

@@ -25,6 +25,7 @@ from memstrata.bench.context_metrics import (
     answer_in_context,
     answer_string_in_context,
     context_relevance,
+    evidence_first,
     evidence_in_context,
     random_context,
 )
@@ -232,6 +233,13 @@ def _ask(
                     "evidence_in_context": evidence_in_context([text_of[e] for e in evidence], context.text),
                     "answer_in_context": answer_in_context(str(question.answer), context.text),
                     "answer_string_in_context": answer_string_in_context(str(question.answer), context.text),
+                    # A perfect ranking's block: the same block with the gold evidence moved to its front.
+                    "answer_with_evidence_first": answer_in_context(
+                        str(question.answer),
+                        evidence_first(
+                            [dated_line[e] for e in evidence], [text_of[e] for e in evidence], context.text, budget
+                        ),
+                    ),
                     "items": len(context.items),
                 }
                 if budget == CRS_BUDGET and options.crs_every and number % options.crs_every == 0:
@@ -386,6 +394,7 @@ def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "evidence_in_context": statistics.fmean(e["evidence_in_context"] for e in entries),
                 "answer_in_context": statistics.fmean(float(e["answer_in_context"]) for e in entries),
                 "answer_string_in_context": statistics.fmean(float(e["answer_string_in_context"]) for e in entries),
+                "answer_with_evidence_first": statistics.fmean(float(e["answer_with_evidence_first"]) for e in entries),
                 "tokens_mean": statistics.fmean(e["tokens"] for e in entries),
                 "answer_in_whole_conversation": ceiling,
                 "answer_in_evidence_only": oracle,
