@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -20,7 +21,7 @@ psycopg = require_driver()
 
 from memstrata.storage.postgres.connection import redact  # noqa: E402
 from memstrata.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS  # noqa: E402
-from memstrata.storage.postgres.retrieval import approximate_statement, match_terms  # noqa: E402
+from memstrata.storage.postgres.retrieval import _SPEAKERS, approximate_statement, match_terms  # noqa: E402
 from memstrata.storage.postgres.rows import PgVector, configure_connection  # noqa: E402
 from memstrata.storage.postgres.store import PostgresStore, open_postgres  # noqa: E402
 
@@ -236,6 +237,20 @@ def test_each_model_gets_an_hnsw_index_that_its_queries_use(store: PostgresStore
         ).fetchall()
         connection.execute("ROLLBACK")
     assert any(f"Index Scan using {mine}" in str(row[0]) for row in plan), plan
+
+
+def test_speakers_are_read_through_the_partial_speaker_index(store: PostgresStore, postgres_url: str) -> None:
+    # On a small table the planner may rightly prefer a scan; with scans priced out, a query the
+    # partial index cannot serve (its WHERE no longer implying the index's) would still show one.
+    named = [replace(_turn(f"t{n}"), name=("Ana", "Bo", "Cy")[n % 3]) for n in range(30)]
+    store.insert_turns(named, None, MODEL)
+    assert store.speakers("ana", 200) == ["Ana", "Bo", "Cy"]
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("BEGIN; SET LOCAL enable_seqscan = off")
+        plan = [str(row[0]) for row in connection.execute("EXPLAIN " + _SPEAKERS, {"user": "ana", "limit": 200})]
+        connection.execute("ROLLBACK")
+    scans = [step for step in plan if " on turns" in step]
+    assert scans and all("using turns_by_speaker on turns" in step for step in scans), plan
 
 
 def test_nearest_is_exact_for_a_user_the_index_candidates_miss(store: PostgresStore) -> None:
