@@ -97,7 +97,9 @@ def test_superseded_facts_only_when_asked(memory: Memory) -> None:
     with_history = memory.context("favourite colour", user_id="cy", token_budget=2000, include_superseded=True)
     assert "My favourite colour is blue. (until 2024-02-01, then replaced)" in with_history.text
     assert "then replaced" not in current.text
-    assert "- favourite color: green" in current.text
+    # Facts say whose they are; the profile and facts read as words, not keys.
+    assert "- user · favourite color: green — My favourite colour is green." in current.text
+    assert "- favourite color: green" in current.text and "favourite:color" not in current.text
 
 
 def test_recent_exchanges_stay_with_their_agent(memory: Memory) -> None:

@@ -113,7 +113,7 @@ class ContextViews:
             )
             candidates: dict[str, list[Candidate]] = {
                 "profile": [
-                    Candidate("profile", "profile", "longterm", f"profile:{key}", f"{key}: {value}")
+                    Candidate("profile", "profile", "longterm", f"profile:{key}", f"{_readable(key)}: {value}")
                     for key, value in sorted(self._store_tiers.profile(user).items())
                 ],
                 "pattern": [
@@ -244,6 +244,11 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
     said = turn.created_at.astimezone(zone)
     text = f"{speaker}: {annotate(turn.content, said)}"
     return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said)
+
+
+def _readable(key: str) -> str:
+    """A profile key as a reader would write it: "favourite:color" → "favourite color"."""
+    return " ".join(key.replace(":", " ").replace("_", " ").split())
 
 
 def _same_slot(older: Cell, current: Cell) -> bool:

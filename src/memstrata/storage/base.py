@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +25,22 @@ from memstrata.models import (
 
 Vectors = npt.NDArray[np.float32]
 Seqs = npt.NDArray[np.int64]
+
+_WORD = re.compile(r"\w+")
+
+
+def cell_text(cell: Cell) -> str:
+    """A cell as stored for search and shown in ``context()``: whose it is, what about, its value, its sentence.
+
+    "Caroline · plan: show my paintings — I'm putting together an LGBTQ art show…". The
+    subject names whose fact it is. The label is the attribute ("favourite color"), less a
+    key after its colon that only repeats the value's words ("likes" of "likes:jazz").
+    """
+    head, _, key = cell.attribute.partition(":")
+    repeats = set(_WORD.findall(key.casefold())) <= set(_WORD.findall(cell.value.casefold()))
+    label = (head if repeats else f"{head} {key}").replace("_", " ").strip() or cell.kind
+    said = "" if cell.content.strip() == cell.value.strip() else f" — {cell.content}"
+    return f"{cell.subject} · {label}: {cell.value}{said}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
+from memstrata.storage.base import cell_text
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
@@ -154,7 +155,7 @@ class KnowledgeMixin(Connected):
                     {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
                 )
             put_derived(
-                connection, cell.id, cell.user_id, "longterm", _cell_text(cell), [source_turn_seq], cell.valid_from
+                connection, cell.id, cell.user_id, "longterm", cell_text(cell), [source_turn_seq], cell.valid_from
             )
 
         self._write(work)
@@ -290,12 +291,6 @@ class KnowledgeMixin(Connected):
         row = self._read(lambda connection: connection.execute(query, {"user": user_id}).fetchone())
         assert row is not None  # a SELECT without FROM returns one row
         return {name: int(value) for name, value in zip(_TIER_COUNTS, row, strict=True)}
-
-
-def _cell_text(cell: Cell) -> str:
-    """A cell as searched: its attribute's words make it findable by what it is about."""
-    label = cell.attribute.replace(":", " ").replace("_", " ")
-    return f"{label}: {cell.value} — {cell.content}"
 
 
 def _cell(row: Sequence[Any]) -> Cell:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
+from memstrata.storage.base import cell_text
 from memstrata.storage.sqlite.shared import put_derived, tier_event
 
 T = TypeVar("T")
@@ -183,7 +184,7 @@ class KnowledgeMixin:
                     {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
                 )
             put_derived(
-                connection, cell.id, cell.user_id, "longterm", _cell_text(cell), [source_turn_seq], cell.valid_from
+                connection, cell.id, cell.user_id, "longterm", cell_text(cell), [source_turn_seq], cell.valid_from
             )
 
         self._write(work)
@@ -401,12 +402,6 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     connection.execute(
         "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM entity_mentions)", (user_id,)
     )
-
-
-def _cell_text(cell: Cell) -> str:
-    """A cell as searched: its attribute's words make it findable by what it is about."""
-    label = cell.attribute.replace(":", " ").replace("_", " ")
-    return f"{label}: {cell.value} — {cell.content}"
 
 
 def _cell(row: Sequence[Any]) -> Cell:
