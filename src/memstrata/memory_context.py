@@ -12,6 +12,7 @@ from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.storage.base import cell_text
 from memstrata.validation import check_text, check_timezone
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class ContextViews:
                     "cell",
                     "longterm",
                     older.id,
-                    f"{older.content} (until {_date(older.valid_to, zone)}, then replaced)",
+                    f"{cell_text(older)} (until {_date(older.valid_to, zone)}, then replaced)",
                     candidate.score,
                     (older.source_turn_id,),
                 )

@@ -47,6 +47,10 @@ def test_one_conversation_report(tmp_path: Path) -> None:
         assert scores["answer_string_in_context"] <= scores["answer_in_context"] <= 1.0
         assert scores["answer_in_whole_conversation"] >= scores["answer_in_context"] - 1e-9
         assert 0.0 <= scores["answer_with_evidence_first"] <= 1.0
+    for record in records:
+        # A few evidence turns always fit in 2,000 tokens, so the moved block holds every word they hold.
+        if record["answer_in_evidence"]:
+            assert record["context"]["2000"]["answer_with_evidence_first"], record["question"]
     assert context["1000"]["overall"]["crs_questions"] == 6  # every fifth of 30 questions
     assert context["2000"]["overall"]["evidence_in_context"] >= context["500"]["overall"]["evidence_in_context"]
     ages = report["retrieval_by_evidence_age"]
@@ -75,15 +79,32 @@ def test_evidence_first_moves_the_evidence_to_the_front_within_the_budget() -> N
     from memstrata.bench.context_metrics import evidence_first
     from memstrata.retrieval.tokens import count_tokens
 
-    block = "# Memory\n## From past conversations\nAna: we went hiking\nBo: I adopted a cat\nAna: nice weather"
-    moved = evidence_first(["[7 May 2023] Bo: I adopted a cat"], ["I adopted a cat"], block, budget=1000)
-    lines = moved.splitlines()
-    assert lines[0] == "[7 May 2023] Bo: I adopted a cat"
-    assert "Bo: I adopted a cat" not in lines[1:], "an excerpt already in the block is not repeated"
-    assert lines[1:] == ["# Memory", "## From past conversations", "Ana: we went hiking", "Ana: nice weather"]
-    small = evidence_first(["[7 May 2023] Bo: I adopted a cat"], ["I adopted a cat"], block, budget=15)
-    assert small.startswith("[7 May 2023] Bo: I adopted a cat")
-    assert count_tokens(small) <= 15 and len(small.splitlines()) < len(lines)
+    excerpt = "Bo: I adopted a cat\n[shared an image: a cat]"  # a caption makes an excerpt two lines
+    block = "\n".join(
+        [
+            "# Memory",
+            "## Summaries",
+            "- Bo: I adopted a cat Ana: lovely",
+            "## From past conversations",
+            "[1 May 2023 (Monday)]",
+            excerpt,
+            "Ana: nice weather",
+        ]
+    )
+    moved = evidence_first([f"[1 May 2023] {excerpt}"], [excerpt], block, budget=1000)
+    assert moved.splitlines() == [
+        "[1 May 2023] Bo: I adopted a cat",
+        "[shared an image: a cat]",
+        "# Memory",
+        "## Summaries",
+        "- Bo: I adopted a cat Ana: lovely",  # a summary quoting the words keeps them
+        "## From past conversations",
+        "[1 May 2023 (Monday)]",
+        "Ana: nice weather",
+    ]
+    assert evidence_first(["[1 May 2023] Bo: hi"], ["", "  "], "Ana: hi", budget=1000) == "[1 May 2023] Bo: hi\nAna: hi"
+    small = evidence_first([f"[1 May 2023] {excerpt}"], [excerpt], block, budget=30)
+    assert small.startswith("[1 May 2023] Bo: I adopted a cat") and count_tokens(small) <= 30 < count_tokens(moved)
     long_evidence = "Bo: " + "word " * 50
     skipped = evidence_first([long_evidence], [long_evidence], "Ana: hi", budget=10)
     assert skipped == "Ana: hi", "a line that does not fit is skipped, and a shorter one after it still goes in"

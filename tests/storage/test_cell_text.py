@@ -50,7 +50,22 @@ def _cell(attribute: str, value: str, content: str, *, subject: str = "Caroline"
             "Caroline · favourite color: green — My favourite colour is green.",
         ),
         ("home_town", "Porto", "I grew up in Porto.", "Caroline · home town: Porto — I grew up in Porto."),
-        # A sentence that is only the value is not repeated.
+        # Keys of several parts keep what the value does not say.
+        ("pet:dog:max", "Max", "Our dog Max is two.", "Caroline · pet dog: Max — Our dog Max is two."),
+        (
+            "event:may 7:trip to paris",
+            "trip to Paris",
+            "We leave on May 7.",
+            "Caroline · event may 7: trip to Paris — We leave on May 7.",
+        ),
+        (
+            "relationship:friend:marta",
+            "Marta",
+            "Marta is my friend.",
+            "Caroline · relationship friend: Marta — Marta is my friend.",
+        ),
+        # A sentence that is empty or only the value is not repeated.
+        ("origin", "Sweden", "  ", "Caroline · origin: Sweden"),
         ("origin", "Sweden", "Sweden", "Caroline · origin: Sweden"),
         # No attribute at all: the cell's kind labels it.
         ("", "call mom", "I must call mom.", "Caroline · plan: call mom — I must call mom."),
@@ -58,3 +73,8 @@ def _cell(attribute: str, value: str, content: str, *, subject: str = "Caroline"
 )
 def test_cell_text(attribute: str, value: str, content: str, expected: str) -> None:
     assert cell_text(_cell(attribute, value, content)) == expected
+
+
+def test_the_subject_leads_even_when_it_is_the_default() -> None:
+    cell = _cell("location", "Lisbon", "I live in Lisbon.", subject="user", kind="fact")
+    assert cell_text(cell) == "user · location: Lisbon — I live in Lisbon."

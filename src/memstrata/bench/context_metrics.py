@@ -106,16 +106,23 @@ def evidence_in_context(evidence_texts: Sequence[str], context: str) -> float:
     return sum(text in context for text in evidence_texts) / len(evidence_texts)
 
 
-def evidence_first(evidence_lines: Sequence[str], evidence_texts: Sequence[str], block: str, budget: int) -> str:
-    """The block a perfect ranking would have built: the gold evidence first, then the block's own lines.
+def evidence_first(evidence_lines: Sequence[str], excerpt_lines: Sequence[str], block: str, budget: int) -> str:
+    """The block with the gold evidence moved to its front: what a perfect ranking would hand over.
 
     ``evidence_lines`` are the evidence turns as rendered lines (dated, speaker first);
-    ``evidence_texts`` their bare texts, so the block's lines already holding one are not
-    repeated. Lines are kept in that order if they fit in ``budget`` tokens. An
-    answer-in-context ceiling for ranking: it keeps the block's size and the rest of its
-    content, and only moves what the question needed to the front.
+    ``excerpt_lines`` the same turns as the block shows its excerpts ("Speaker: text", relative
+    dates resolved), so an evidence turn already in the block is not repeated. Every other
+    line of the block follows, and lines are kept in that order if they fit in ``budget``
+    tokens. Moving the evidence up can push out a line that held answer words, so for one
+    question this may score below the block itself.
     """
-    lines = [*evidence_lines, *(line for line in block.splitlines() if not any(t in line for t in evidence_texts))]
+    rest = block
+    for excerpt in excerpt_lines:
+        if excerpt.strip():
+            # Whole lines only (an excerpt may span two, a caption after its text): a summary
+            # quoting the same words keeps them.
+            rest = re.sub(rf"(?m)^{re.escape(excerpt)}$\n?", "", rest)
+    lines = [*evidence_lines, *rest.splitlines()]
     kept: list[str] = []
     used = 0
     for line in lines:

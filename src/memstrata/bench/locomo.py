@@ -167,11 +167,12 @@ def _ask(
     texts_by_conversation: dict[str, list[str]] = defaultdict(list)
     dated: dict[str, list[str]] = defaultdict(list)
     dated_line: dict[str, str] = {}
+    excerpt_line: dict[str, str] = {}
     for turn in turns:
         texts_by_conversation[turn.conversation].append(f"{turn.speaker}: {turn.text}")
         # Rendered as context() renders excerpts: date line, speaker, relative dates resolved.
-        said = annotate(turn.text, turn.timestamp)
-        dated_line[turn_id(turn)] = f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {turn.speaker}: {said}"
+        excerpt_line[turn_id(turn)] = f"{turn.speaker}: {annotate(turn.text, turn.timestamp)}"
+        dated_line[turn_id(turn)] = f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {excerpt_line[turn_id(turn)]}"
         dated[turn.conversation].append(dated_line[turn_id(turn)])
     sessions_in: dict[str, int] = defaultdict(int)
     for turn in turns:
@@ -237,7 +238,7 @@ def _ask(
                     "answer_with_evidence_first": answer_in_context(
                         str(question.answer),
                         evidence_first(
-                            [dated_line[e] for e in evidence], [text_of[e] for e in evidence], context.text, budget
+                            [dated_line[e] for e in evidence], [excerpt_line[e] for e in evidence], context.text, budget
                         ),
                     ),
                     "items": len(context.items),

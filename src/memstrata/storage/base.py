@@ -33,13 +33,18 @@ def cell_text(cell: Cell) -> str:
     """A cell as stored for search and shown in ``context()``: whose it is, what about, its value, its sentence.
 
     "Caroline · plan: show my paintings — I'm putting together an LGBTQ art show…". The
-    subject names whose fact it is. The label is the attribute ("favourite color"), less a
-    key after its colon that only repeats the value's words ("likes" of "likes:jazz").
+    subject names whose fact it is. The label is the attribute's parts as words
+    ("favourite:color" → "favourite color"), less the trailing parts that only repeat the
+    value's words ("likes" of "likes:jazz", "pet dog" of "pet:dog:max" for "Max"); the cell's
+    kind when nothing is left. The sentence is left out when it is empty or only the value.
     """
-    head, _, key = cell.attribute.partition(":")
-    repeats = set(_WORD.findall(key.casefold())) <= set(_WORD.findall(cell.value.casefold()))
-    label = (head if repeats else f"{head} {key}").replace("_", " ").strip() or cell.kind
-    said = "" if cell.content.strip() == cell.value.strip() else f" — {cell.content}"
+    parts = [" ".join(part.replace("_", " ").split()) for part in cell.attribute.split(":")]
+    value_words = set(_WORD.findall(cell.value.casefold()))
+    while len(parts) > 1 and set(_WORD.findall(parts[-1].casefold())) <= value_words:
+        parts.pop()
+    label = " ".join(part for part in parts if part) or cell.kind
+    sentence = cell.content.strip()
+    said = f" — {cell.content}" if sentence and sentence != cell.value.strip() else ""
     return f"{cell.subject} · {label}: {cell.value}{said}"
 
 
