@@ -12,7 +12,7 @@ from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.storage.base import cell_text
+from memstrata.storage.base import cell_text, readable_key
 from memstrata.validation import check_text, check_timezone
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class ContextViews:
             )
             candidates: dict[str, list[Candidate]] = {
                 "profile": [
-                    Candidate("profile", "profile", "longterm", f"profile:{key}", f"{_readable(key)}: {value}")
+                    Candidate("profile", "profile", "longterm", f"profile:{key}", f"{readable_key(key)}: {value}")
                     for key, value in sorted(self._store_tiers.profile(user).items())
                 ],
                 "pattern": [
@@ -245,11 +245,6 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
     said = turn.created_at.astimezone(zone)
     text = f"{speaker}: {annotate(turn.content, said)}"
     return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said)
-
-
-def _readable(key: str) -> str:
-    """A profile key as a reader would write it: "favourite:color" → "favourite color"."""
-    return " ".join(key.replace(":", " ").replace("_", " ").split())
 
 
 def _same_slot(older: Cell, current: Cell) -> bool:

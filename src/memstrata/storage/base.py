@@ -29,6 +29,11 @@ Seqs = npt.NDArray[np.int64]
 _WORD = re.compile(r"\w+")
 
 
+def readable_key(key: str) -> str:
+    """A profile key or attribute as a reader would write it: "favourite:color" → "favourite color"."""
+    return " ".join(key.replace(":", " ").replace("_", " ").split())
+
+
 def cell_text(cell: Cell) -> str:
     """A cell as stored for search and shown in ``context()``: whose it is, what about, its value, its sentence.
 
@@ -38,7 +43,7 @@ def cell_text(cell: Cell) -> str:
     value's words ("likes" of "likes:jazz", "pet dog" of "pet:dog:max" for "Max"); the cell's
     kind when nothing is left. The sentence is left out when it is empty or only the value.
     """
-    parts = [" ".join(part.replace("_", " ").split()) for part in cell.attribute.split(":")]
+    parts = [readable_key(part) for part in cell.attribute.split(":")]
     value_words = set(_WORD.findall(cell.value.casefold()))
     while len(parts) > 1 and set(_WORD.findall(parts[-1].casefold())) <= value_words:
         parts.pop()
