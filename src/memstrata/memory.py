@@ -292,7 +292,8 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         """Embed every stored turn that has no vector from the current model; how many.
 
         Runs on open, so a model change (or an import without vectors) never leaves
-        turns unsearchable. ``fulltext=True`` also rebuilds the full-text index.
+        turns unsearchable. ``fulltext=True`` also rebuilds the full-text indexes, and
+        rewrites the search text of cells stored by an older version as it now reads.
         """
         self._require_open()
         if fulltext:

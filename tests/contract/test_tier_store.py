@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -48,6 +49,23 @@ def _cell(cell_id: str, value: str, *, valid_from: datetime = T0, source: str = 
         valid_from=valid_from,
         source_turn_id=source,
     )
+
+
+def _stored_text(storage_url: str, item_id: str, replacement: str | None = None) -> str:
+    """A derived item's stored search text, first overwritten with ``replacement`` behind the store's back."""
+    if storage_url.startswith("sqlite:///"):
+        with sqlite3.connect(storage_url.removeprefix("sqlite:///")) as connection:
+            if replacement is not None:
+                connection.execute("UPDATE derived SET content = ? WHERE id = ?", (replacement, item_id))
+            return str(connection.execute("SELECT content FROM derived WHERE id = ?", (item_id,)).fetchone()[0])
+    import psycopg
+
+    with psycopg.connect(storage_url) as connection:
+        if replacement is not None:
+            connection.execute("UPDATE derived SET content = %s WHERE id = %s", (replacement, item_id))
+        row = connection.execute("SELECT content FROM derived WHERE id = %s", (item_id,)).fetchone()
+        assert row is not None
+        return str(row[0])
 
 
 # -- the job queue --------------------------------------------------------------------------
@@ -169,6 +187,26 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     assert kinds == ["eviction", "promotion"]
     counts = store.tier_counts("ana")
     assert (counts["midterm_active"], counts["midterm_archived"], counts["scenes"]) == (1, 1, 1)
+
+
+def test_rebuild_fulltext_rewrites_cell_text_an_older_version_stored(store: TierStore, storage_url: str) -> None:
+    [porto_seq, lisbon_seq] = store.insert_turns(
+        [_turn("t0", "I live in Porto"), _turn("t1", "Lisbon now")], None, MODEL
+    )
+    store.add_cell(_cell("c1", "Porto"), porto_seq, single_valued=True, supersede=[])
+    store.add_cell(_cell("c2", "Lisbon", source="t1"), lisbon_seq, single_valued=True, supersede=["c1"])
+    _stored_text(storage_url, "c2", "location: Lisbon — I live in Lisbon")  # the format before subjects
+    _stored_text(storage_url, "c1", "location: Porto — I live in Porto")
+    assert store.derived_fulltext('"user"', "ana", 10) == []
+
+    store.rebuild_fulltext()
+
+    hits = store.derived_fulltext('"user"', "ana", 10)  # the new text is what the index holds
+    [(cell_id, _, content, _)] = store.derived_items([seq for seq, _ in hits], "ana").values()
+    assert (cell_id, content) == ("c2", "user · location: Lisbon — I live in Lisbon")
+    assert _stored_text(storage_url, "c1") == "user · location: Porto — I live in Porto"  # replaced ones too
+    assert [seq for seq, _ in store.derived_fulltext('"lisbon"', "ana", 10)] == [seq for seq, _ in hits]
+    assert store.derived_fulltext('"porto"', "ana", 10) == []  # the index still serves current cells only
 
 
 def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> None:

@@ -211,10 +211,12 @@ def info(home: HomeOption = None, as_json: JsonOption = False) -> None:
 
 
 def reindex(
-    fulltext: Annotated[bool, typer.Option("--fulltext", help="Also rebuild the full-text index.")] = False,
+    fulltext: Annotated[
+        bool, typer.Option("--fulltext", help="Also rebuild the full-text indexes (re-deriving cells' search text).")
+    ] = False,
     home: HomeOption = None,
 ) -> None:
-    """Rebuild derived indexes from the store: missing vectors, and optionally full-text.
+    """Rebuild derived indexes from the store: missing vectors, and optionally full-text (turns, cells, summaries).
 
     Example: memstrata reindex --fulltext
     """
@@ -223,4 +225,4 @@ def reindex(
         done = memory.reindex(
             lambda finished, total: progress.update(task, completed=finished, total=total), fulltext=fulltext
         )
-    console.print(f"embedded {done} turns" + (" and rebuilt the full-text index" if fulltext else ""))
+    console.print(f"embedded {done} turns" + (" and rebuilt the full-text indexes" if fulltext else ""))

@@ -84,8 +84,9 @@ class Store(Protocol):
       user's data.
     - Turns get an integer ``seq`` that grows with commit order; vectors get an id that
       grows with commit order, so readers can catch up with ``vectors_after``.
-    - The full-text index and vectors are derived: ``rebuild_fulltext`` and
-      ``turns_missing_vectors`` + ``put_vectors`` recreate them from the turns.
+    - The full-text indexes and vectors are derived: ``rebuild_fulltext`` (which also
+      rewrites cells' search text as ``cell_text`` makes it) and ``turns_missing_vectors``
+      + ``put_vectors`` recreate them from the store.
     - Driver errors are raised as :class:`memstrata.errors.StorageError`.
     """
 
@@ -174,7 +175,7 @@ class Store(Protocol):
         ...
 
     def rebuild_fulltext(self) -> None:
-        """Recreate the full-text index from the turns."""
+        """Recreate the turns' and derived items' full-text indexes from the store, re-deriving cells' text."""
         ...
 
     def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:

@@ -293,6 +293,22 @@ class KnowledgeMixin(Connected):
         return {name: int(value) for name, value in zip(_TIER_COUNTS, row, strict=True)}
 
 
+def rederive_cell_texts(connection: Connection) -> int:
+    """Rewrite each cell's search text that is not ``cell_text`` of the cell (written by an older version).
+
+    Returns how many were rewritten; the generated tsvector follows the new text.
+    """
+    rows = connection.execute(
+        f"SELECT {_CELL_COLUMNS}, d.content FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
+        " JOIN derived d ON d.id = c.id"
+    ).fetchall()
+    stale = [(text, str(row[0])) for row in rows if (text := cell_text(_cell(row))) != row[-1]]
+    if stale:
+        with connection.cursor() as cursor:
+            cursor.executemany("UPDATE derived SET content = %s WHERE id = %s", stale)
+    return len(stale)
+
+
 def _cell(row: Sequence[Any]) -> Cell:
     return Cell(
         id=str(row[0]),

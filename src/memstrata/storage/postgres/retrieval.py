@@ -12,6 +12,7 @@ from psycopg import sql
 from memstrata.models import SearchFilters, Turn
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.postgres.connection import Connected, take_user_locks
+from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
 from memstrata.storage.postgres.rows import TURN_COLUMNS, Connection, PgVector, filter_clause, turn_from_row
 
@@ -232,10 +233,15 @@ class RetrievalMixin(Connected):
         self._write(work)
 
     def rebuild_fulltext(self) -> None:
-        """Recompute every turn's neighbour text and rebuild the full-text indexes (tsvectors follow the text)."""
+        """Recompute every turn's neighbour text and each cell's search text, and rebuild the full-text indexes.
+
+        The tsvectors follow the text; cells' text that an older version wrote reads as
+        ``cell_text`` does now.
+        """
 
         def work(connection: Connection) -> None:
             connection.execute(f"UPDATE turns t SET near = {NEAR}, far = {FAR}")
+            rederive_cell_texts(connection)
             connection.execute("REINDEX INDEX turns_search; REINDEX INDEX derived_search")
 
         self._write(work)

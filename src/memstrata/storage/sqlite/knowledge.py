@@ -404,6 +404,20 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     )
 
 
+def rederive_cell_texts(connection: sqlite3.Connection) -> int:
+    """Rewrite each cell's search text that is not ``cell_text`` of the cell (written by an older version).
+
+    Returns how many were rewritten; the ``derived_fts`` triggers follow the new text.
+    """
+    rows = connection.execute(
+        f"SELECT {_CELL_COLUMNS}, d.content FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
+        " JOIN derived d ON d.id = c.id"
+    ).fetchall()
+    stale = [(text, str(row[0])) for row in rows if (text := cell_text(_cell(row))) != row[-1]]
+    connection.executemany("UPDATE derived SET content = ? WHERE id = ?", stale)
+    return len(stale)
+
+
 def _cell(row: Sequence[Any]) -> Cell:
     return Cell(
         id=str(row[0]),

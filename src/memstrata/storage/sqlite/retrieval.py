@@ -11,6 +11,7 @@ import numpy as np
 from memstrata.models import SearchFilters, Turn, format_time
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.sqlite.focus import focused_match
+from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
@@ -138,7 +139,11 @@ class RetrievalMixin:
         self._write(work)
 
     def rebuild_fulltext(self) -> None:
-        """Recreate the FTS5 index from the turns table."""
+        """Recreate both FTS5 indexes: the turns' from the turns table, the derived items' from theirs.
+
+        Cells' search text is derived from the cells first, so text an older version wrote
+        reads as ``cell_text`` does now.
+        """
 
         def rebuild(connection: sqlite3.Connection) -> None:
             connection.execute("DELETE FROM turns_fts")
@@ -146,6 +151,8 @@ class RetrievalMixin:
                 "INSERT INTO turns_fts (rowid, content, name, near, far) "
                 "SELECT seq, content, name, near, far FROM turn_index_text"
             )
+            rederive_cell_texts(connection)
+            connection.execute("INSERT INTO derived_fts (derived_fts) VALUES ('rebuild')")
 
         self._write(rebuild)
 
