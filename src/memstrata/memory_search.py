@@ -182,6 +182,11 @@ class SearchViews:
         server_side = self._server_vectors()
         searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
         dense_text = text
+        if mode != "fulltext" or (tiers and match is not None):
+            # Speakers' names say whose turns, not what about: the dense retriever and the derived
+            # items (whose text starts with their subject) read the rest. Read before the
+            # full-text search starts, which would hold the store meanwhile.
+            dense_text = without_speakers(text, self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED))
         if mode != "fulltext":
             if server_side is None:
                 self._sync_index(user_id)
@@ -191,13 +196,12 @@ class SearchViews:
                 searches["vector"] = self._store.filtered_seqs(user_id, filters)
             if inside is not None:
                 searches[f"vector{DATED}"] = inside
-            # Speakers' names say whose turns, not what about: the dense retriever reads the rest
-            # (read before the full-text search starts, which would hold the store meanwhile).
-            dense_text = without_speakers(text, self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED))
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (
-            self._background().submit(self._fulltext_candidates, match, user_id, filters, depth, tiers, dated)
+            self._background().submit(
+                self._fulltext_candidates, match, user_id, filters, depth, tiers, dated, fts_query(dense_text) or match
+            )
             if match is not None
             else None
         )
@@ -328,14 +332,20 @@ class SearchViews:
         depth: int,
         tiers: tuple[str, ...],
         dated: SearchFilters | None = None,
+        derived_match: str | None = None,
     ) -> Rankings:
+        """Full-text candidates: turns by ``match`` (and inside ``dated``), derived items by ``derived_match``.
+
+        ``derived_match`` is the query without the speakers' names (default ``match``): a cell's
+        text names its subject, so a name would match every fact about that person alike.
+        """
         turns = self._store.fulltext(match, user_id, filters, depth)
         found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns]}
         if dated is not None:
             inside = self._store.fulltext(match, user_id, dated, depth)
             found[f"fulltext{DATED}"] = [(("turn", seq), score) for seq, score in inside]
         if tiers:
-            derived = self._store.derived_fulltext(match, user_id, depth, tiers)
+            derived = self._store.derived_fulltext(derived_match or match, user_id, depth, tiers)
             found["derived"] = [(("derived", seq), score) for seq, score in derived]
         return found
 

@@ -441,3 +441,22 @@ def test_server_side_vector_search_where_the_store_has_an_index(
     assert hits[0].content == "the lighthouse keeper waves"
     assert all(hit.turn is not None and hit.turn.user_id == "ana" for hit in hits)
     assert memory.search("harbour", user_id="ana", mode="vector", session_id="b")[0].content.startswith("a quiet")
+
+
+def test_derived_items_are_found_by_what_the_query_asks_not_whose_name_it_says(memory: Memory) -> None:
+    said = [("Caroline", "I love jazz."), ("Caroline", "I love hiking in the hills."), ("Mel", "I love pottery.")]
+    for name, text in said:
+        memory.add([{"role": "user", "name": name, "content": text}], user_id="ana", session_id="s1")
+    memory.flush()
+    assert {cell.subject for cell in memory.cells(user_id="ana")} == {"Caroline", "Mel"}
+
+    def facts(query: str) -> list[str]:
+        hits = memory.search(query, user_id="ana", tiers=("longterm",))
+        return [hit.content for hit in hits if hit.tier == "longterm"]
+
+    # Each cell's text starts with its subject; the name alone would match every fact about Caroline.
+    assert facts("What does Caroline think of jazz?") == ["Caroline · likes: jazz — I love jazz."]
+    assert sorted(facts("Caroline")) == [  # a query of nothing but a name still finds that person's facts
+        "Caroline · likes: hiking in the hills — I love hiking in the hills.",
+        "Caroline · likes: jazz — I love jazz.",
+    ]
