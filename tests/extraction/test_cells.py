@@ -151,6 +151,20 @@ def test_origin_is_not_current_location() -> None:
     assert origin.attribute != location.attribute
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["Since I moved from my home country, I've known them.", "I live in my home town.", "I'm from our village."],
+)
+def test_a_place_told_by_reference_is_not_a_value(text: str) -> None:
+    assert [(cell.attribute, cell.value) for cell in extract_cells(text)] == []
+
+
+def test_a_referenced_place_that_is_also_named_keeps_its_name() -> None:
+    assert [(c.attribute, c.value) for c in extract_cells("I grew up in my hometown of Porto.")] == [
+        ("origin", "my hometown of Porto")
+    ]
+
+
 def test_lists_give_one_cell_per_item_without_duplicates() -> None:
     cells = extract_cells("I love hiking, jazz and sushi. I love jazz!")
     assert [cell.attribute for cell in cells] == ["likes:hiking", "likes:jazz", "likes:sushi"]

@@ -73,6 +73,12 @@ def test_follow_up_on_the_previous_topic() -> None:
     ]
 
 
+def test_follow_up_needs_a_topic_not_a_shared_compliment() -> None:
+    chat = "That's great, your painting looks awesome!"
+    assert not any(k.startswith("asks_followups") for k in keys("Great! What's new? Awesome?", previous_user_text=chat))
+    assert "asks_followups:painting" in keys("Great, which painting is new?", previous_user_text=chat)
+
+
 def test_follow_up_folds_plurals_and_needs_a_question() -> None:
     assert "asks_followups:dog" in keys("What do dogs eat?", previous_user_text="My dog is sick.")
     assert not any(key.startswith("asks_followups") for key in keys("I like dogs.", previous_user_text="My dog."))

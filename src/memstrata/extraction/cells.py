@@ -94,6 +94,11 @@ _EMPTY_VALUES = word_set("""
     """)
 _EMPTY_STARTS = ("that ", "this ", "them ", "what ", "how ", "when ", "why ", "where ", "the way ")
 _PRONOUN_SUBJECTS = word_set("i you he she it we they there")
+# A place told by reference, not named: "I moved from my home country" says nothing of where.
+_REFERENCED_PLACE = re.compile(
+    r"(?:my|our|your|his|her|their)\s+(?:home|(?:home\s*|own\s+|native\s+)?"
+    r"(?:country|countries|land|town|city|village|region|state|place|area))"
+)
 # Words that cannot carry a plan or a task on their own: "keep it up", "make it happen", "do it too".
 _LIGHT_WORDS = word_set(
     "do make keep get go try have take give it that this them too up happen there again more out on so then"
@@ -299,6 +304,8 @@ def _is_meaningful(value: str, max_words: int) -> bool:
         return False
     if re.split(r"['\s]", folded, maxsplit=1)[0] in _PRONOUN_SUBJECTS:
         return False  # a clause with its own subject ("it'd be great"), not a thing
+    if _REFERENCED_PLACE.fullmatch(folded):
+        return False
     return len(folded.split()) <= max_words and any(character.isalnum() for character in folded)
 
 

@@ -145,6 +145,10 @@ _CONTENT_STOPWORDS = word_set("""
     please thanks thank know tell like want need use make get got good best way ways thing things something really
     maybe okay yeah yes hey hello one two still well much many lot lots say said think does don't can't i'm it's
     what's that's you're there's let let's give show help explain example examples
+    great awesome amazing cool nice glad wow fun sure sound look looking love lovely beautiful wonderful
+    fantastic incredible exciting excited happy pretty super totally definitely hope feel feeling favorite favourite
+    new time times day today lately recently they're we're he's she's i've you've we've i'd you'd i'll you'll
+    shared share
     """)
 _LANGUAGE_WORDS = {
     "en": "the and is are you that this what how with for of to it my can do please have was not",
