@@ -179,6 +179,16 @@ def test_offline_scenes_are_titled_by_keywords(home: Path) -> None:
 # -- 3. segment summaries -------------------------------------------------------------
 
 
+def test_offline_keywords_say_what_not_who_or_how_nice() -> None:
+    texts = [
+        "Caroline: Wow, Mel, the pottery class sounds great!",
+        "Mel: Thanks, Caroline! Pottery is really great, I love the kiln.",
+        "Caroline: Great pottery, Mel. Was the kiln hot?",
+    ]
+    assert keywords(texts, 2, speakers={"Caroline", "Mel"}) == ("pottery", "kiln")
+    assert {"caroline", "mel"} <= set(keywords(texts, 6))  # without speakers, their names lead
+
+
 def test_llm_writes_segment_summaries_and_keywords(home: Path) -> None:
     reply = {"summary": "Ana asked when the Cascais regatta starts.", "keywords": ["Sailing", "regatta", "x" * 99, 7]}
     llm = FakeLLM({"segment_summary": [reply]})

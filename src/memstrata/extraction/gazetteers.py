@@ -16,6 +16,14 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(word.casefold() for word in text.split())
 
 
+# Chat's praise, feelings and time words: frequent in conversation, never what it is about.
+CHAT_FILLER = word_set("""
+    great awesome amazing cool nice glad wow fun sure sound look looking love lovely beautiful wonderful
+    fantastic incredible exciting excited happy pretty super totally definitely hope feel feeling favorite favourite
+    really thanks thank yeah hey new time times day today lately recently they're we're he's she's i've you've
+    we've i'd you'd i'll you'll it's that's i'm
+    """)
+
 COUNTRIES = _comma_list(
     """
     Afghanistan, Albania, Algeria, Andorra, Angola, Argentina, Armenia, Australia, Austria, Azerbaijan, Bahamas,

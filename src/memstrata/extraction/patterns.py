@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from memstrata.extraction.gazetteers import word_set
+from memstrata.extraction.gazetteers import CHAT_FILLER, word_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +136,8 @@ _QUESTION_OPENING = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
-_CONTENT_STOPWORDS = word_set("""
+_CONTENT_STOPWORDS = (
+    word_set("""
     a about above after again against all also am an and any are as at be because been before being below between
     both but by can could did do does doing down during each few for from further had has have having he her here
     hers him his how i if in into is it its just me more most my no nor not now of off on once only or other our out
@@ -144,12 +145,10 @@ _CONTENT_STOPWORDS = word_set("""
     under until up very was we were what when where which while who whom why will with would you your yours
     please thanks thank know tell like want need use make get got good best way ways thing things something really
     maybe okay yeah yes hey hello one two still well much many lot lots say said think does don't can't i'm it's
-    what's that's you're there's let let's give show help explain example examples
-    great awesome amazing cool nice glad wow fun sure sound look looking love lovely beautiful wonderful
-    fantastic incredible exciting excited happy pretty super totally definitely hope feel feeling favorite favourite
-    new time times day today lately recently they're we're he's she's i've you've we've i'd you'd i'll you'll
-    shared share
+    what's that's you're there's let let's give show help explain example examples shared share
     """)
+    | CHAT_FILLER
+)
 _LANGUAGE_WORDS = {
     "en": "the and is are you that this what how with for of to it my can do please have was not",
     "es": "el la los las que y es en por para con una un no como qué cómo está pero mi me gracias hola del",

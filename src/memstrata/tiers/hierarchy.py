@@ -200,7 +200,8 @@ class Hierarchy:
         texts = [indexed_text(member_turns[seq]) for seq in members if seq in member_turns]
         matrix = np.stack([member_vectors[seq] for seq in members if seq in member_vectors]) if member_vectors else None
         new_texts = [indexed_text(turns[seq]) for seq in order]
-        summary, words = self.steps.segment_summary(segment, new_texts, texts, matrix)
+        speakers = {turn.name for turn in member_turns.values() if turn.name}
+        summary, words = self.steps.segment_summary(segment, new_texts, texts, matrix, speakers)
         last_activity = max(segment.last_activity, latest)
         updated = replace(
             segment,

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
 from memstrata.embeddings.base import Embedder, Vectors
 from memstrata.errors import ProviderError
 from memstrata.extraction.cells import ExtractedCell, extract_cells, profile_updates
+from memstrata.extraction.gazetteers import CHAT_FILLER
 from memstrata.extraction.llm_cells import extract_cells_with_llm
 from memstrata.extraction.profile import update_profile
 from memstrata.extraction.summaries import summarize_cluster, summarize_scene, summarize_segment
@@ -32,13 +33,24 @@ KEYWORDS_PER_SEGMENT = 6
 _WORD_CHARACTERS = str.maketrans({character: " " for character in ".,;:!?()[]{}\"'`“”’*/\\"})
 
 
-def keywords(texts: Sequence[str], count: int = KEYWORDS_PER_SEGMENT) -> tuple[str, ...]:
-    """The most frequent content words, for labelling a segment."""
+def keywords(
+    texts: Sequence[str], count: int = KEYWORDS_PER_SEGMENT, *, speakers: Collection[str] = ()
+) -> tuple[str, ...]:
+    """The most frequent content words, for labelling a segment: not chat filler, nor the ``speakers``' names.
+
+    Two people name each other in every other line, so their names would head every
+    segment's keywords while saying nothing of what it is about.
+    """
+    names = {word for name in speakers for word in name.lower().translate(_WORD_CHARACTERS).split()}
     words = Counter(
         word
         for text in texts
         for word in text.lower().translate(_WORD_CHARACTERS).split()
-        if len(word) > 2 and word not in STOPWORDS and not word.isdigit()
+        if len(word) > 2
+        and word not in STOPWORDS
+        and word not in CHAT_FILLER
+        and word not in names
+        and not word.isdigit()
     )
     return tuple(word for word, _ in words.most_common(count))
 
@@ -107,8 +119,12 @@ class MemorySteps:
         new_texts: Sequence[str],
         texts: Sequence[str],
         vectors: Vectors | None,
+        speakers: Collection[str] = (),
     ) -> tuple[str, tuple[str, ...]]:
-        """Summary and keywords of a segment whose member turns are ``texts``, ``new_texts`` among them."""
+        """Summary and keywords of a segment whose member turns are ``texts``, ``new_texts`` among them.
+
+        ``speakers`` are the names of those turns' speakers, which the keywords leave out.
+        """
         if self.uses_llm and texts:
             # Incremental: the model folds the new turns into the summary so far, so a long
             # segment never sends all of its turns again.
@@ -123,8 +139,8 @@ class MemorySteps:
                 ),
             )
             if reply is not None:
-                return reply.summary, reply.keywords or keywords(texts)
-        return self._extractive(texts, vectors), keywords(texts)
+                return reply.summary, reply.keywords or keywords(texts, speakers=speakers)
+        return self._extractive(texts, vectors), keywords(texts, speakers=speakers)
 
     def scene(self, segment: Segment, texts: Sequence[str]) -> tuple[str, str]:
         """Title and summary of a segment promoted to a scene."""
