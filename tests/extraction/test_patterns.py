@@ -73,6 +73,11 @@ def test_follow_up_on_the_previous_topic() -> None:
     ]
 
 
+def test_english_with_words_spanish_shares_is_english() -> None:
+    assert "writes_in:en" in keys("Just give me the code, no explanation.")
+    assert "writes_in:es" in keys("No me gusta el café, pero gracias.")
+
+
 def test_follow_up_needs_a_topic_not_a_shared_compliment() -> None:
     chat = "That's great, your painting looks awesome!"
     assert not any(k.startswith("asks_followups") for k in keys("Great! What's new? Awesome?", previous_user_text=chat))

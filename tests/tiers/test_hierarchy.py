@@ -195,6 +195,20 @@ def test_patterns_are_counted(tiered: Memory) -> None:
     assert patterns and patterns[0].count >= 2
 
 
+def test_patterns_matching_the_query_come_first_by_topic_words(tiered: Memory) -> None:
+    for text in ("Just give me the code, no explanation.", "Give me the code first please.", "Show me code for it"):
+        _exchange(tiered, text)
+    _exchange(tiered, "What do dogs eat?")
+    _exchange(tiered, "Which dogs shed least?")
+    tiered.flush()
+    descriptions = [pattern.description for pattern in tiered.patterns(user_id=USER)]
+    assert "asks follow-up questions about dog" in descriptions and descriptions[0] != descriptions[-1]
+    assert tiered.patterns(user_id=USER, query="Tell me about dogs?")[0].description.endswith("about dog")
+    # "about" and "for" are not topics: such a query keeps the plain order
+    asked = tiered.patterns(user_id=USER, query="What is this about, and for whom?")
+    assert [pattern.key for pattern in asked] == [pattern.key for pattern in tiered.patterns(user_id=USER)]
+
+
 def test_forget_user_clears_every_tier(tiered: Memory) -> None:
     _exchange(tiered, "I live in Porto and my sister Marta lives in Berlin.")
     for n in range(4):

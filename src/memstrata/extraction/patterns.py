@@ -150,7 +150,8 @@ _CONTENT_STOPWORDS = (
     | CHAT_FILLER
 )
 _LANGUAGE_WORDS = {
-    "en": "the and is are you that this what how with for of to it my can do please have was not",
+    # "me" and "no" are Spanish too: listed here as well, they no longer tip English into Spanish.
+    "en": "the and is are you that this what how with for of to it my can do please have was not me no just give",
     "es": "el la los las que y es en por para con una un no como qué cómo está pero mi me gracias hola del",
     "fr": "le la les des et est je tu vous que qui pour dans avec une un pas ce mon merci bonjour c'est du",
     "de": "der die das und ist ich du sie nicht mit für ein eine auf wie was zu den dem bitte danke",
