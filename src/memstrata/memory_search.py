@@ -196,11 +196,14 @@ class SearchViews:
                 searches["vector"] = self._store.filtered_seqs(user_id, filters)
             if inside is not None:
                 searches[f"vector{DATED}"] = inside
+        # Derived items by the query's words without the names; by the whole query when only names
+        # or stopwords are left ("Who is Caroline?").
+        derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.
         pending = (
             self._background().submit(
-                self._fulltext_candidates, match, user_id, filters, depth, tiers, dated, fts_query(dense_text) or match
+                self._fulltext_candidates, match, user_id, filters, depth, tiers, dated, derived_match
             )
             if match is not None
             else None
@@ -338,6 +341,7 @@ class SearchViews:
 
         ``derived_match`` is the query without the speakers' names (default ``match``): a cell's
         text names its subject, so a name would match every fact about that person alike.
+        ``_rankings`` passes ``match`` itself when nothing but names and stopwords is left.
         """
         turns = self._store.fulltext(match, user_id, filters, depth)
         found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns]}

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.extraction.entities import extract_entities
+from memstrata.extraction.patterns import topic_words
 from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
 from memstrata.policies.importance import recency_decay
-from memstrata.retrieval.fulltext import STOPWORDS
 from memstrata.validation import check_identifier, check_limit, check_text
 
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ class TierViews:
         if query is not None:
             query = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         now = datetime.now(UTC)
-        words = _topic_words(query or "")
+        words = topic_words(query or "")
         found = [
             Pattern(
                 key,
@@ -108,7 +107,7 @@ class TierViews:
             )
             for key, description, count, first, last, evidence in self._tiers.pattern_rows(user)
         ]
-        found.sort(key=lambda p: (-(len(words & _topic_words(p.description)) > 0), -p.score, p.key))
+        found.sort(key=lambda p: (-(len(words & topic_words(p.key)) > 0), -p.score, p.key))
         return found[: check_limit(limit, maximum=1000)]
 
     def graph(self, *, user_id: str, query: str, limit: int = 20) -> Subgraph:
@@ -168,9 +167,3 @@ class TierViews:
         if tier == "episodic" and count:
             self._index.drop(user)  # type: ignore[attr-defined]
         return count
-
-
-def _topic_words(text: str) -> set[str]:
-    """The words of ``text`` that can say what it is about ("about" or "for" match every query), plurals folded."""
-    words = (word for word in re.findall(r"\w+", text.casefold()) if word not in STOPWORDS)
-    return {word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word for word in words}

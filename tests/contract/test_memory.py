@@ -456,7 +456,9 @@ def test_derived_items_are_found_by_what_the_query_asks_not_whose_name_it_says(m
 
     # Each cell's text starts with its subject; the name alone would match every fact about Caroline.
     assert facts("What does Caroline think of jazz?") == ["Caroline · likes: jazz — I love jazz."]
-    assert sorted(facts("Caroline")) == [  # a query of nothing but a name still finds that person's facts
+    everything_about_caroline = [
         "Caroline · likes: hiking in the hills — I love hiking in the hills.",
         "Caroline · likes: jazz — I love jazz.",
     ]
+    # Nothing but a name, or a name and stopwords: the name is all there is to search.
+    assert sorted(facts("Caroline")) == sorted(facts("Who is Caroline?")) == everything_about_caroline

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -54,7 +55,7 @@ def _cell(cell_id: str, value: str, *, valid_from: datetime = T0, source: str = 
 def _stored_text(storage_url: str, item_id: str, replacement: str | None = None) -> str:
     """A derived item's stored search text, first overwritten with ``replacement`` behind the store's back."""
     if storage_url.startswith("sqlite:///"):
-        with sqlite3.connect(storage_url.removeprefix("sqlite:///")) as connection:
+        with closing(sqlite3.connect(storage_url.removeprefix("sqlite:///"))) as connection, connection:
             if replacement is not None:
                 connection.execute("UPDATE derived SET content = ? WHERE id = ?", (replacement, item_id))
             return str(connection.execute("SELECT content FROM derived WHERE id = ?", (item_id,)).fetchone()[0])

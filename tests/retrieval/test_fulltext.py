@@ -29,6 +29,11 @@ def test_falls_back_to_stopwords_when_nothing_else_is_left() -> None:
     assert _terms(fts_query("The the THE")) == ["the"]
 
 
+def test_topical_only_gives_none_for_nothing_but_stopwords() -> None:
+    assert fts_query("Who is ?", topical_only=True) is None
+    assert fts_query("Who is Ana?", topical_only=True) == '"ana"'
+
+
 @pytest.mark.parametrize("text", ["", "   ", "?!", '"', "*", "((((", "-- ;", "^", "'", "\u3000", "🎉🎉"])
 def test_no_words_gives_none(text: str) -> None:
     assert fts_query(text) is None

@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 
 from memstrata import ConfigError, IdConflict, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
+from memstrata.models import Cell
 from memstrata.storage import open_store
 from memstrata.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 from memstrata.storage.sqlite.retrieval import _SPEAKERS as SPEAKERS_QUERY
 from memstrata.storage.sqlite.store import SQLiteStore, open_sqlite
 
 MODEL = "test-model"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DIM = 4
 
 
@@ -229,6 +231,20 @@ def test_rebuild_fulltext_after_deleting_fts_rows(store: SQLiteStore) -> None:
     assert _match(store, "whale") == [seqs[0]]
     with store._lock:
         store._connection.execute("INSERT INTO turns_fts (turns_fts) VALUES ('integrity-check')")
+
+
+def test_rebuild_fulltext_restores_the_derived_items_index(store: SQLiteStore) -> None:
+    [seq] = store.insert_turns([_turn("a", "I live in Porto")], None, MODEL)
+    cell = Cell("c1", "ana", "fact", "ana", "location", "Porto", "I live in Porto", 0.8, T0, "a")
+    store.add_cell(cell, seq, single_valued=True, supersede=[])
+    [(derived_seq, _)] = store.derived_fulltext('"porto"', "ana", 5)
+    with store._lock:
+        store._connection.execute("INSERT INTO derived_fts (derived_fts) VALUES ('delete-all')")
+    assert store.derived_fulltext('"porto"', "ana", 5) == []
+    store.rebuild_fulltext()
+    assert [found for found, _ in store.derived_fulltext('"porto"', "ana", 5)] == [derived_seq]
+    with store._lock:
+        store._connection.execute("INSERT INTO derived_fts (derived_fts) VALUES ('integrity-check')")
 
 
 # -- vectors, cascades, events -------------------------------------------------------------

@@ -94,7 +94,7 @@ _EMPTY_VALUES = word_set("""
     """)
 _EMPTY_STARTS = ("that ", "this ", "them ", "what ", "how ", "when ", "why ", "where ", "the way ")
 _PRONOUN_SUBJECTS = word_set("i you he she it we they there")
-# A place told by reference, not named: "I moved from my home country" says nothing of where.
+# A place told by reference, not named: "I moved from my home country" says nothing of where (origin, location).
 _REFERENCED_PLACE = re.compile(
     r"(?:my|our|your|his|her|their)\s+(?:home|(?:home\s*|own\s+|native\s+)?"
     r"(?:country|countries|land|town|city|village|region|state|place|area))"
@@ -219,6 +219,8 @@ def _readings(rule: Rule, match: re.Match[str], sentence: str) -> list[tuple[str
         if not values:
             return [(f"pet:{animal}", animal)]
         attribute_template = "pet:{animal}:{key}"
+    if rule.attribute in ("origin", "location"):
+        values = [value for value in values if not _REFERENCED_PLACE.fullmatch(value.casefold())]
     readings = []
     for value in values:
         if rule.attribute in ("diet", "marital_status"):
@@ -304,8 +306,6 @@ def _is_meaningful(value: str, max_words: int) -> bool:
         return False
     if re.split(r"['\s]", folded, maxsplit=1)[0] in _PRONOUN_SUBJECTS:
         return False  # a clause with its own subject ("it'd be great"), not a thing
-    if _REFERENCED_PLACE.fullmatch(folded):
-        return False
     return len(folded.split()) <= max_words and any(character.isalnum() for character in folded)
 
 

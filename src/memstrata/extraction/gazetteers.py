@@ -18,10 +18,10 @@ def word_set(text: str) -> frozenset[str]:
 
 # Chat's praise, feelings and time words: frequent in conversation, never what it is about.
 CHAT_FILLER = word_set("""
-    great awesome amazing cool nice glad wow fun sure sound look looking love lovely beautiful wonderful
-    fantastic incredible exciting excited happy pretty super totally definitely hope feel feeling favorite favourite
-    really thanks thank yeah hey new time times day today lately recently they're we're he's she's i've you've
-    we've i'd you'd i'll you'll it's that's i'm
+    great awesome amazing cool nice glad wow fun sure sound sounds look looks looking love loved loves lovely
+    beautiful wonderful fantastic incredible exciting excited happy pretty super totally definitely hope feel feels
+    feeling favorite favourite really thanks thank yeah hey new time times day days today lately recently
+    they're we're i've you've we've i'd you'd i'll you'll i'm
     """)
 
 COUNTRIES = _comma_list(

@@ -149,6 +149,7 @@ _CONTENT_STOPWORDS = (
     """)
     | CHAT_FILLER
 )
+_KEY_VERBS = word_set("ask say share prefer write correct greet followup")  # after the plural fold
 _LANGUAGE_WORDS = {
     # "me" and "no" are Spanish too: listed here as well, they no longer tip English into Spanish.
     "en": "the and is are you that this what how with for of to it my can do please have was not me no just give",
@@ -243,6 +244,15 @@ def _follow_up(user_text: str, previous_user_text: str) -> PatternObservation | 
         return None
     topic = min(shared, key=lambda word: (-(current[word] + previous[word]), -len(word), word))
     return PatternObservation(f"asks_followups:{topic}", f"asks follow-up questions about {topic}", topic)
+
+
+def topic_words(text: str) -> frozenset[str]:
+    """What ``text`` (a query, or a pattern's key such as "asks_followups:dog") is about: its content words.
+
+    Plurals are folded and the keys' own verbs ("asks", "prefers", "followups") left out, so
+    "Any dogs?" meets "asks_followups:dog" and "What is this for?" meets nothing.
+    """
+    return frozenset(word for word in _content_words(text.replace(":", " ")) if word not in _KEY_VERBS)
 
 
 def _content_words(text: str) -> Counter[str]:

@@ -33,7 +33,7 @@ def indexed_text(turn: Turn) -> str:
     return f"{turn.name}: {turn.content}" if turn.name else turn.content
 
 
-def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str | None:
+def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool = False) -> str | None:
     """Return an FTS5 MATCH expression for ``text``, or ``None`` if it has no searchable word.
 
     Every term is a double-quoted string, so FTS5 operators (AND, OR, NOT, NEAR, ``*``,
@@ -41,11 +41,11 @@ def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str | None:
     and can never raise a syntax error. Stopwords and single letters (the "s" of "Ana's",
     the "t" of "don't") are dropped unless nothing else is left: such a term matches most
     turns, so BM25 gives it almost no weight, yet scoring its matches dominated the cost of a
-    search at 100k turns (70 of 100 ms).
+    search at 100k turns (70 of 100 ms). With ``topical_only`` such a query gives ``None``.
     """
     words = [word.lower() for word in _WORD.findall(text)]
     terms = list(dict.fromkeys(word for word in words if word not in STOPWORDS and _is_topical(word)))
-    if not terms:
+    if not terms and not topical_only:
         terms = list(dict.fromkeys(words))
     if not terms:
         return None

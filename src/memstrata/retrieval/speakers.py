@@ -23,7 +23,10 @@ def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
 
 
 def without_speakers(query: str, speakers: Sequence[str]) -> str:
-    """``query`` with the names of ``speakers`` (and a possessive "'s") taken out, for the dense retriever.
+    """``query`` with the names of ``speakers`` (and a possessive "'s") taken out: what the dense retriever reads.
+
+    The full-text search of derived items (cells, whose text starts with their subject, and
+    summaries) reads it too, unless nothing but stopwords is left.
 
     A speaker's name in a question says whose turns to look at, not what they are about;
     the full-text retriever and the reranker's ``speaker`` feature use it for that. In an

@@ -43,14 +43,35 @@ def cell_text(cell: Cell) -> str:
     value's words ("likes" of "likes:jazz", "pet dog" of "pet:dog:max" for "Max"); the cell's
     kind when nothing is left. The sentence is left out when it is empty or only the value.
     """
-    parts = [readable_key(part) for part in cell.attribute.split(":")]
-    value_words = set(_WORD.findall(cell.value.casefold()))
+    return _cell_text(cell.kind, cell.subject, cell.attribute, cell.value, cell.content)
+
+
+#: What ``stale_cell_texts`` reads, from ``cells c JOIN derived d ON d.id = c.id``.
+CELL_TEXT_COLUMNS = "c.id, c.kind, c.subject, c.attribute, c.value, c.content, d.content"
+
+
+def stale_cell_texts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str]]:
+    """(text, cell id) for each row of ``CELL_TEXT_COLUMNS`` whose stored text is not what ``cell_text`` makes now.
+
+    Cells stored by an older version keep the text it wrote until ``rebuild_fulltext``
+    rewrites them with these.
+    """
+    found = []
+    for cell_id, kind, subject, attribute, value, content, stored in rows:
+        text = _cell_text(str(kind), str(subject), str(attribute), str(value), str(content))
+        if text != stored:
+            found.append((text, str(cell_id)))
+    return found
+
+
+def _cell_text(kind: str, subject: str, attribute: str, value: str, sentence: str) -> str:
+    parts = [readable_key(part) for part in attribute.split(":")]
+    value_words = set(_WORD.findall(value.casefold()))
     while len(parts) > 1 and set(_WORD.findall(parts[-1].casefold())) <= value_words:
         parts.pop()
-    label = " ".join(part for part in parts if part) or cell.kind
-    sentence = cell.content.strip()
-    said = f" — {cell.content}" if sentence and sentence != cell.value.strip() else ""
-    return f"{cell.subject} · {label}: {cell.value}{said}"
+    label = " ".join(part for part in parts if part) or kind
+    said = f" — {sentence}" if sentence.strip() and sentence.strip() != value.strip() else ""
+    return f"{subject} · {label}: {value}{said}"
 
 
 @dataclass(frozen=True, slots=True)

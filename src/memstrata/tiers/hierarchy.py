@@ -164,7 +164,8 @@ class Hierarchy:
         vectors = self._store.vectors_for(self._embedder.model_id, order)
         rows = [vectors[seq] for seq in order if seq in vectors]
         exchange_vector = _mean_direction(rows, self._embedder.dimension)
-        exchange_words = set(keywords([turns[seq].content for seq in order]))
+        speakers = {name for seq in order if (name := turns[seq].name)}
+        exchange_words = set(keywords([turns[seq].content for seq in order], speakers=speakers))
         best: tuple[float, Segment | None] = (-math.inf, None)
         for candidate, stored_centroid in self._store.active_segments(user_id):
             if stored_centroid is None:
@@ -200,7 +201,7 @@ class Hierarchy:
         texts = [indexed_text(member_turns[seq]) for seq in members if seq in member_turns]
         matrix = np.stack([member_vectors[seq] for seq in members if seq in member_vectors]) if member_vectors else None
         new_texts = [indexed_text(turns[seq]) for seq in order]
-        speakers = {turn.name for turn in member_turns.values() if turn.name}
+        speakers = {name for turn in member_turns.values() if (name := turn.name)}
         summary, words = self.steps.segment_summary(segment, new_texts, texts, matrix, speakers)
         last_activity = max(segment.last_activity, latest)
         updated = replace(

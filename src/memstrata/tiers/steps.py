@@ -139,7 +139,9 @@ class MemorySteps:
                 ),
             )
             if reply is not None:
-                return reply.summary, reply.keywords or keywords(texts, speakers=speakers)
+                names = {name.casefold() for name in speakers}
+                chosen = tuple(word for word in reply.keywords if word.casefold() not in names)
+                return reply.summary, chosen or keywords(texts, speakers=speakers)
         return self._extractive(texts, vectors), keywords(texts, speakers=speakers)
 
     def scene(self, segment: Segment, texts: Sequence[str]) -> tuple[str, str]:

@@ -7,11 +7,12 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
-from memstrata.storage.base import cell_text
+from memstrata.storage.base import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
 
+_REDERIVE_CHUNK = 2_000
 _CELL_COLUMNS = (
     "c.id, c.user_id, c.kind, c.subject, c.attribute, c.value, c.content, c.salience, c.valid_from,"
     " t.id, c.valid_to, c.superseded_by, c.scene_id"
@@ -294,19 +295,22 @@ class KnowledgeMixin(Connected):
 
 
 def rederive_cell_texts(connection: Connection) -> int:
-    """Rewrite each cell's search text that is not ``cell_text`` of the cell (written by an older version).
+    """Rewrite each cell's search text an older version wrote differently (``stale_cell_texts``); how many.
 
-    Returns how many were rewritten; the generated tsvector follows the new text.
+    Reads the cells a chunk at a time, in id order (so concurrent rebuilds lock rows in one
+    order); the generated tsvector follows the new text.
     """
-    rows = connection.execute(
-        f"SELECT {_CELL_COLUMNS}, d.content FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
-        " JOIN derived d ON d.id = c.id"
-    ).fetchall()
-    stale = [(text, str(row[0])) for row in rows if (text := cell_text(_cell(row))) != row[-1]]
-    if stale:
-        with connection.cursor() as cursor:
-            cursor.executemany("UPDATE derived SET content = %s WHERE id = %s", stale)
-    return len(stale)
+    changed, after = 0, ""
+    query = (
+        f"SELECT {CELL_TEXT_COLUMNS} FROM cells c JOIN derived d ON d.id = c.id WHERE c.id > %s ORDER BY c.id LIMIT %s"
+    )
+    while rows := connection.execute(query, (after, _REDERIVE_CHUNK)).fetchall():
+        stale = stale_cell_texts(rows)
+        if stale:
+            with connection.cursor() as cursor:
+                cursor.executemany("UPDATE derived SET content = %s WHERE id = %s", stale)
+        changed, after = changed + len(stale), str(rows[-1][0])
+    return changed
 
 
 def _cell(row: Sequence[Any]) -> Cell:

@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
-from memstrata.storage.base import cell_text
+from memstrata.storage.base import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 from memstrata.storage.sqlite.shared import put_derived, tier_event
 
 T = TypeVar("T")
+_REDERIVE_CHUNK = 2_000
 _CELL_COLUMNS = (
     "c.id, c.user_id, c.kind, c.subject, c.attribute, c.value, c.content, c.salience, c.valid_from,"
     " t.id, c.valid_to, c.superseded_by, c.scene_id"
@@ -405,17 +406,19 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
 
 
 def rederive_cell_texts(connection: sqlite3.Connection) -> int:
-    """Rewrite each cell's search text that is not ``cell_text`` of the cell (written by an older version).
+    """Rewrite each cell's search text an older version wrote differently (``stale_cell_texts``); how many.
 
-    Returns how many were rewritten; the ``derived_fts`` triggers follow the new text.
+    Reads the cells a chunk at a time, in id order; the ``derived_fts`` triggers follow the new text.
     """
-    rows = connection.execute(
-        f"SELECT {_CELL_COLUMNS}, d.content FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
-        " JOIN derived d ON d.id = c.id"
-    ).fetchall()
-    stale = [(text, str(row[0])) for row in rows if (text := cell_text(_cell(row))) != row[-1]]
-    connection.executemany("UPDATE derived SET content = ? WHERE id = ?", stale)
-    return len(stale)
+    changed, after = 0, ""
+    query = (
+        f"SELECT {CELL_TEXT_COLUMNS} FROM cells c JOIN derived d ON d.id = c.id WHERE c.id > ? ORDER BY c.id LIMIT ?"
+    )
+    while rows := connection.execute(query, (after, _REDERIVE_CHUNK)).fetchall():
+        stale = stale_cell_texts(rows)
+        connection.executemany("UPDATE derived SET content = ? WHERE id = ?", stale)
+        changed, after = changed + len(stale), str(rows[-1][0])
+    return changed
 
 
 def _cell(row: Sequence[Any]) -> Cell:
