@@ -12,7 +12,7 @@ from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.storage.base import cell_text, readable_key
+from memstrata.storage.text import cell_text, readable_key
 from memstrata.validation import check_text, check_timezone
 
 if TYPE_CHECKING:

@@ -196,8 +196,8 @@ class SearchViews:
                 searches["vector"] = self._store.filtered_seqs(user_id, filters)
             if inside is not None:
                 searches[f"vector{DATED}"] = inside
-        # Derived items by the query's words without the names; by the whole query when only names
-        # or stopwords are left ("Who is Caroline?").
+        # Derived items by the query's words without the names; by the whole query when only names,
+        # stopwords or words for saying are left ("Who is Caroline?", "What did Caroline say?").
         derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
         # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
         # this thread embeds the query and scans the vectors: latency is the slower of the two.

@@ -462,3 +462,6 @@ def test_derived_items_are_found_by_what_the_query_asks_not_whose_name_it_says(m
     ]
     # Nothing but a name, or a name and stopwords: the name is all there is to search.
     assert sorted(facts("Caroline")) == sorted(facts("Who is Caroline?")) == everything_about_caroline
+    # "say" asks what was said, not about what: the name is what is left to search by.
+    assert sorted(facts("What did Caroline say?")) == everything_about_caroline
+    assert facts("What did Caroline tell Mel about jazz?") == ["Caroline · likes: jazz — I love jazz."]

@@ -230,7 +230,7 @@ def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> 
     hits = store.derived_fulltext('"porto" OR "lisbon"', "ana", 10)  # longterm: current cells only
     [(cell_id, tier, content, sources)] = store.derived_items([seq for seq, _ in hits], "ana").values()
     assert (cell_id, tier, sources) == ("c2", "longterm", ("t1",))
-    assert content == "user · location: Lisbon — I live in Lisbon"  # storage.base.cell_text on both backends
+    assert content == "user · location: Lisbon — I live in Lisbon"  # storage.text.cell_text on both backends
     store.set_profile("ana", {"location": "Porto", "job": "engineer"}, porto_seq, T0)
     store.set_profile("ana", {"location": "Lisbon"}, lisbon_seq, later)
     assert store.profile("ana") == {"job": "engineer", "location": "Lisbon"}

@@ -34,6 +34,13 @@ def test_topical_only_gives_none_for_nothing_but_stopwords() -> None:
     assert fts_query("Who is Ana?", topical_only=True) == '"ana"'
 
 
+def test_topical_only_drops_words_that_ask_what_was_said() -> None:
+    assert fts_query("What did she say about jazz?", topical_only=True) == '"jazz"'
+    assert fts_query("What did she tell you?", topical_only=True) is None
+    # Turns are still searched by them: "she said" is how a turn may be found.
+    assert fts_query("What did she say?") == '"say"'
+
+
 @pytest.mark.parametrize("text", ["", "   ", "?!", '"', "*", "((((", "-- ;", "^", "'", "\u3000", "🎉🎉"])
 def test_no_words_gives_none(text: str) -> None:
     assert fts_query(text) is None

@@ -19,6 +19,13 @@ _STOPWORD_TEXT = """
     wouldn couldn shouldn
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Words that ask what someone said rather than about what: no topic for a fact or a summary.
+_SAYING_TEXT = """
+    say says said saying tell tells told telling talk talks talked talking speak speaks spoke
+    spoken speaking mention mentions mentioned mentioning discuss discussed discussing ask
+    asks asked asking chat chats chatted chatting
+"""
+_SAYING_WORDS = frozenset(_SAYING_TEXT.split())
 MAX_QUERY_TERMS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -41,10 +48,13 @@ def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool
     and can never raise a syntax error. Stopwords and single letters (the "s" of "Ana's",
     the "t" of "don't") are dropped unless nothing else is left: such a term matches most
     turns, so BM25 gives it almost no weight, yet scoring its matches dominated the cost of a
-    search at 100k turns (70 of 100 ms). With ``topical_only`` such a query gives ``None``.
+    search at 100k turns (70 of 100 ms). With ``topical_only`` such a query gives ``None``,
+    and words that only ask what was said ("say", "told", "mention") are dropped as well:
+    "What did Caroline say about jazz?" asks about jazz.
     """
     words = [word.lower() for word in _WORD.findall(text)]
-    terms = list(dict.fromkeys(word for word in words if word not in STOPWORDS and _is_topical(word)))
+    dropped = STOPWORDS | _SAYING_WORDS if topical_only else STOPWORDS
+    terms = list(dict.fromkeys(word for word in words if word not in dropped and _is_topical(word)))
     if not terms and not topical_only:
         terms = list(dict.fromkeys(words))
     if not terms:

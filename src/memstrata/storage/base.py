@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,53 +24,6 @@ from memstrata.models import (
 
 Vectors = npt.NDArray[np.float32]
 Seqs = npt.NDArray[np.int64]
-
-_WORD = re.compile(r"\w+")
-
-
-def readable_key(key: str) -> str:
-    """A profile key or attribute as a reader would write it: "favourite:color" → "favourite color"."""
-    return " ".join(key.replace(":", " ").replace("_", " ").split())
-
-
-def cell_text(cell: Cell) -> str:
-    """A cell as stored for search and shown in ``context()``: whose it is, what about, its value, its sentence.
-
-    "Caroline · plan: show my paintings — I'm putting together an LGBTQ art show…". The
-    subject names whose fact it is. The label is the attribute's parts as words
-    ("favourite:color" → "favourite color"), less the trailing parts that only repeat the
-    value's words ("likes" of "likes:jazz", "pet dog" of "pet:dog:max" for "Max"); the cell's
-    kind when nothing is left. The sentence is left out when it is empty or only the value.
-    """
-    return _cell_text(cell.kind, cell.subject, cell.attribute, cell.value, cell.content)
-
-
-#: What ``stale_cell_texts`` reads, from ``cells c JOIN derived d ON d.id = c.id``.
-CELL_TEXT_COLUMNS = "c.id, c.kind, c.subject, c.attribute, c.value, c.content, d.content"
-
-
-def stale_cell_texts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str]]:
-    """(text, cell id) for each row of ``CELL_TEXT_COLUMNS`` whose stored text is not what ``cell_text`` makes now.
-
-    Cells stored by an older version keep the text it wrote until ``rebuild_fulltext``
-    rewrites them with these.
-    """
-    found = []
-    for cell_id, kind, subject, attribute, value, content, stored in rows:
-        text = _cell_text(str(kind), str(subject), str(attribute), str(value), str(content))
-        if text != stored:
-            found.append((text, str(cell_id)))
-    return found
-
-
-def _cell_text(kind: str, subject: str, attribute: str, value: str, sentence: str) -> str:
-    parts = [readable_key(part) for part in attribute.split(":")]
-    value_words = set(_WORD.findall(value.casefold()))
-    while len(parts) > 1 and set(_WORD.findall(parts[-1].casefold())) <= value_words:
-        parts.pop()
-    label = " ".join(part for part in parts if part) or kind
-    said = f" — {sentence}" if sentence.strip() and sentence.strip() != value.strip() else ""
-    return f"{subject} · {label}: {value}{said}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
-from memstrata.storage.base import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
+from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 
 _REDERIVE_CHUNK = 2_000
 _CELL_COLUMNS = (

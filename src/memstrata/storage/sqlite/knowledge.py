@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
-from memstrata.storage.base import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 from memstrata.storage.sqlite.shared import put_derived, tier_event
+from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 
 T = TypeVar("T")
 _REDERIVE_CHUNK = 2_000

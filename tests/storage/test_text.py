@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memstrata.models import Cell
-from memstrata.storage.base import cell_text
+from memstrata.storage.text import cell_text
 
 
 def _cell(attribute: str, value: str, content: str, *, subject: str = "Caroline", kind: str = "plan") -> Cell:
