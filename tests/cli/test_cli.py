@@ -119,6 +119,38 @@ def test_search_json_and_table(home: Path) -> None:
     )
 
 
+def test_context_prints_the_block_and_its_size(home: Path) -> None:
+    ids = seed(home, ["I live in Lisbon near the river", "My cat is called [bold]Miso[/bold]", "I work at a startup"])
+
+    result = run_cli("context", "Where do I live?", "--user", "ana", "--budget", "300", home=home)
+    block = ok(result)
+    assert block.startswith("# Memory\n")
+    assert "I live in Lisbon near the river" in block
+    # The block is printed as it is, not read as rich markup.
+    assert "My cat is called [bold]Miso[/bold]" in block
+    assert " of 300 tokens, " in result.stderr and " items" in result.stderr
+
+    asked = ("context", "Where do I live?", "--user", "ana", "--budget", "300")
+    built = json.loads(ok(run_cli(*asked, "--json", home=home)))
+    assert built["token_budget"] == 300 and 0 < built["tokens"] <= 300
+    assert built["text"] + "\n" == block
+    assert {turn for item in built["items"] for turn in item["source_turn_ids"]} == set(built["turn_ids"]) == set(ids)
+    # The work the adds queued (still pending when their Memory closed) ran first: the fact from
+    # the last one is in the block.
+    assert "employer: startup" in block
+    assert any(item["kind"] == "cell" for item in built["items"])
+
+    nobody = run_cli("context", "Where do I live?", "--user", "bob", home=home)
+    assert ok(nobody) == "" and "nothing in memory" in nobody.stderr
+    assert "token_budget" in assert_one_line_error(
+        run_cli("context", "x", "--user", "ana", "--budget", "10", home=home), 2
+    )
+    assert "empty" in assert_one_line_error(run_cli("context", "  ", "--user", "ana", home=home), 2)
+    assert "timezone" in assert_one_line_error(
+        run_cli("context", "x", "--user", "ana", "--timezone", "Mars/Olympus", home=home), 2
+    )
+
+
 def test_history_json(home: Path) -> None:
     ids = seed(home, ["first thing", "second thing", "third thing"])
     seed(home, ["other session"], session="s2")

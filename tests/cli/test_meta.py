@@ -37,7 +37,7 @@ ERROR_CLASSES = [
 
 
 def test_the_expected_commands_are_registered() -> None:
-    expected = {"add", "search", "history", "forget", "export", "import", "info", "reindex", "demo"}
+    expected = {"add", "search", "context", "history", "forget", "export", "import", "info", "reindex", "demo"}
     assert expected | {"bench ingest-search"} <= set(COMMANDS)
 
 

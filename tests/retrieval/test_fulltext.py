@@ -37,6 +37,8 @@ def test_topical_only_gives_none_for_nothing_but_stopwords() -> None:
 def test_topical_only_drops_words_that_ask_what_was_said() -> None:
     assert fts_query("What did she say about jazz?", topical_only=True) == '"jazz"'
     assert fts_query("What did she tell you?", topical_only=True) is None
+    # A word that is as often a noun stays a topic.
+    assert fts_query("What was her talk about?", topical_only=True) == '"talk"'
     # Turns are still searched by them: "she said" is how a turn may be found.
     assert fts_query("What did she say?") == '"say"'
 

@@ -1,4 +1,4 @@
-"""Commands over one Memory: add, search, history, forget, export, import, info, reindex."""
+"""Commands over one Memory: add, search, context, history, forget, export, import, info, reindex."""
 
 from __future__ import annotations
 
@@ -16,15 +16,23 @@ from memstrata.cli.common import (
     SessionOption,
     UserOption,
     console,
+    error_console,
     open_memory,
     print_json,
+    to_jsonable,
 )
+from memstrata.errors import StorageError
+from memstrata.memory_context import check_budget
 from memstrata.models import Turn
+from memstrata.validation import check_text, check_timezone
+
+#: How long ``context`` waits for queued background work before it gives up.
+FLUSH_SECONDS = 60.0
 
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
-    for command in (add, search, history, forget, export, info, reindex):
+    for command in (add, search, context, history, forget, export, info, reindex):
         app.command()(command)
     app.command("import")(import_)
 
@@ -90,6 +98,61 @@ def search(
         found_by = ", ".join(f"{name} #{position}" for name, position in hit.ranks.items())
         table.add_row(str(rank), f"{hit.score:.4f}", when, who, hit.content, found_by)
     console.print(table if hits else "no memories matched")
+
+
+def context(
+    query: Annotated[str, typer.Argument(help="What the agent is about to answer (plain text).")],
+    user: UserOption,
+    budget: Annotated[int, typer.Option("--budget", "-b", help="At most this many tokens.")] = 1000,
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="The current session: its recent exchanges come last.")
+    ] = None,
+    agent: AgentOption = None,
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="Also the facts that newer ones replaced, with their end date.")
+    ] = False,
+    timezone: Annotated[
+        str | None, typer.Option(help="IANA time zone the dates are read in (default: the timezone setting).")
+    ] = None,
+    home: HomeOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the block and every item as JSON.")] = False,
+) -> None:
+    """Print the memory block an agent would put in its prompt for a query: the block on stdout, its size on stderr.
+
+    Example: memstrata context "where does she live?" --user ana --budget 500
+    """
+    with open_memory(home) as memory:
+        # Bad arguments fail before the wait below.
+        check_text(query, "query", max_bytes=memory.settings.max_text_bytes)
+        check_budget(budget)
+        check_timezone(timezone)
+        try:
+            memory.flush(timeout=FLUSH_SECONDS, user_id=user)  # so what was added last has its facts in the block
+        except StorageError as exc:
+            raise StorageError(
+                f"the queued background work (facts, summaries) did not finish within {FLUSH_SECONDS:.0f} s;"
+                " run the command again, or later"
+            ) from exc
+        built = memory.context(
+            query,
+            user_id=user,
+            token_budget=budget,
+            session_id=session,
+            agent_id=agent,
+            include_superseded=include_superseded,
+            timezone=timezone,
+        )
+    if as_json:
+        print_json({**to_jsonable(built), "turn_ids": list(built.turn_ids)})
+        return
+    if built.text:
+        typer.echo(built.text)
+    if not built.items and not built.omitted:
+        error_console.print("nothing in memory for this query", highlight=False)
+        return
+    summary = f"{built.tokens} of {built.token_budget} tokens, {len(built.items)} items"
+    summary += f" ({built.omitted} more did not fit)" if built.omitted else ""
+    error_console.print(summary, highlight=False)
 
 
 def history(

@@ -19,13 +19,13 @@ _STOPWORD_TEXT = """
     wouldn couldn shouldn
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-# Words that ask what someone said rather than about what: no topic for a fact or a summary.
+# Verbs that ask what someone said rather than about what: no topic for a fact or a summary.
+# Forms that are as often nouns ("her talk", "a group chat", "public speaking") are not here.
 _SAYING_TEXT = """
-    say says said saying tell tells told telling talk talks talked talking speak speaks spoke
-    spoken speaking mention mentions mentioned mentioning discuss discussed discussing ask
-    asks asked asking chat chats chatted chatting
+    say says said saying tell tells told telling talked talking spoke spoken mention mentions
+    mentioned mentioning discuss discussed discussing asked asking chatted chatting
 """
-_SAYING_WORDS = frozenset(_SAYING_TEXT.split())
+_NOT_TOPICAL = STOPWORDS | frozenset(_SAYING_TEXT.split())
 MAX_QUERY_TERMS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -53,7 +53,7 @@ def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool
     "What did Caroline say about jazz?" asks about jazz.
     """
     words = [word.lower() for word in _WORD.findall(text)]
-    dropped = STOPWORDS | _SAYING_WORDS if topical_only else STOPWORDS
+    dropped = _NOT_TOPICAL if topical_only else STOPWORDS
     terms = list(dict.fromkeys(word for word in words if word not in dropped and _is_topical(word)))
     if not terms and not topical_only:
         terms = list(dict.fromkeys(words))
