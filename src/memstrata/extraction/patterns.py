@@ -23,10 +23,15 @@ class _Detector:
     key: str
     description: str
     pattern: re.Pattern[str]
+    #: Counts only inside a request (a question, or a sentence opening with one): its words are
+    #: as often just mentioned ("a source of joy", "how they compare to the books").
+    in_request_only: bool = False
 
 
-def _detector(key: str, description: str, pattern: str, flags: int = re.IGNORECASE) -> _Detector:
-    return _Detector(key, description, re.compile(pattern, flags))
+def _detector(
+    key: str, description: str, pattern: str, flags: int = re.IGNORECASE, *, in_request_only: bool = False
+) -> _Detector:
+    return _Detector(key, description, re.compile(pattern, flags), in_request_only)
 
 
 _MESSAGE_DETECTORS = (
@@ -86,8 +91,11 @@ _MESSAGE_DETECTORS = (
     _detector(
         "asks_for_sources",
         "asks for sources",
-        r"(?<!open )(?<!open-)\b(?:sources?(?!\s+code)|citations?|references?|cite)\b|\blinks?\s+to\b|"
-        r"\b(?:a|the|any|some)\s+links?\b|\bwhere\s+did\s+you\s+(?:get|find|read)\b",
+        r"(?<!open )(?<!open-)\b(?:sources?(?!\s+(?:code|of|like)\b)|citations?|references?|cite)\b|\blinks?\s+to\b|"
+        r"\b(?:a|the|any|some)\s+links?\b|\bwhere\s+did\s+you\s+(?:read|hear|learn)\s+(?:that|this)\b|"
+        r"\bwhere\s+did\s+you\s+(?:get|find)\s+(?:that|this|these|those)\s+"
+        r"(?:information|info|data|numbers?|figures?|facts?|claims?|quotes?|statistics?|stats)\b",
+        in_request_only=True,
     ),
     _detector(
         "asks_for_explanation",
@@ -98,10 +106,16 @@ _MESSAGE_DETECTORS = (
     _detector(
         "asks_for_comparison",
         "asks for comparisons",
-        r"\b(?:compare|comparison|differences?\s+between|vs\.?|versus|pros\s+and\s+cons|which\s+is\s+better)\b",
+        r"\b(?:compare|(?<!in )comparison|differences?\s+between|vs\.?|versus|pros\s+and\s+cons|which\s+is\s+better)\b",
+        in_request_only=True,
     ),
-    _detector("asks_for_summary", "asks for summaries", r"\b(?:summari[sz]e|summary|recap|sum\s+(?:it\s+)?up)\b"),
-    _detector("asks_for_translation", "asks for translations", r"\btranslat(?:e|ion|ing)\b"),
+    _detector(
+        "asks_for_summary",
+        "asks for summaries",
+        r"\b(?:summari[sz]e|summary|recap|sum\s+(?:it\s+)?up)\b",
+        in_request_only=True,
+    ),
+    _detector("asks_for_translation", "asks for translations", r"\btranslat(?:e|ion|ing)\b", in_request_only=True),
     _detector(
         "shares_code",
         "shares code",
@@ -127,6 +141,13 @@ _CORRECTION = re.compile(
 )
 _EXPLAIN_REQUEST = re.compile(
     r"\b(?:explain|what\s+does\s+(?:this|that|it|line)|how\s+does\s+(?:this|that|it)\s+work|walk\s+me\s+through)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_ENDS = (".", "!", "?", "\n")
+_REQUEST_OPENING = re.compile(
+    r"\s*(?:(?:and|also|so|now|then|ok|okay)\s*,?\s+)?(?:please|pls|plz|can|could|would|will|give|show|send|provide|"
+    r"include|add|list|cite|summari[sz]e|sum|recap|translate|compare|explain|tell|help|let\s+me|i\s+need|i\s+want|"
+    r"i'd\s+like|i\s+would\s+like|what|which|how|where|do\s+you|any)\b",
     re.IGNORECASE,
 )
 _CODE_IN_REPLY = re.compile(r"```|^\s*(?:def|class|function|import|const|let|var)\s+\w+", re.MULTILINE)
@@ -202,7 +223,8 @@ def observe_patterns(
     """The interaction patterns one user message shows, given optionally the user's previous message and the reply."""
     observations: list[PatternObservation] = []
     for detector in _MESSAGE_DETECTORS:
-        match = detector.pattern.search(user_text)
+        matches = detector.pattern.finditer(user_text)
+        match = next((m for m in matches if not detector.in_request_only or _in_request(user_text, m)), None)
         if match:
             observations.append(PatternObservation(detector.key, detector.description, _evidence(match.group())))
     if assistant_text is not None:
@@ -218,6 +240,14 @@ def observe_patterns(
     for observation in observations:
         unique.setdefault(observation.key, observation)
     return list(unique.values())
+
+
+def _in_request(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` sits in a sentence that asks for something: a question, or one opening with a request."""
+    start = max(text.rfind(mark, 0, match.start()) for mark in _SENTENCE_ENDS) + 1
+    ends = [found for found in (text.find(mark, match.end()) for mark in _SENTENCE_ENDS) if found >= 0]
+    end = min(ends, default=len(text))
+    return text[end : end + 1] == "?" or _REQUEST_OPENING.match(text, start, end) is not None
 
 
 def _reply_patterns(user_text: str, assistant_text: str) -> list[PatternObservation]:
