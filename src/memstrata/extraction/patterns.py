@@ -60,11 +60,12 @@ _MESSAGE_DETECTORS = (
         r"\b(?:(?:give|show|provide)\s+(?:me\s+)?(?:an?\s+|some\s+|a\s+few\s+|concrete\s+|more\s+)?examples?|"
         r"for\s+(?:example|instance)\s*\?|examples?\s+(?:please|pls)|with\s+(?:an?\s+|some\s+)?examples?|"
         r"(?:an?\s+|some\s+)example\s+of)",
+        in_request_only=True,
     ),
     _detector(
         "prefers_bullets",
         "prefers bullet points",
-        r"\b(?:bullet(?:ed)?(?:\s+(?:points?|list))?|bullets|as\s+a\s+(?:numbered\s+)?list|in\s+a\s+list|"
+        r"\b(?:bullet(?:ed)?(?!\s+journal)(?:\s+(?:points?|list))?|bullets|as\s+a\s+(?:numbered\s+)?list|in\s+a\s+list|"
         r"numbered\s+list|list\s+format|point\s+form)\b",
     ),
     _detector(
@@ -75,18 +76,19 @@ _MESSAGE_DETECTORS = (
         "prefers short answers",
         r"\b(?:short\s+(?:answer|version|reply|response)|keep\s+it\s+(?:short|brief|simple)|briefly|be\s+brief|"
         r"concise(?:ly)?|tl;?dr|in\s+(?:one|a\s+single|a\s+few|two)\s+(?:sentence|line|word)s?|in\s+a\s+nutshell|"
-        r"just\s+the\s+answer|too\s+long|shorter|one[- ]liner)\b",
+        r"just\s+the\s+answer|(?<!not\s)(?<!take\s)(?<!been\s)(?<!for\s)too\s+long(?!\s+ago)|shorter|one[- ]liner)\b",
     ),
     _detector(
         "prefers_detail",
         "asks for detailed answers",
         r"\b(?:in\s+(?:more\s+|great\s+|full\s+)?detail|detailed|thorough(?:ly)?|in[- ]depth|elaborate|more\s+details?|"
-        r"too\s+short|explain\s+(?:everything|fully))\b",
+        r"(?<!life's\s)(?<!life’s\s)(?<!life\sis\s)too\s+short|explain\s+(?:everything|fully))\b",
     ),
     _detector(
         "asks_step_by_step",
         "asks for step-by-step guidance",
         r"\bstep[- ]by[- ]step\b|\b(?:walk|talk)\s+me\s+through\b",
+        in_request_only=True,
     ),
     _detector(
         "asks_for_sources",
@@ -147,7 +149,7 @@ _SENTENCE_ENDS = (".", "!", "?", "\n")
 _REQUEST_OPENING = re.compile(
     r"\s*(?:(?:and|also|so|now|then|ok|okay)\s*,?\s+)?(?:please|pls|plz|can|could|would|will|give|show|send|provide|"
     r"include|add|list|cite|summari[sz]e|sum|recap|translate|compare|explain|tell|help|let\s+me|i\s+need|i\s+want|"
-    r"i'd\s+like|i\s+would\s+like|what|which|how|where|do\s+you|any)\b",
+    r"i'd\s+like|i\s+would\s+like|walk|talk|what|which|how|where|do\s+you|any)\b",
     re.IGNORECASE,
 )
 _CODE_IN_REPLY = re.compile(r"```|^\s*(?:def|class|function|import|const|let|var)\s+\w+", re.MULTILINE)
