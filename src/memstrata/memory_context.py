@@ -29,12 +29,12 @@ CONTEXT_TIERS = ("longterm", *SUMMARY_TIERS)
 PATTERN_MIN_COUNT = 2
 
 
-def check_budget(value: object) -> int:
-    """Return ``value`` if it is a usable token budget."""
+def check_budget(value: object, name: str = "token_budget") -> int:
+    """Return ``value`` if it is a usable token budget; errors call it ``name`` (a CLI says ``--budget``)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"token_budget must be a whole number, not {type(value).__name__}")
+        raise InvalidInput(f"{name} must be a whole number, not {type(value).__name__}")
     if not MIN_BUDGET <= value <= MAX_BUDGET:
-        raise InvalidInput(f"token_budget must be between {MIN_BUDGET} and {MAX_BUDGET:,}, not {value}")
+        raise InvalidInput(f"{name} must be between {MIN_BUDGET} and {MAX_BUDGET:,}, not {value}")
     return value
 
 

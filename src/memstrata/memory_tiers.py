@@ -45,9 +45,17 @@ class TierViews:
         deadline = None if timeout is None else time.monotonic() + timeout
         self._queue_visits()  # type: ignore[attr-defined]
         while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self.settings.background:
                 self._worker.drain()
-            elif not self._worker.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic())):
+            elif user is not None:
+                # Only until this user's jobs are done: work queued after them never holds it up.
+                if not self._worker.wait_until(lambda: self._tiers.count_jobs(user) == 0, remaining):
+                    raise StorageError(
+                        f"the background work of user {user!r} did not finish in time; call flush() again or raise"
+                        " timeout (another process may hold the jobs)"
+                    )
+            elif not self._worker.wait_idle(remaining):
                 raise StorageError("background work did not finish in time; call flush() again or raise timeout")
             if self._tiers.count_jobs(user) == 0:
                 return
@@ -58,7 +66,7 @@ class TierViews:
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
         user = self._checked_user(user_id)
-        self.flush(user_id=user)  # only this user's queued work: other users' never delay it
+        self.flush(user_id=user)  # this user's queued work, and what was queued before it; nothing after
         return self._hierarchy.consolidate(user)
 
     def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:

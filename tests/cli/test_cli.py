@@ -142,7 +142,7 @@ def test_context_prints_the_block_and_its_size(home: Path) -> None:
 
     nobody = run_cli("context", "Where do I live?", "--user", "bob", home=home)
     assert ok(nobody) == "" and "nothing in memory" in nobody.stderr
-    assert "token_budget" in assert_one_line_error(
+    assert "--budget must be between 50 and" in assert_one_line_error(
         run_cli("context", "x", "--user", "ana", "--budget", "10", home=home), 2
     )
     assert "empty" in assert_one_line_error(run_cli("context", "  ", "--user", "ana", home=home), 2)

@@ -418,6 +418,16 @@ def test_the_background_worker_runs_jobs_without_flush(open_memory: Callable[...
         time.sleep(0.05)
 
 
+def test_flushing_one_user_with_the_background_worker_waits_for_that_users_work(
+    open_memory: Callable[..., Memory],
+) -> None:
+    memory = open_memory(background=True, working_capacity=1)
+    _exchange(memory, "I live in Porto.")
+    memory.flush(user_id="ana", timeout=60)
+    assert memory.inspect(user_id="ana").pending_jobs == 0
+    assert memory.profile(user_id="ana").get("location") == "Porto"
+
+
 def test_info_names_the_store_without_secrets(memory: Memory, storage_url: str) -> None:
     memory.add("hello", user_id="ana")
     info = memory.info()

@@ -290,7 +290,7 @@ def _locomo_qa(
         embedder=embedder,
         threads=threads,
         home=home,
-        token_budget=check_budget(budget),
+        token_budget=check_budget(budget, "--budget"),
     )
     report, records = run_qa(options, console=console)
     _write_json(json_out, report)

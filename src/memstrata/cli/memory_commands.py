@@ -124,7 +124,7 @@ def context(
     with open_memory(home) as memory:
         # Bad arguments fail before the wait below.
         check_text(query, "query", max_bytes=memory.settings.max_text_bytes)
-        check_budget(budget)
+        check_budget(budget, "--budget")
         check_timezone(timezone)
         try:
             memory.flush(timeout=FLUSH_SECONDS, user_id=user)  # so what was added last has its facts in the block

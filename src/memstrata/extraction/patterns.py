@@ -108,7 +108,8 @@ _MESSAGE_DETECTORS = (
     _detector(
         "asks_for_comparison",
         "asks for comparisons",
-        r"\b(?:compare|(?<!in )comparison|differences?\s+between|vs\.?|versus|pros\s+and\s+cons|which\s+is\s+better)\b",
+        r"\b(?:compare|(?<!in )comparison|differences?\s+between|(?:vs\.?|versus)(?!\s+[\w.'-]+(?:\s+[\w.'-]+)?\s+"
+        r"(?:match|game|fight|final|derby|bout|series|race|showdown)\b)|pros\s+and\s+cons|which\s+is\s+better)\b",
         in_request_only=True,
     ),
     _detector(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from memstrata.errors import StorageError
 from memstrata.storage.base import Job
@@ -14,6 +15,7 @@ log = logging.getLogger("memstrata.worker")
 IDLE_POLL_SECONDS = 1.0
 QUIET_SECONDS = 0.2
 MAX_DEFER_SECONDS = 5.0
+POLL_SECONDS = 0.05
 
 
 class Activity:
@@ -64,7 +66,9 @@ class Worker:
         self._claim, self._run, self._finish, self._fail = claim, run, finish, fail
         self._max_attempts = max_attempts
         self._activity = activity
-        self._urgent = threading.Event()
+        self._urgent = threading.Event()  # set while anyone waits on the work: no yielding then
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -100,12 +104,38 @@ class Worker:
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Block until the thread found the queue empty; False on timeout. Work runs at once meanwhile."""
-        self._urgent.set()
+        with self._hurried():
+            return self._idle.wait(timeout)
+
+    def wait_until(self, done: Callable[[], bool], timeout: float | None) -> bool:
+        """Block until ``done()`` holds, checked every ``POLL_SECONDS``; False on timeout.
+
+        Work runs at once meanwhile, in queue order. Unlike ``wait_idle`` this returns as
+        soon as the work it waits for is finished, however much else was queued after it.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._hurried():
+            while not done():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                time.sleep(POLL_SECONDS if remaining is None else min(POLL_SECONDS, remaining))
+        return True
+
+    @contextmanager
+    def _hurried(self) -> Iterator[None]:
+        """While someone waits, the thread runs jobs without yielding to the foreground."""
+        with self._waiters_lock:
+            self._waiters += 1
+            self._urgent.set()
         try:
             self.wake()
-            return self._idle.wait(timeout)
+            yield
         finally:
-            self._urgent.clear()
+            with self._waiters_lock:
+                self._waiters -= 1
+                if self._waiters == 0:
+                    self._urgent.clear()
 
     def _yield_to_foreground(self) -> None:
         """Wait for a quiet moment in the foreground, but not forever."""

@@ -1,0 +1,90 @@
+"""The background worker: waiting for some of the work while more keeps arriving."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+
+from memstrata.storage.base import Job
+from memstrata.tiers.worker import Worker
+
+
+class EndlessQueue:
+    """Ana's jobs first, then a stream of Bob's that never runs dry (a busy server)."""
+
+    def __init__(self, ana_jobs: int) -> None:
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.pending: deque[Job] = deque(self._job("ana") for _ in range(ana_jobs))
+        self.claimed: dict[int, Job] = {}
+        self.done: list[Job] = []
+
+    def _job(self, user: str) -> Job:
+        return Job(next(self._ids), "step", user, {}, 0)
+
+    def claim(self) -> Job | None:
+        with self._lock:
+            job = self.pending.popleft() if self.pending else self._job("bob")
+            self.claimed[job.id] = job
+            return job
+
+    def run(self, job: Job) -> None:
+        threading.Event().wait(0.001)  # a job takes a moment
+
+    def finish(self, job_id: int) -> None:
+        with self._lock:
+            self.done.append(self.claimed.pop(job_id))
+
+    def fail(self, job_id: int, error: str, retry: bool) -> None:
+        raise AssertionError(f"job {job_id} failed: {error}")
+
+    def unfinished(self, user: str) -> int:
+        """Jobs of ``user`` queued or running (Bob always has more coming)."""
+        with self._lock:
+            left = [job for job in [*self.pending, *self.claimed.values()] if job.user_id == user]
+            return len(left) + (user == "bob")
+
+
+def test_waiting_for_some_jobs_ends_when_they_are_done_though_more_keep_arriving() -> None:
+    queue = EndlessQueue(ana_jobs=3)
+    worker = Worker(queue.claim, queue.run, queue.finish, queue.fail)
+    worker.start()
+    try:
+        assert worker.wait_until(lambda: queue.unfinished("ana") == 0, timeout=30)
+        # Waiting for the whole queue to be empty never ends while work keeps arriving.
+        assert not worker.wait_idle(timeout=0.3)
+    finally:
+        worker.stop()
+    assert [job.id for job in queue.done[:3]] == [1, 2, 3]
+
+
+def test_waiting_times_out_when_the_work_never_finishes() -> None:
+    queue = EndlessQueue(ana_jobs=0)
+    worker = Worker(queue.claim, queue.run, queue.finish, queue.fail)
+    worker.start()
+    try:
+        assert not worker.wait_until(lambda: queue.unfinished("bob") == 0, timeout=0.2)
+    finally:
+        worker.stop()
+
+
+def test_two_waiters_keep_the_worker_hurried_until_both_are_done() -> None:
+    queue = EndlessQueue(ana_jobs=0)
+    worker = Worker(queue.claim, queue.run, queue.finish, queue.fail)
+    other_is_waiting, release = threading.Event(), threading.Event()
+
+    def other_done() -> bool:
+        other_is_waiting.set()
+        return release.is_set()
+
+    waiting = threading.Thread(target=worker.wait_until, args=(other_done, 30))
+    waiting.start()
+    try:
+        assert other_is_waiting.wait(30)
+        assert worker.wait_until(lambda: True, timeout=1)
+        assert worker._urgent.is_set()  # the other still waits: the worker must not yield to the foreground yet
+    finally:
+        release.set()
+        waiting.join(30)
+    assert not worker._urgent.is_set()
