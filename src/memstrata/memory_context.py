@@ -12,6 +12,7 @@ from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.retrieval.rerank import TurnSignals
 from memstrata.storage.text import cell_text, readable_key
 from memstrata.validation import check_text, check_timezone
 
@@ -167,12 +168,13 @@ class ContextViews:
         memory = self._facade
         head_lists = joined(turn_lists, depth)
         turn_lists = joined(turn_lists)
+        signals: dict[ItemKey, TurnSignals] = {}  # the head's turns are in the tail too
         head = memory._rerank(
-            text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today, zone
+            text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today, zone, signals
         )
         seen = {item.key for item in head}
         tail = memory._rerank(
-            text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today, zone
+            text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today, zone, signals
         )
         return head + [item for item in tail if item.key not in seen]
 

@@ -232,17 +232,21 @@ class SearchViews:
         loaded: dict[int, Turn] | None = None,
         today: date | None = None,
         zone: tzinfo | None = None,
+        known_signals: dict[ItemKey, TurnSignals] | None = None,
     ) -> list[Fused[ItemKey]]:
         """Rescore fused candidates with the reranker (``retrieval/rerank.py``), best first.
 
-        The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again.
+        The turns read here are added to ``loaded`` so ``_load_hits`` does not read them again,
+        and their signals to ``known_signals`` (for one ``zone``) so a second rerank reuses them.
         """
         turns = self._turns(user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
         zone = zone or self.settings.zone
-        signals = {
-            ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at.astimezone(zone))
-            for seq, turn in turns.items()
-        }
+        known = known_signals if known_signals is not None else {}
+        for seq, turn in turns.items():
+            if ("turn", seq) not in known:
+                when = turn.created_at.astimezone(zone)
+                known["turn", seq] = TurnSignals.of(turn.name, turn.content, turn.session_id, when)
+        signals = {("turn", seq): known["turn", seq] for seq in turns}
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
         periods = asked_periods(text, today or today_in(zone))

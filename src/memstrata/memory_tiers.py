@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.extraction.entities import extract_entities
-from memstrata.extraction.patterns import topic_words
+from memstrata.extraction.patterns import key_topic_words, topic_words
 from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
 from memstrata.policies.importance import recency_decay
 from memstrata.validation import check_identifier, check_limit, check_text
@@ -115,7 +115,7 @@ class TierViews:
             )
             for key, description, count, first, last, evidence in self._tiers.pattern_rows(user)
         ]
-        found.sort(key=lambda p: (-(len(words & topic_words(p.key)) > 0), -p.score, p.key))
+        found.sort(key=lambda p: (-(len(words & key_topic_words(p.key)) > 0), -p.score, p.key))
         return found[: check_limit(limit, maximum=1000)]
 
     def graph(self, *, user_id: str, query: str, limit: int = 20) -> Subgraph:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -92,3 +93,11 @@ def test_never_over_budget(budget: int, sizes: list[int]) -> None:
     cells = [Candidate("cell", "cell", "longterm", f"c{i}", "z " * size, 1.0) for i, size in enumerate(sizes)]
     context = assemble("q", "u", {"episode": episodes, "cell": cells}, budget)
     assert context.tokens == count_tokens(context.text) <= budget
+
+
+def test_date_lines_follow_each_excerpts_own_zone() -> None:
+    # One instant, late on 8 May in UTC and early on 9 May in Tokyo: each block dates it as its reader's day.
+    late = datetime(2023, 5, 8, 23, 30, tzinfo=UTC)
+    for zone, line in [(UTC, "[8 May 2023 (Monday)]"), (ZoneInfo("Asia/Tokyo"), "[9 May 2023 (Tuesday)]")]:
+        episode = Candidate("episode", "episode", "episodic", "t1", "Ana: hello", 1.0, ("t1",), late.astimezone(zone))
+        assert line in assemble("hello", "ana", {"episode": [episode]}, 200).text

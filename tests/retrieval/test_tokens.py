@@ -7,8 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memstrata.retrieval.tokens import count_tokens, truncate_to_tokens
+from memstrata.retrieval.tokens import count_joined, count_tokens, truncate_to_tokens
 from tests.conftest import LOCOMO
 
 quicktok = pytest.importorskip("quicktok", reason="the reference BPE tokenizer ships in the test extra")
@@ -63,3 +65,13 @@ def test_truncation_fits_and_keeps_a_prefix() -> None:
 def test_underscores_count() -> None:
     assert count_tokens("_" * 80) >= 20
     assert count_tokens("__init__") >= 3
+
+
+_LINE_CHARACTERS = st.characters(whitelist_categories=("L", "N", "P", "S", "Zs"), whitelist_characters="\n\t'_")
+
+
+@given(st.lists(st.text(_LINE_CHARACTERS, max_size=40), max_size=8))
+def test_a_joined_block_costs_exactly_what_counting_it_whole_costs(lines: list[str]) -> None:
+    assert count_joined(lines) == count_tokens("\n".join(lines))
+    trimmed = [line.strip() for line in lines if line.strip()]  # the shortcut's case: lines summed
+    assert count_joined(trimmed) == count_tokens("\n".join(trimmed))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -286,6 +287,12 @@ def topic_words(text: str) -> frozenset[str]:
     "Any dogs?" meets "asks_followups:dog" and "What is this for?" meets nothing.
     """
     return frozenset(word for word in _content_words(text.replace(":", " ")) if word not in _KEY_VERBS)
+
+
+@functools.lru_cache(maxsize=4096)
+def key_topic_words(key: str) -> frozenset[str]:
+    """``topic_words`` of a pattern's key, remembered: ranking patterns for a query reads every key of the user."""
+    return topic_words(key)
 
 
 def _content_words(text: str) -> Counter[str]:

@@ -9,12 +9,13 @@ episodes take the rest; whatever is still free goes back to the other sections.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from memstrata.models import Context, ContextItem
-from memstrata.retrieval.tokens import count_tokens
+from memstrata.retrieval.tokens import count_joined, count_tokens
 
 SECTION_ORDER = ("profile", "pattern", "cell", "graph", "summary", "episode", "recent")
 SECTION_TITLES = {
@@ -102,16 +103,16 @@ def assemble(
     take("episode", budget)
     for section in SECTION_ORDER:
         take(section, budget)
-    text, items = _render(chosen)
-    tokens = count_tokens(text)
+    lines, items = _render(chosen)
+    tokens = count_joined(lines)
     # Joining lines can cost a token or two more than the parts; drop the weakest episode until it fits.
     while tokens > budget and any(chosen.values()):
         section = next(s for s in ("episode", *reversed(SECTION_ORDER)) if chosen[s])
         chosen[section].pop()
-        text, items = _render(chosen)
-        tokens = count_tokens(text)
+        lines, items = _render(chosen)
+        tokens = count_joined(lines)
     offered = len({item.id for items in candidates.values() for item in items})
-    return Context(query, user_id, text, tokens, budget, tuple(items), omitted=offered - len(items))
+    return Context(query, user_id, "\n".join(lines), tokens, budget, tuple(items), omitted=offered - len(items))
 
 
 def render_line(item: Candidate) -> str:
@@ -120,12 +121,18 @@ def render_line(item: Candidate) -> str:
 
 
 def _day(item: Candidate) -> str:
-    if item.when is None:
-        return "undated"
-    return f"{item.when.day} {item.when:%B %Y} ({item.when:%A})"
+    # By the local calendar day: aware datetimes compare by instant, whatever their zone.
+    return "undated" if item.when is None else _date_line(item.when.date())
 
 
-def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[str, list[ContextItem]]:
+@functools.lru_cache(maxsize=4096)
+def _date_line(day: date) -> str:
+    """ "8 May 2023 (Monday)": remembered, as every query dates its candidates again."""
+    return f"{day.day} {day:%B %Y} ({day:%A})"
+
+
+def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[list[str], list[ContextItem]]:
+    """The block's lines (none when nothing was chosen) and its items, in order."""
     lines = [HEADER]
     items: list[ContextItem] = []
     for section in SECTION_ORDER:
@@ -158,5 +165,5 @@ def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[str, list[Contex
             for item in picked
         )
     if len(lines) == 1:
-        return "", []
-    return "\n".join(lines), items
+        return [], []
+    return lines, items

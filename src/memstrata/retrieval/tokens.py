@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Sequence
 
 # Contractions, words (with one leading space), digit groups, spaces, punctuation runs.
 _PIECES = re.compile(r"""'(?:s|t|re|ve|m|ll|d)\b| ?[^\W\d_]+| ?\d{1,3}|\s+(?!\S)|\s+| ?[^\s\w]+|_+""", re.IGNORECASE)
@@ -34,6 +35,18 @@ def count_tokens(text: str) -> int:
     if len(text) <= CACHED_TEXT_CHARS:
         return _count_cached(text)
     return _count(text)
+
+
+def count_joined(lines: Sequence[str]) -> int:
+    """``count_tokens("\\n".join(lines))``, from the lines' own (remembered) counts where that is exact.
+
+    No piece but a whitespace run crosses a newline, so when no line starts or ends with
+    whitespace the block costs its lines plus one token per newline; otherwise it is
+    counted whole.
+    """
+    if any(not line or line[0].isspace() or line[-1].isspace() for line in lines):
+        return count_tokens("\n".join(lines))
+    return sum(count_tokens(line) for line in lines) + max(0, len(lines) - 1)
 
 
 @functools.lru_cache(maxsize=CACHED_TEXTS)
