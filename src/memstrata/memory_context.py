@@ -168,7 +168,13 @@ class ContextViews:
         memory = self._facade
         head_lists = joined(turn_lists, depth)
         turn_lists = joined(turn_lists)
-        signals: dict[ItemKey, TurnSignals] = {}  # the head's turns are in the tail too
+        # Every candidate turn in one read (the head's are in the tail too), and their signals once.
+        memory._turns(
+            user,
+            sorted({seq for ranking in turn_lists.values() for (kind, seq), _ in ranking if kind == "turn"}),
+            loaded,
+        )
+        signals: dict[ItemKey, TurnSignals] = {}
         head = memory._rerank(
             text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today, zone, signals
         )
