@@ -13,6 +13,10 @@ from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
 from memstrata.policies.importance import recency_decay
 from memstrata.validation import check_identifier, check_limit, check_text
 
+# Counting a user's queued jobs while waiting for them: attempts, and the pause between them.
+COUNT_ATTEMPTS = 3
+COUNT_RETRY_SECONDS = 0.1
+
 if TYPE_CHECKING:
     from memstrata.config import Settings
     from memstrata.storage.base import TierStore
@@ -46,22 +50,34 @@ class TierViews:
         self._queue_visits()  # type: ignore[attr-defined]
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # With a user, only until that user's jobs are done: work queued after them never holds it up.
             if not self.settings.background:
-                self._worker.drain()
+                self._worker.drain(None if user is None else lambda: self._has_no_jobs(user))
             elif user is not None:
-                # Only until this user's jobs are done: work queued after them never holds it up.
-                if not self._worker.wait_until(lambda: self._tiers.count_jobs(user) == 0, remaining):
+                if not self._worker.wait_until(lambda: self._has_no_jobs(user), remaining):
                     raise StorageError(
                         f"the background work of user {user!r} did not finish in time; call flush() again or raise"
                         " timeout (another process may hold the jobs)"
                     )
             elif not self._worker.wait_idle(remaining):
                 raise StorageError("background work did not finish in time; call flush() again or raise timeout")
-            if self._tiers.count_jobs(user) == 0:
+            if self._has_no_jobs(user):
                 return
             if deadline is not None and time.monotonic() > deadline:
                 raise StorageError("background work did not finish in time; another process may hold the jobs")
             time.sleep(0.05)
+
+    def _has_no_jobs(self, user_id: str | None) -> bool:
+        """Whether ``user_id`` (None: anyone) has no unfinished job. Asked every 50 ms while waiting, so a passing
+        storage error (a busy database, a dropped connection) is tried again; a lasting one is raised."""
+        for attempt in range(COUNT_ATTEMPTS):
+            try:
+                return self._tiers.count_jobs(user_id) == 0
+            except StorageError:
+                if attempt == COUNT_ATTEMPTS - 1:
+                    raise
+                time.sleep(COUNT_RETRY_SECONDS)
+        return False  # not reached: the last attempt returns or raises
 
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""

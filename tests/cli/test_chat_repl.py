@@ -85,13 +85,15 @@ def test_a_session_with_an_llm_sends_its_earlier_messages_once(tmp_path: Path, l
 def test_bad_options_exit_with_the_invalid_input_code(tmp_path: Path) -> None:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
     environment |= {"MEMSTRATA_HOME": str(tmp_path / "h"), "MEMSTRATA_EMBEDDER": "hash"}
-    result = subprocess.run(
-        [sys.executable, "-m", "memstrata", "chat", "--budget", "3"],
-        input="",
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 2 and "token_budget must be between" in result.stderr
+    for command in (["chat"], ["bench", "lcs"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "memstrata", *command, "--budget", "3"],
+            input="",
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert result.returncode == 2 and "--budget must be between 50 and" in result.stderr, result.stderr
+    assert not (tmp_path / "h").exists()  # checked before anything was opened

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, memory_search
+from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, StorageError, memory_search
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
 MODES = ("hybrid", "fulltext", "vector")
@@ -416,6 +416,37 @@ def test_the_background_worker_runs_jobs_without_flush(open_memory: Callable[...
     while memory.profile(user_id="ana").get("location") != "Porto":
         assert time.monotonic() < deadline, "the background worker never ran"
         time.sleep(0.05)
+
+
+def test_flushing_one_user_runs_the_queue_only_as_far_as_that_users_work(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(working_capacity=1)  # background=False: flush() runs the jobs itself
+    _exchange(memory, "I live in Porto.")
+    for text in ["I live in Lisbon.", "I work at Tern.", "I have a dog."]:
+        memory.add([{"role": "user", "content": text}], user_id="bob", session_id="s")
+    memory.flush(user_id="ana")
+    assert memory.inspect(user_id="ana").pending_jobs == 0
+    assert memory.profile(user_id="ana").get("location") == "Porto"
+    assert memory.inspect(user_id="bob").pending_jobs > 0  # queued after Ana's: not Ana's caller's wait
+    memory.flush()
+    assert memory.inspect(user_id="bob").pending_jobs == 0
+
+
+def test_a_passing_storage_error_does_not_end_a_flush(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(background=True, working_capacity=1)
+    store = memory._store
+    counted = store.count_jobs
+    failures = iter([StorageError("database is locked")])
+
+    def count_jobs(user_id: str | None = None) -> int:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return counted(user_id)
+
+    _exchange(memory, "I live in Porto.")
+    store.count_jobs = count_jobs  # type: ignore[method-assign]  # the next count, flush's own, fails once
+    memory.flush(user_id="ana", timeout=60)
+    assert next(failures, None) is None and memory.inspect(user_id="ana").pending_jobs == 0
 
 
 def test_flushing_one_user_with_the_background_worker_waits_for_that_users_work(

@@ -42,6 +42,8 @@ def keys(text: str, **context: str) -> set[str]:
         ("What's the difference between TCP and UDP?", "asks_for_comparison"),
         ("Python vs Rust for a CLI tool?", "asks_for_comparison"),
         ("Postgres versus MySQL for this workload?", "asks_for_comparison"),
+        ("Python vs Go for game dev?", "asks_for_comparison"),
+        ("Unity vs Godot game engine?", "asks_for_comparison"),
         ("Summarize this article.", "asks_for_summary"),
         ("Show it as a table.", "prefers_tables"),
         ("Translate this to French.", "asks_for_translation"),
@@ -71,6 +73,7 @@ def test_detectors(text: str, key: str) -> None:
         # An event's name, not a comparison asked for.
         ("Did you watch the Liverpool vs Chelsea match?", "asks_for_comparison"),
         ("Are you going to the Lakers vs. Celtics game tonight?", "asks_for_comparison"),
+        ("Can we watch the Lakers vs. Celtics game?", "asks_for_comparison"),
         ("Who won the Ali versus Frazier fight?", "asks_for_comparison"),
         ("I wrote a summary of my trip.", "asks_for_summary"),
         ("My translation job is fun.", "asks_for_translation"),

@@ -331,7 +331,9 @@ def lcs(
     Example: memstrata bench lcs --facts 20 --filler 200 --json results/lcs.json
     """
     from memstrata.bench.lcs import LcsOptions, run_lcs
+    from memstrata.memory_context import check_budget
 
+    check_budget(budget, "--budget")
     report = run_lcs(
         LcsOptions(facts=facts, filler=filler, token_budget=budget, seed=seed, embedder=embedder, home=home)
     )

@@ -8,6 +8,7 @@ import typer
 
 from memstrata.agent.shell import ChatShell
 from memstrata.cli.common import HomeOption, SessionOption, console, open_memory
+from memstrata.memory_context import check_budget
 
 PROMPT = "[bold green]you>[/] "
 
@@ -30,6 +31,7 @@ def chat(
 
     Example: memstrata chat --user ana --session trip-planning --show-memories
     """
+    check_budget(budget, "--budget")  # before opening anything
     with open_memory(home) as memory:
         shell = ChatShell(
             memory,

@@ -29,6 +29,11 @@ class _Detector:
     in_request_only: bool = False
 
 
+#: A word of a name in "Lakers vs. Celtics game" (an event, not a comparison asked for): not a function word,
+#: so "Python vs Go for game dev?" is still a comparison.
+_NAME_WORD = r"(?!(?:for|in|on|at|to|of|with|as|and|or)\b)[\w'-]+"
+
+
 def _detector(
     key: str, description: str, pattern: str, flags: int = re.IGNORECASE, *, in_request_only: bool = False
 ) -> _Detector:
@@ -109,8 +114,9 @@ _MESSAGE_DETECTORS = (
     _detector(
         "asks_for_comparison",
         "asks for comparisons",
-        r"\b(?:compare|(?<!in )comparison|differences?\s+between|(?:vs\.?|versus)(?!\s+[\w.'-]+(?:\s+[\w.'-]+)?\s+"
-        r"(?:match|game|fight|final|derby|bout|series|race|showdown)\b)|pros\s+and\s+cons|which\s+is\s+better)\b",
+        r"\b(?:compare|(?<!in )comparison|differences?\s+between|(?:vs|versus)\b(?!\.?(?:\s+" + _NAME_WORD + r"){1,2}"
+        r"\s+(?:match|game|fight|final|derby|bout|series|race|showdown)\b(?!\s+(?:engines?|dev\w*|design\w*|theory)\b))"
+        r"|pros\s+and\s+cons|which\s+is\s+better)\b",
         in_request_only=True,
     ),
     _detector(

@@ -94,10 +94,10 @@ class Worker:
             self._thread.join(timeout)
             self._thread = None
 
-    def drain(self) -> int:
-        """Run jobs in the calling thread until none is left; how many ran."""
+    def drain(self, until: Callable[[], bool] | None = None) -> int:
+        """Run jobs in the calling thread, in queue order, until none is left or ``until()`` holds; how many ran."""
         done = 0
-        while (job := self._claim()) is not None:
+        while not (until is not None and until()) and (job := self._claim()) is not None:
             self._execute(job)
             done += 1
         return done
