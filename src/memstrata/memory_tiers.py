@@ -43,7 +43,11 @@ class TierViews:
         return str(check_identifier(user_id, "user_id"))
 
     def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None) -> None:
-        """Wait until background tier work queued so far (of one user, or of all) is done."""
+        """Wait until background tier work queued so far is done: all of it, or with ``user_id`` that user's.
+
+        The queue runs in order, so a user's wait includes the work queued before theirs,
+        never what was queued after it. ``StorageError`` when ``timeout`` seconds pass first.
+        """
         self._require_open()  # type: ignore[attr-defined]
         user = self._checked_user(user_id) if user_id is not None else None
         deadline = None if timeout is None else time.monotonic() + timeout
