@@ -14,7 +14,7 @@ import pytest
 from memstrata import Memory, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import ConfigError, MissingDependency
-from memstrata.storage import open_store
+from memstrata.storage import focus, open_store
 from tests.postgres_server import require_driver
 
 psycopg = require_driver()
@@ -211,6 +211,77 @@ def test_each_users_turn_count_follows_inserts_and_deletes(store: PostgresStore,
         (seq,),
     )
     assert score == pytest.approx(float(expected))  # type: ignore[arg-type]
+
+
+def test_each_users_lexeme_counts_follow_inserts_neighbours_and_deletes(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    def kept() -> dict[object, object]:
+        return {(user, lexeme): turns for user, lexeme, turns in _query(postgres_url, "SELECT * FROM user_term_counts")}
+
+    def recounted() -> dict[object, object]:
+        rows = _query(
+            postgres_url,
+            "SELECT t.user_id, l, count(*) FROM turns t, unnest(tsvector_to_array(t.search)) AS l GROUP BY 1, 2",
+        )
+        return {(user, lexeme): turns for user, lexeme, turns in rows}
+
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    store.insert_turns(
+        [
+            Turn("a", "ana", Role.USER, "we moved to Lisbon", moment, session_id="s"),
+            Turn("b", "ana", Role.ASSISTANT, "Lisbon is sunny", moment, session_id="s"),
+            Turn("c", "bob", Role.USER, "sunny days", moment),
+        ],
+        None,
+        MODEL,
+    )
+    # One turn at a time, as an agent adds them: each changes its neighbours' text too.
+    store.insert_turns([Turn("d", "ana", Role.USER, "I love the sea", moment, session_id="s")], None, MODEL)
+    assert kept() == recounted()
+    assert kept()["ana", "lisbon"] == 3  # "d" holds Lisbon among the words two turns away
+    assert kept()["ana", "sea"] == 3
+    store.delete("b", "ana")
+    assert kept() == recounted()
+    store.forget(Scope("bob"))
+    assert kept() == recounted()
+    assert not any(user == "bob" for user, _ in kept())  # a forgotten user's words do not stay
+    store.forget(Scope("ana"))
+    assert kept() == {}
+
+
+def test_full_text_reads_the_rare_terms_rows_within_a_budget_and_scores_them_by_every_term(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40 turns, each its own session (no neighbour text): "lisbon" in 1, "family" in 8, "go" in 20.
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    texts = [
+        " ".join(
+            word
+            for word, said in (("go", n % 2 == 0), ("family", n % 5 == 0), ("lisbon", n == 10), ("hello", True))
+            if said
+        )
+        for n in range(40)
+    ]
+    seqs = store.insert_turns(
+        [Turn(f"t{n}", "ana", Role.USER, text, moment, session_id=f"s{n}") for n, text in enumerate(texts)],
+        None,
+        MODEL,
+    )
+    query = '"lisbon" OR "family" OR "go"'
+    exact = store.fulltext(query, "ana", SearchFilters(), 40)  # the budget covers all 24 rows: exact
+    assert len(exact) == 24
+    monkeypatch.setattr(focus, "FIND_ROW_BUDGET", 9)
+    # Within 9 rows, "lisbon" (1) and "family" (8) find; the turns only "go" matches are not candidates,
+    # and the ones found keep their exact scores, "go" included.
+    with_family = [(seq, score) for seq, score in exact if "family" in texts[seqs.index(seq)]]
+    assert store.fulltext(query, "ana", SearchFilters(), 5) == with_family[:5]
+    # Filters narrow what is ranked, not the weights.
+    assert store.fulltext(query, "ana", SearchFilters(session_id="s20"), 5) == [
+        (seq, score) for seq, score in exact if seq == seqs[20]
+    ]
+    # A limit larger than what the rare terms find lets the next rarest find too.
+    assert store.fulltext(query, "ana", SearchFilters(), 20) == exact[:20]
 
 
 # -- vectors ------------------------------------------------------------------------------------

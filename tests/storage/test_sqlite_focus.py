@@ -4,34 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
-
-from memstrata.storage.sqlite.focus import (
-    DROP_TERM_SHARE,
-    FOCUS_MIN_TURNS,
-    OWN_TEXT_TERM_SHARE,
-    focused_match,
-    term_reach,
-)
-
-
-@pytest.mark.parametrize(
-    ("matches", "expected"),
-    [
-        (0, "all"),
-        (int(OWN_TEXT_TERM_SHARE * 1000), "all"),
-        (int(OWN_TEXT_TERM_SHARE * 1000) + 1, "own"),
-        (int(DROP_TERM_SHARE * 1000), "own"),
-        (int(DROP_TERM_SHARE * 1000) + 1, "none"),
-        (1000, "none"),
-    ],
-)
-def test_term_reach_by_share(matches: int, expected: str) -> None:
-    assert term_reach(matches, 1000) == expected
-
-
-def test_term_reach_of_an_empty_index() -> None:
-    assert term_reach(0, 0) == "all"
+from memstrata.storage.focus import FOCUS_MIN_TURNS
+from memstrata.storage.sqlite.focus import focused_match
 
 
 def _index(turns: int) -> sqlite3.Connection:

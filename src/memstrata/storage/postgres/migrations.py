@@ -337,6 +337,87 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX turns_by_speaker ON turns (user_id, name) WHERE name IS NOT NULL AND role <> 'tool';
         """,
     ),
+    # How many of a user's turns each lexeme of the full-text index is in (BM25's document
+    # frequency), so a search of a large memory knows its common terms before reading their
+    # rows (``storage/focus.py``). Statement triggers keep it in the writing transaction: a
+    # turn's lexemes are added when it is inserted, moved when its neighbours' text changes,
+    # and taken away when it is deleted; a count that reaches zero leaves no row behind, so a
+    # forgotten user's words do not stay.
+    Migration(
+        6,
+        "per-user lexeme counts for full-text ranking",
+        """
+        CREATE TABLE user_term_counts (
+            user_id text NOT NULL,
+            lexeme  text NOT NULL,
+            turns   bigint NOT NULL,
+            PRIMARY KEY (user_id, lexeme)
+        );
+        INSERT INTO user_term_counts (user_id, lexeme, turns)
+        SELECT t.user_id, l.lexeme, count(*) FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme)
+        GROUP BY t.user_id, l.lexeme;
+
+        CREATE FUNCTION memstrata_count_lexemes(changes_users text[], changes_lexemes text[], changes bigint[])
+        RETURNS void LANGUAGE plpgsql AS $$
+        DECLARE
+            emptied_users text[];
+            emptied_lexemes text[];
+        BEGIN
+            WITH changed AS (
+                INSERT INTO user_term_counts AS c (user_id, lexeme, turns)
+                SELECT u, l, n FROM unnest(changes_users, changes_lexemes, changes) AS d(u, l, n) ORDER BY u, l
+                ON CONFLICT (user_id, lexeme) DO UPDATE SET turns = c.turns + excluded.turns
+                RETURNING c.user_id, c.lexeme, c.turns
+            )
+            SELECT array_agg(user_id), array_agg(lexeme) INTO emptied_users, emptied_lexemes
+            FROM changed WHERE turns <= 0;
+            IF emptied_users IS NOT NULL THEN
+                DELETE FROM user_term_counts c USING unnest(emptied_users, emptied_lexemes) AS z(u, l)
+                WHERE c.user_id = z.u AND c.lexeme = z.l AND c.turns <= 0;
+            END IF;
+        END $$;
+
+        CREATE FUNCTION memstrata_count_turn_lexemes() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            users text[];
+            lexemes text[];
+            changes bigint[];
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                SELECT array_agg(u), array_agg(l), array_agg(n) INTO users, lexemes, changes FROM (
+                    SELECT a.user_id AS u, x.lexeme AS l, count(*) AS n
+                    FROM added a, unnest(tsvector_to_array(a.search)) AS x(lexeme) GROUP BY 1, 2
+                ) AS d;
+            ELSIF TG_OP = 'DELETE' THEN
+                SELECT array_agg(u), array_agg(l), array_agg(n) INTO users, lexemes, changes FROM (
+                    SELECT r.user_id AS u, x.lexeme AS l, -count(*) AS n
+                    FROM removed r, unnest(tsvector_to_array(r.search)) AS x(lexeme) GROUP BY 1, 2
+                ) AS d;
+            ELSE
+                SELECT array_agg(u), array_agg(l), array_agg(n) INTO users, lexemes, changes FROM (
+                    SELECT u, l, sum(n)::bigint AS n FROM (
+                        SELECT a.user_id AS u, x.lexeme AS l, 1 AS n
+                        FROM after_rows a, unnest(tsvector_to_array(a.search)) AS x(lexeme)
+                        UNION ALL
+                        SELECT b.user_id, x.lexeme, -1
+                        FROM before_rows b, unnest(tsvector_to_array(b.search)) AS x(lexeme)
+                    ) AS moved GROUP BY u, l HAVING sum(n) <> 0
+                ) AS d;
+            END IF;
+            IF users IS NOT NULL THEN
+                PERFORM memstrata_count_lexemes(users, lexemes, changes);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER turn_lexemes_on_insert AFTER INSERT ON turns REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_turn_lexemes();
+        CREATE TRIGGER turn_lexemes_on_update AFTER UPDATE ON turns
+            REFERENCING OLD TABLE AS before_rows NEW TABLE AS after_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_turn_lexemes();
+        CREATE TRIGGER turn_lexemes_on_delete AFTER DELETE ON turns REFERENCING OLD TABLE AS removed
+            FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_turn_lexemes();
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

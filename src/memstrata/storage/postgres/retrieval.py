@@ -11,6 +11,7 @@ from psycopg import sql
 
 from memstrata.models import SearchFilters, Turn
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
+from memstrata.storage.focus import plan_terms
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
@@ -46,6 +47,37 @@ WHERE p.kept GROUP BY p.seq ORDER BY score DESC, p.seq LIMIT %s
 """
 #: BM25's N for turns: kept by migration 4's triggers, as counting the rows took tens of ms at 100k turns.
 _TURN_TOTAL = "SELECT COALESCE((SELECT c.turns FROM user_turn_counts c WHERE c.user_id = %s), 0)"
+#: A user's turn count and how many of those turns each term is in (migration 6's counts; a phrase's
+#: rarest lexeme bounds it), read before a large memory is searched.
+_TERM_COUNTS = f"""
+SELECT ({_TURN_TOTAL}), ARRAY(
+    SELECT COALESCE((
+        SELECT min(COALESCE(c.turns, 0)) FROM unnest(tsvector_to_array(to_tsvector('{{config}}', x.term))) AS l(lexeme)
+        LEFT JOIN user_term_counts c ON c.user_id = %s AND c.lexeme = l.lexeme
+    ), 0) FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, i) ORDER BY x.i
+)
+"""
+#: Ranks a user's turns as ``_IDF_RANKING`` does, with the weights (BM25 idf) computed beforehand from the
+#: counts: the turns that the terms marked ``finds`` match are read once (one index scan of their
+#: disjunction) and scored by every term (``storage/focus.py``). A tsvector this long is stored out of line,
+#: so it is copied out once (``|| ''``) rather than read again for each term. ``{kept}`` narrows what is ranked.
+_FOCUSED_RANKING = """
+WITH terms AS MATERIALIZED (
+    SELECT phraseto_tsquery('{config}', x.term) AS query, x.weight, x.finds
+    FROM unnest(%s::text[], %s::float8[], %s::boolean[]) AS x(term, weight, finds)
+), finder AS MATERIALIZED (
+    SELECT string_agg('(' || query::text || ')', ' | ')::tsquery AS query FROM terms
+    WHERE finds AND query::text <> ''
+)
+SELECT r.seq, (
+    SELECT sum(terms.weight * ts_rank({weights}r.search, terms.query, 1)) FROM terms WHERE r.search @@ terms.query
+) AS score
+FROM (
+    SELECT t.seq, t.search || ''::tsvector AS search FROM finder, turns t
+    WHERE t.user_id = %s AND t.search @@ finder.query AND {kept} OFFSET 0
+) AS r
+ORDER BY score DESC, r.seq LIMIT %s
+"""
 #: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
 _DERIVED_TOTAL = "SELECT count(*) FROM derived t WHERE t.user_id = %s AND t.is_current AND t.tier = ANY(%s::text[])"
 #: A user's distinct speaker names (tool turns aside) by a loose index scan of ``turns_by_speaker``:
@@ -88,24 +120,35 @@ class RetrievalMixin(Connected):
         ``ts_rank_cd`` alone, as before, has no idf: a word in every turn counted as much
         as a name said once, and full text alone reached LoCoMo recall@10 0.664 against
         SQLite's 0.760. With the idf it is 0.758. Term statistics are the user's own,
-        whatever the filters.
+        whatever the filters, read from migration 6's counts. Only the rarest terms' rows
+        are read, up to a budget (``storage/focus.py``), and scored by every term: ranking
+        every row a common term matches cost 80-270 ms at 100k turns.
         """
         terms = match_terms(match)
         if not terms or limit < 1:
             return []
         where, filter_parameters = filter_clause(filters)
         kept = f"TRUE{where}"
-        statement = _IDF_RANKING.format(
-            config=TEXT_SEARCH_CONFIG,
-            kept=kept,
-            weights=f"{_TURN_WEIGHTS}, ",
-            table="turns",
-            scope="",
-            total=_TURN_TOTAL,
-        )
-        parameters = [terms, *filter_parameters, *filter_parameters, user_id, user_id, limit]
-        rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
-        return [(int(seq), float(score)) for seq, score in rows]
+        counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
+
+        def ranked(connection: Connection) -> list[tuple[Any, ...]]:
+            row = connection.execute(counting, (user_id, user_id, terms)).fetchone()
+            indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
+            if indexed == 0:
+                return []
+            plan = plan_terms(terms, matches, indexed, limit)
+            statement = _FOCUSED_RANKING.format(config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ")
+            parameters = [
+                [step.term for step in plan],
+                [step.weight for step in plan],
+                [step.finds for step in plan],
+                user_id,
+                *filter_parameters,
+                limit,
+            ]
+            return connection.execute(statement, parameters).fetchall()
+
+        return [(int(seq), float(score)) for seq, score in self._read(ranked)]
 
     def derived_fulltext(
         self, match: str, user_id: str, limit: int, tiers: Sequence[str] = ("longterm",)

@@ -1,10 +1,7 @@
-"""Cheaper full-text queries: the most common terms are dropped or kept to a turn's own text.
+"""Cheaper full-text queries on SQLite: the most common terms are dropped or kept to a turn's own text.
 
-FTS5 must score every turn a query term matches before it can return the best twenty. A
-term in most turns ("go", "family" in a long chat) gets almost no BM25 weight (none past
-one half of the turns), yet scoring its matches was most of a search's cost at 100k turns.
-Counting a term's matches only reads its posting list: about a millisecond even for a term
-in 90% of 100k turns.
+Counting a term's matches only reads its FTS5 posting list: about a millisecond even for a
+term in 90% of 100k turns. The policy (``storage/focus.py``) is shared with PostgreSQL.
 """
 
 from __future__ import annotations
@@ -12,29 +9,10 @@ from __future__ import annotations
 import re
 import sqlite3
 
-# Past this share of the indexed turns a query term is dropped; past the smaller one it is
-# matched in the turn's own text and speaker only, not in the neighbour columns (where it
-# would match about five times as many turns). Chosen at 100k turns: search p50 35 → 27 ms.
-# Applied to all of LoCoMo (5,882 turns) it left recall@10 as it was (0.759 → 0.761).
-DROP_TERM_SHARE = 0.30
-OWN_TEXT_TERM_SHARE = 0.10
-# Below this many indexed turns scoring is cheap, and a small store's shares say little
-# (one turn of three is a third), so queries are left as they are.
-FOCUS_MIN_TURNS = 10_000
+from memstrata.storage.focus import FOCUS_MIN_TURNS, term_reach
+
 OWN_COLUMNS = "{content name}"
 _QUOTED_TERM = re.compile(r'"(?:[^"]|"")*"')  # one term of an fts_query expression, quotes included
-
-
-def term_reach(matches: int, indexed: int) -> str:
-    """Where a term that matches ``matches`` of ``indexed`` turns is searched.
-
-    ``"all"`` columns (a rare term), ``"own"`` text and speaker only (a common one), or
-    ``"none"`` (so common it only costs time).
-    """
-    share = matches / indexed if indexed > 0 else 0.0
-    if share > DROP_TERM_SHARE:
-        return "none"
-    return "own" if share > OWN_TEXT_TERM_SHARE else "all"
 
 
 def focused_match(connection: sqlite3.Connection, match: str) -> str:
