@@ -19,6 +19,7 @@ from tests.postgres_server import require_driver
 
 psycopg = require_driver()
 
+from memstrata.storage.postgres import retrieval  # noqa: E402
 from memstrata.storage.postgres.connection import redact  # noqa: E402
 from memstrata.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS  # noqa: E402
 from memstrata.storage.postgres.retrieval import _SPEAKERS, approximate_statement, match_terms  # noqa: E402
@@ -271,6 +272,7 @@ def test_full_text_reads_the_rare_terms_rows_within_a_budget_and_scores_them_by_
     query = '"lisbon" OR "family" OR "go"'
     exact = store.fulltext(query, "ana", SearchFilters(), 40)  # the budget covers all 24 rows: exact
     assert len(exact) == 24
+    _assert_same_ranking(exact, _idf_ranking(store, ["lisbon", "family", "go"], "ana", 40))
     monkeypatch.setattr(focus, "FIND_ROW_BUDGET", 9)
     # Within 9 rows, "lisbon" (1) and "family" (8) find; the turns only "go" matches are not candidates,
     # and the ones found keep their exact scores, "go" included.
@@ -282,6 +284,59 @@ def test_full_text_reads_the_rare_terms_rows_within_a_budget_and_scores_them_by_
     ]
     # A limit larger than what the rare terms find lets the next rarest find too.
     assert store.fulltext(query, "ana", SearchFilters(), 20) == exact[:20]
+    # When the finders' turns fall outside the filters, every term finds: "s2" only says "go".
+    assert store.fulltext(query, "ana", SearchFilters(session_id="s2"), 5) == [
+        (seq, score) for seq, score in exact if seq == seqs[2]
+    ]
+
+
+def test_a_phrase_term_is_weighed_by_its_own_count(store: PostgresStore) -> None:
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    texts = ["snake case", "snake_case here", "case closed", "a snake", "snake"]
+    store.insert_turns(
+        [Turn(f"t{n}", "ana", Role.USER, text, moment, session_id=f"s{n}") for n, text in enumerate(texts)],
+        None,
+        MODEL,
+    )
+    terms = ["snake_case", "closed"]  # the parser splits the first into the phrase 'snake' <-> 'case'
+    found = store.fulltext('"snake_case" OR "closed"', "ana", SearchFilters(), 10)
+    _assert_same_ranking(found, _idf_ranking(store, terms, "ana", 10))
+    assert len(found) == 3
+
+
+def test_rebuilding_the_full_text_index_counts_the_terms_again(store: PostgresStore, postgres_url: str) -> None:
+    store.insert_turns([_turn("a", "we moved to Lisbon"), _turn("b", "sunny Lisbon", user_id="bob")], None, MODEL)
+    _query(postgres_url, "UPDATE user_term_counts SET turns = 99")  # drift, as from SQL run by hand
+    _query(postgres_url, "INSERT INTO user_term_counts VALUES ('gone', 'secret', 1)")
+    store.rebuild_fulltext()
+    rows = _query(postgres_url, "SELECT user_id, lexeme, turns FROM user_term_counts ORDER BY 1, 2")
+    assert rows == [
+        ("ana", "lisbon", 1),
+        ("ana", "move", 1),
+        ("ana", "to", 1),
+        ("ana", "we", 1),
+        ("bob", "lisbon", 1),
+        ("bob", "sunni", 1),
+    ]
+
+
+def _assert_same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    assert [seq for seq, _ in found] == [seq for seq, _ in expected]
+    assert [score for _, score in found] == pytest.approx([score for _, score in expected])
+
+
+def _idf_ranking(store: PostgresStore, terms: list[str], user_id: str, limit: int) -> list[tuple[int, float]]:
+    """The exact ranking: every row each term matches, counted and scored (what derived items still use)."""
+    statement = retrieval._IDF_RANKING.format(
+        config=retrieval.TEXT_SEARCH_CONFIG,
+        kept="TRUE",
+        weights=f"{retrieval._TURN_WEIGHTS}, ",
+        table="turns",
+        scope="",
+        total=retrieval._TURN_TOTAL,
+    )
+    rows = store._read(lambda connection: connection.execute(statement, [terms, user_id, user_id, limit]).fetchall())
+    return [(int(seq), float(score)) for seq, score in rows]
 
 
 # -- vectors ------------------------------------------------------------------------------------

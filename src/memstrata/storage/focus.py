@@ -24,7 +24,7 @@ OWN_TEXT_TERM_SHARE = 0.10
 # many rows in all (reading and scoring one costs about 5 µs at 100k turns), and scores
 # them with every term; a turn that only common terms match is not a candidate. A query
 # whose terms match fewer rows in all is ranked exactly. Chosen at 100k turns: full-text
-# p50 127 → 23 ms, the top 20 keeping 99% of the exact ranking's score (see docs/benchmarks.md).
+# p50 118 → 18 ms, the top 20 keeping 99% of the exact ranking's score (see docs/benchmarks.md).
 FIND_ROW_BUDGET = 5_000
 # SQLite: below this many indexed turns scoring is cheap, and a small store's shares say little
 # (one turn of three is a third), so queries are left as they are.

@@ -347,6 +347,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         6,
         "per-user lexeme counts for full-text ranking",
         """
+        -- No turn is written between the backfill and the triggers (an older process may still write).
+        LOCK TABLE turns IN SHARE ROW EXCLUSIVE MODE;
         CREATE TABLE user_term_counts (
             user_id text NOT NULL,
             lexeme  text NOT NULL,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from psycopg import sql
 
 from memstrata.models import SearchFilters, Turn
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
-from memstrata.storage.focus import plan_terms
+from memstrata.storage.focus import TermPlan, plan_terms
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
@@ -47,14 +48,20 @@ WHERE p.kept GROUP BY p.seq ORDER BY score DESC, p.seq LIMIT %s
 """
 #: BM25's N for turns: kept by migration 4's triggers, as counting the rows took tens of ms at 100k turns.
 _TURN_TOTAL = "SELECT COALESCE((SELECT c.turns FROM user_turn_counts c WHERE c.user_id = %s), 0)"
-#: A user's turn count and how many of those turns each term is in (migration 6's counts; a phrase's
-#: rarest lexeme bounds it), read before a large memory is searched.
+#: A user's turn count and how many of those turns each term is in: a one-lexeme term's count from
+#: migration 6's table, a phrase's (a term the parser splits, "snake_case") counted among the turns its
+#: rarest lexeme is in. Read before the user's turns are searched.
 _TERM_COUNTS = f"""
 SELECT ({_TURN_TOTAL}), ARRAY(
-    SELECT COALESCE((
-        SELECT min(COALESCE(c.turns, 0)) FROM unnest(tsvector_to_array(to_tsvector('{{config}}', x.term))) AS l(lexeme)
-        LEFT JOIN user_term_counts c ON c.user_id = %s AND c.lexeme = l.lexeme
-    ), 0) FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, i) ORDER BY x.i
+    SELECT CASE WHEN numnode(phrase) <= 1 THEN COALESCE((
+        SELECT c.turns FROM user_term_counts c
+        WHERE c.user_id = %s AND c.lexeme = (tsvector_to_array(to_tsvector('{{config}}', x.term)))[1]
+    ), 0) ELSE (
+        SELECT count(*) FROM turns t WHERE t.user_id = %s AND t.search @@ phrase
+    ) END
+    FROM unnest(%s::text[]) WITH ORDINALITY AS x(term, i),
+        LATERAL phraseto_tsquery('{{config}}', x.term) AS phrase
+    ORDER BY x.i
 )
 """
 #: Ranks a user's turns as ``_IDF_RANKING`` does, with the weights (BM25 idf) computed beforehand from the
@@ -131,13 +138,24 @@ class RetrievalMixin(Connected):
         kept = f"TRUE{where}"
         counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
 
+        statement = _FOCUSED_RANKING.format(config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ")
+
         def ranked(connection: Connection) -> list[tuple[Any, ...]]:
-            row = connection.execute(counting, (user_id, user_id, terms)).fetchone()
-            indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
-            if indexed == 0:
-                return []
-            plan = plan_terms(terms, matches, indexed, limit)
-            statement = _FOCUSED_RANKING.format(config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ")
+            with connection.transaction():  # the counts and the rows from one snapshot
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                row = connection.execute(counting, (user_id, user_id, user_id, terms)).fetchone()
+                indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
+                if indexed == 0:
+                    return []
+                plan = plan_terms(terms, matches, indexed, limit)
+                rows = rank(connection, plan)
+                if len(rows) < limit and not all(step.finds for step in plan):
+                    # Too few: the finders' matches (counted over all the user's turns) fell outside
+                    # the filters, or overlapped. Every term finds, as the exact ranking does.
+                    rows = rank(connection, [replace(step, finds=True) for step in plan])
+                return rows
+
+        def rank(connection: Connection, plan: Sequence[TermPlan]) -> list[tuple[Any, ...]]:
             parameters = [
                 [step.term for step in plan],
                 [step.weight for step in plan],
@@ -278,12 +296,15 @@ class RetrievalMixin(Connected):
     def rebuild_fulltext(self) -> None:
         """Recompute every turn's neighbour text and each cell's search text, and rebuild the full-text indexes.
 
-        The tsvectors follow the text; cells' text that an older version wrote reads as
-        ``cell_text`` does now.
+        The per-user turn and lexeme counts are counted again from the turns. The tsvectors
+        follow the text; cells' text that an older version wrote reads as ``cell_text`` does now.
         """
 
         def work(connection: Connection) -> None:
+            # Writers wait until the counts are rebuilt too (and cannot deadlock with the triggers).
+            connection.execute("LOCK TABLE turns IN SHARE ROW EXCLUSIVE MODE")
             connection.execute(f"UPDATE turns t SET near = {NEAR}, far = {FAR}")
+            recount_terms(connection)
             rederive_cell_texts(connection)
             connection.execute("REINDEX INDEX turns_search; REINDEX INDEX derived_search")
 
@@ -364,3 +385,14 @@ def insert_vectors(connection: Connection, model_id: str, rows: Sequence[tuple[i
                 for seq, user_id, vector in rows
             ],
         )
+
+
+def recount_terms(connection: Connection) -> None:
+    """Count every user's turns and lexemes again from the turns (the triggers keep them after that)."""
+    connection.execute("DELETE FROM user_turn_counts")
+    connection.execute("INSERT INTO user_turn_counts (user_id, turns) SELECT user_id, count(*) FROM turns GROUP BY 1")
+    connection.execute("DELETE FROM user_term_counts")
+    connection.execute(
+        "INSERT INTO user_term_counts (user_id, lexeme, turns) SELECT t.user_id, l.lexeme, count(*)"
+        " FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme) GROUP BY 1, 2"
+    )
