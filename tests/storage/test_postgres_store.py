@@ -320,6 +320,41 @@ def test_rebuilding_the_full_text_index_counts_the_terms_again(store: PostgresSt
     ]
 
 
+def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    # Words that do not repeat, so neither the text nor its tsvector compresses: one session, so
+    # each turn's vector also holds its neighbours' words (about 2 KB).
+    words = iter(f"w{n:05d}x" for n in range(100_000))
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    turns = [
+        Turn(f"t{n}", "ana", Role.USER, " ".join(next(words) for _ in range(30)), moment, session_id="s")
+        for n in range(40)
+    ]
+    store.insert_turns(turns, None, MODEL)
+    query = '"w00031x" OR "w00100x" OR "w00400x"'
+    found = store.fulltext(query, "ana", SearchFilters(), 10)
+    store.close()
+
+    def toast_bytes() -> int:
+        rows = _query(postgres_url, "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'turns'")
+        return int(str(rows[0][0]))
+
+    # The layout of a database made before migration 7: the vectors stored out of line.
+    _query(postgres_url, "ALTER TABLE turns ALTER COLUMN search SET STORAGE EXTENDED")
+    _query(postgres_url, "VACUUM FULL turns")
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version = 7")
+    before = toast_bytes()
+    reopened = open_postgres(postgres_url)
+    try:
+        storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'turns'::regclass AND attname = 'search'"
+        assert _query(postgres_url, storage) == [("m",)]
+        assert toast_bytes() < 0.7 * before  # the existing rows were rewritten: their vectors left the TOAST table
+        assert reopened.fulltext(query, "ana", SearchFilters(), 10) == found
+    finally:
+        reopened.close()
+
+
 def _assert_same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
     assert [seq for seq, _ in found] == [seq for seq, _ in expected]
     assert [score for _, score in found] == pytest.approx([score for _, score in expected])

@@ -420,6 +420,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION memstrata_count_turn_lexemes();
         """,
     ),
+    # A turn's tsvector (its text, speaker and neighbours' text: about 1 KB) was stored out of
+    # line in the TOAST table, so ranking read each candidate's vector with an index lookup and a
+    # second fetch, most of a large memory's search time. STORAGE MAIN keeps it in the row (the
+    # plain text columns are moved out first); CLUSTER rewrites the existing rows that way, in
+    # this transaction (about 5 s per 100,000 turns; writers and readers wait for it).
+    Migration(
+        7,
+        "full-text vectors kept in the turn's row",
+        """
+        LOCK TABLE turns IN ACCESS EXCLUSIVE MODE;
+        ALTER TABLE turns ALTER COLUMN search SET STORAGE MAIN;
+        CLUSTER turns USING turns_pkey;
+        ALTER TABLE turns SET WITHOUT CLUSTER;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -66,8 +66,9 @@ SELECT ({_TURN_TOTAL}), ARRAY(
 """
 #: Ranks a user's turns as ``_IDF_RANKING`` does, with the weights (BM25 idf) computed beforehand from the
 #: counts: the turns that the terms marked ``finds`` match are read once (one index scan of their
-#: disjunction) and scored by every term (``storage/focus.py``). A tsvector this long is stored out of line,
-#: so it is copied out once (``|| ''``) rather than read again for each term. ``{kept}`` narrows what is ranked.
+#: disjunction) and scored by every term (``storage/focus.py``). Migration 7 keeps the tsvector in the row, so
+#: each term reads it where it lies; the subquery (``OFFSET 0``) keeps the planner from inlining the filter
+#: into the score. ``{kept}`` narrows what is ranked.
 _FOCUSED_RANKING = """
 WITH terms AS MATERIALIZED (
     SELECT phraseto_tsquery('{config}', x.term) AS query, x.weight, x.finds
@@ -80,7 +81,7 @@ SELECT r.seq, (
     SELECT sum(terms.weight * ts_rank({weights}r.search, terms.query, 1)) FROM terms WHERE r.search @@ terms.query
 ) AS score
 FROM (
-    SELECT t.seq, t.search || ''::tsvector AS search FROM finder, turns t
+    SELECT t.seq, t.search FROM finder, turns t
     WHERE t.user_id = %s AND t.search @@ finder.query AND {kept} OFFSET 0
 ) AS r
 ORDER BY score DESC, r.seq LIMIT %s
