@@ -323,8 +323,8 @@ def test_rebuilding_the_full_text_index_counts_the_terms_again(store: PostgresSt
 def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
     store: PostgresStore, postgres_url: str
 ) -> None:
-    # Words that do not repeat, so neither the text nor its tsvector compresses: one session, so
-    # each turn's vector also holds its neighbours' words (about 2 KB).
+    # Words that do not repeat, in one session, so each turn's vector also holds its neighbours'
+    # words: over 2 KB, too long to stay out of the TOAST table before migration 7.
     words = iter(f"w{n:05d}x" for n in range(100_000))
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     turns = [
@@ -353,6 +353,77 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
         assert reopened.fulltext(query, "ana", SearchFilters(), 10) == found
     finally:
         reopened.close()
+
+
+def _as_of_version_5(postgres_url: str) -> None:
+    """Take a migrated database back to the schema of version 5 (before term counts and in-row vectors)."""
+    for statement in (
+        "DROP TRIGGER turn_lexemes_on_insert ON turns",
+        "DROP TRIGGER turn_lexemes_on_update ON turns",
+        "DROP TRIGGER turn_lexemes_on_delete ON turns",
+        "DROP FUNCTION memstrata_count_turn_lexemes()",
+        "DROP FUNCTION memstrata_count_lexemes(text[], text[], bigint[])",
+        "DROP TABLE user_term_counts",
+        "ALTER TABLE turns ALTER COLUMN search SET STORAGE EXTENDED",
+        "DELETE FROM schema_migrations WHERE version > 5",
+    ):
+        _query(postgres_url, statement)
+
+
+def test_an_upgrade_takes_its_strongest_lock_first_so_an_older_writer_does_not_deadlock(postgres_url: str) -> None:
+    open_postgres(postgres_url).close()
+    _as_of_version_5(postgres_url)
+    # An older process in the middle of a write: it has read turns and is about to insert.
+    older = psycopg.connect(postgres_url)
+    older.execute("SELECT count(*) FROM turns").fetchall()
+    upgraded: list[PostgresStore] = []
+    failures: list[BaseException] = []
+
+    def upgrade() -> None:
+        try:
+            upgraded.append(open_postgres(postgres_url))
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    thread = threading.Thread(target=upgrade)
+    thread.start()
+    # Until the upgrade waits for the lock (migration 6 used to hold a share lock here, then ask for more).
+    waiting = "SELECT count(*) FROM pg_locks WHERE relation = 'turns'::regclass AND NOT granted"
+    for _ in range(200):
+        if _query(postgres_url, waiting) != [(0,)]:
+            break
+        thread.join(0.05)
+    older.execute("LOCK TABLE turns IN ROW EXCLUSIVE MODE")  # what its INSERT takes
+    older.commit()
+    older.close()
+    thread.join(60)
+    assert failures == [] and len(upgraded) == 1
+    upgraded[0].close()
+    assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(LATEST_VERSION,)]
+
+
+def test_an_upgrade_that_cannot_lock_turns_says_so_and_changes_nothing(postgres_url: str) -> None:
+    open_postgres(postgres_url).close()
+    _as_of_version_5(postgres_url)
+    failures: list[BaseException] = []
+
+    def upgrade() -> None:
+        try:
+            open_postgres(postgres_url, busy_timeout_seconds=0.5).close()
+        except BaseException as exc:  # checked below
+            failures.append(exc)
+
+    with psycopg.connect(postgres_url) as reader:
+        reader.execute("SELECT count(*) FROM turns").fetchall()  # a long transaction, still open
+        thread = threading.Thread(target=upgrade)
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive()  # it gave up rather than waiting for the reader
+    thread.join(30)
+    assert len(failures) == 1 and isinstance(failures[0], StorageError)
+    assert "kept the turns table busy" in str(failures[0])
+    assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(5,)]
+    assert _query(postgres_url, "SELECT to_regclass('user_term_counts')") == [(None,)]
 
 
 def _assert_same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:

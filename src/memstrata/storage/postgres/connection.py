@@ -79,7 +79,9 @@ class Connected:
         extra: dict[str, Any] = {} if "connect_timeout" in options else {"connect_timeout": 10}
         try:
             with psycopg.connect(url, autocommit=True, **extra) as connection:
-                migrate(connection, self.location)
+                migrate(connection, self.location, self._lock_timeout_ms)
+                # pg_column_compression() (PostgreSQL 14) tells a vector stored plain from a compressed one.
+                self._column_compression = connection.info.server_version >= 140000
                 version = _pgvector_version(connection)
                 self._has_hnsw = version >= (0, 5)
                 self._iterative_scan = version >= (0, 8)

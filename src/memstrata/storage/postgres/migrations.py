@@ -28,6 +28,8 @@ class Migration:
     version: int
     name: str
     sql: str
+    #: Rewrites ``turns`` under an exclusive lock, which ``migrate`` then takes before any pending step.
+    locks_turns: bool = False
 
 
 # Identity columns come from sequences, which never hand out a value twice: an index that
@@ -422,9 +424,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # A turn's tsvector (its text, speaker and neighbours' text: about 1 KB) was stored out of
     # line in the TOAST table, so ranking read each candidate's vector with an index lookup and a
-    # second fetch, most of a large memory's search time. STORAGE MAIN keeps it in the row (the
-    # plain text columns are moved out first); CLUSTER rewrites the existing rows that way, in
-    # this transaction (about 5 s per 100,000 turns; writers and readers wait for it).
+    # second fetch, most of a large memory's search time. STORAGE MAIN keeps it in the row (when
+    # a row is too long, its text columns are moved out first); CLUSTER rewrites the existing
+    # rows that way, in this transaction (about 5 s per 100,000 turns; writers and readers wait).
     Migration(
         7,
         "full-text vectors kept in the turn's row",
@@ -434,14 +436,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         CLUSTER turns USING turns_pkey;
         ALTER TABLE turns SET WITHOUT CLUSTER;
         """,
+        locks_turns=True,
     ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
 
 
-def migrate(connection: psycopg.Connection[Any], location: str) -> int:
-    """Bring the schema to ``LATEST_VERSION`` under an advisory lock; refuse a database from a newer memstrata."""
+def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms: int = 30_000) -> int:
+    """Bring the schema to ``LATEST_VERSION`` under an advisory lock; refuse a database from a newer memstrata.
+
+    A step that rewrites ``turns`` has its exclusive lock taken before any pending step
+    runs, waiting at most ``lock_timeout_ms`` for it: an earlier step's weaker lock, raised
+    later, would deadlock with an older process that has read ``turns`` and waits to write.
+    """
     try:
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
@@ -456,13 +464,14 @@ def migrate(connection: psycopg.Connection[Any], location: str) -> int:
                     f"{location} has schema version {current}, but this memstrata knows only up to "
                     f"{LATEST_VERSION}; upgrade memstrata (pip install -U 'memstrata[postgres]') to open it"
                 )
-            for migration in MIGRATIONS:
-                if migration.version > current:
-                    connection.execute(migration.sql)
-                    connection.execute(
-                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                        (migration.version, migration.name),
-                    )
+            pending = [migration for migration in MIGRATIONS if migration.version > current]
+            if current >= 1 and any(migration.locks_turns for migration in pending):  # migration 1 made turns
+                _lock_turns(connection, location, lock_timeout_ms)
+            for migration in pending:
+                connection.execute(migration.sql)
+                connection.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (migration.version, migration.name)
+                )
     except errors.InsufficientPrivilege as exc:
         raise StorageError(
             f"cannot create memstrata's schema in {location}: {exc.diag.message_primary or exc}; connect as a role"
@@ -478,3 +487,18 @@ def migrate(connection: psycopg.Connection[Any], location: str) -> int:
     except psycopg.Error as exc:
         raise StorageError(f"cannot migrate the schema of {location}: {exc}") from exc
     return LATEST_VERSION
+
+
+def _lock_turns(connection: psycopg.Connection[Any], location: str, lock_timeout_ms: int) -> None:
+    """Lock ``turns`` exclusively for the rest of the transaction, or say which wait took too long."""
+    row = connection.execute("SELECT current_setting('lock_timeout')").fetchone()
+    connection.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_ms))}")
+    try:
+        connection.execute("LOCK TABLE turns IN ACCESS EXCLUSIVE MODE")
+    except errors.LockNotAvailable as exc:
+        raise StorageError(
+            f"cannot upgrade the schema of {location}: another session kept the turns table busy for"
+            f" {lock_timeout_ms / 1000:g} s; stop other memstrata processes (or end long transactions) and"
+            " open it again, or raise busy_timeout_seconds"
+        ) from exc
+    connection.execute("SELECT set_config('lock_timeout', %s, true)", (str(row[0]) if row else "0",))

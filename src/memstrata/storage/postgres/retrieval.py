@@ -66,9 +66,8 @@ SELECT ({_TURN_TOTAL}), ARRAY(
 """
 #: Ranks a user's turns as ``_IDF_RANKING`` does, with the weights (BM25 idf) computed beforehand from the
 #: counts: the turns that the terms marked ``finds`` match are read once (one index scan of their
-#: disjunction) and scored by every term (``storage/focus.py``). Migration 7 keeps the tsvector in the row, so
-#: each term reads it where it lies; the subquery (``OFFSET 0``) keeps the planner from inlining the filter
-#: into the score. ``{kept}`` narrows what is ranked.
+#: disjunction) and scored by every term (``storage/focus.py``). ``{vector}`` is the candidate's tsvector as
+#: the terms read it (``_IN_ROW`` or ``_COPIED``). ``{kept}`` narrows what is ranked.
 _FOCUSED_RANKING = """
 WITH terms AS MATERIALIZED (
     SELECT phraseto_tsquery('{config}', x.term) AS query, x.weight, x.finds
@@ -81,11 +80,19 @@ SELECT r.seq, (
     SELECT sum(terms.weight * ts_rank({weights}r.search, terms.query, 1)) FROM terms WHERE r.search @@ terms.query
 ) AS score
 FROM (
-    SELECT t.seq, t.search FROM finder, turns t
+    SELECT t.seq, {vector} AS search FROM finder, turns t
     WHERE t.user_id = %s AND t.search @@ finder.query AND {kept} OFFSET 0
 ) AS r
 ORDER BY score DESC, r.seq LIMIT %s
 """
+#: Migration 7 keeps a turn's tsvector in its row, stored plain, so each term reads it where it lies. A long
+#: turn's may still be compressed, or (over about 8 KB) stored out of line; then each term would decompress
+#: or fetch it again, so it is copied out once (``|| ''``). Servers before 14 cannot tell: always copied.
+_IN_ROW = (
+    "CASE WHEN pg_column_compression(t.search) IS NULL AND pg_column_size(t.search) < 2000"
+    " THEN t.search ELSE t.search || ''::tsvector END"
+)
+_COPIED = "t.search || ''::tsvector"
 #: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
 _DERIVED_TOTAL = "SELECT count(*) FROM derived t WHERE t.user_id = %s AND t.is_current AND t.tier = ANY(%s::text[])"
 #: A user's distinct speaker names (tool turns aside) by a loose index scan of ``turns_by_speaker``:
@@ -139,7 +146,12 @@ class RetrievalMixin(Connected):
         kept = f"TRUE{where}"
         counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
 
-        statement = _FOCUSED_RANKING.format(config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ")
+        statement = _FOCUSED_RANKING.format(
+            config=TEXT_SEARCH_CONFIG,
+            kept=kept,
+            weights=f"{_TURN_WEIGHTS}, ",
+            vector=_IN_ROW if self._column_compression else _COPIED,
+        )
 
         def ranked(connection: Connection) -> list[tuple[Any, ...]]:
             with connection.transaction():  # the counts and the rows from one snapshot
