@@ -125,3 +125,16 @@ def test_relative_dates_in_excerpts_are_resolved_and_the_words_kept(memory: Memo
     assert f"{said} [yesterday = 10 August 2023; last summer = summer 2022]" in context.text
     session = memory.context("puppy", user_id="ana", session_id="s1", token_budget=300)
     assert "[yesterday = 10 August 2023" in session.text
+
+
+def test_relative_dates_in_facts_are_resolved_against_the_day_they_were_said(memory: Memory) -> None:
+    memory.add("We're thinking about going camping next month.", user_id="mel", timestamp="2023-05-25T13:00:00Z")
+    memory.add("My favourite colour is blue, as of last week.", user_id="mel", timestamp="2023-01-10T09:00:00Z")
+    memory.add("My favourite colour is green.", user_id="mel", timestamp="2023-02-01T09:00:00Z")
+    memory.flush()
+    assert any("next month" in cell.content for cell in memory.cells(user_id="mel"))
+    context = memory.context("camping plans", user_id="mel", token_budget=2000)
+    facts = [line for line in context.text.splitlines() if line.startswith("- ") and "camping" in line]
+    assert facts and all(line.endswith("next month. [next month = June 2023]") for line in facts)
+    history = memory.context("favourite colour", user_id="mel", token_budget=2000, include_superseded=True)
+    assert "as of last week. [last week = the week before 10 January 2023] (until 2023-02-01" in history.text

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.extraction.time_expressions import annotate, resolve_time_expressions
+from memstrata.extraction.time_expressions import annotate, may_mention_relative_time, resolve_time_expressions
 
 MONDAY = date(2023, 5, 8)
 
@@ -188,3 +188,13 @@ def test_lookalike_letters_never_break_the_reader(phrase: str, swaps: list[bool]
     found = resolve_time_expressions(f"What did I do {odd}?", anchor)
     assert all(expression.days[0] < expression.days[1] for expression in found)
     assert annotate(odd, anchor).startswith(odd)
+
+
+@pytest.mark.parametrize("text", ["see you next month", "YESTERDAY was fun", "two weeks ago", "last Tues"])
+def test_the_quick_check_sees_every_phrase_the_resolver_reads(text: str) -> None:
+    assert may_mention_relative_time(text)
+    assert resolve_time_expressions(text, MONDAY)
+
+
+def test_the_quick_check_passes_over_text_without_time_words() -> None:
+    assert not may_mention_relative_time("I love pottery and hiking in the hills.")

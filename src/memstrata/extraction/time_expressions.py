@@ -125,6 +125,11 @@ class TimeExpression:
     days: Days
 
 
+def may_mention_relative_time(text: str) -> bool:
+    """Whether ``text`` holds something that looks like a relative time phrase: a cheap test before a lookup."""
+    return _ANY.search(text) is not None
+
+
 def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExpression]:
     """Every relative time phrase in ``text`` with its absolute meaning on ``anchor``, in text order.
 
