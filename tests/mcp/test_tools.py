@@ -179,6 +179,24 @@ def test_errors_are_tool_errors_with_a_clear_message(memory: Memory) -> None:
     with_client(create_server(memory, user_id="ana"), session)
 
 
+def test_unknown_arguments_and_a_loose_confirm_are_refused_and_change_nothing(memory: Memory) -> None:
+    memory.add("first", user_id="ana", session_id="s1")
+    memory.add("second", user_id="ana", session_id="s2")
+
+    async def session(client: Client) -> None:
+        # A misspelled session_id must not widen a forget to the whole user.
+        misspelled = error(await client.call_tool("forget_memory", {"confirm": True, "sessionId": "s1"}))
+        assert "sessionId" in misspelled
+        for loose in ("yes", "true", 1):
+            assert "confirm" in error(await client.call_tool("forget_memory", {"confirm": loose, "session_id": "s1"}))
+        assert "sesion_id" in error(await client.call_tool("add_memory", {"content": "third", "sesion_id": "s3"}))
+        for tool in (await client.list_tools()).tools:
+            assert tool.input_schema["additionalProperties"] is False
+
+    with_client(create_server(memory, user_id="ana"), session)
+    assert [turn.content for turn in memory.history(user_id="ana")] == ["first", "second"]
+
+
 def test_chat_is_a_tool_only_when_an_llm_is_configured(home: Path) -> None:
     llm = FakeLLM({"chat": ["You moved to Lisbon in May."]})
     with Memory(home, embedder=HashEmbedder(), llm=llm, background=False) as memory:

@@ -198,7 +198,8 @@ class MemoryTools:
         self,
         ctx: MemoryContext,
         confirm: Annotated[
-            bool, Field(description="Must be true: the user asked for these memories to be deleted for good.")
+            bool,
+            Field(strict=True, description="Must be true: the user asked for these memories to be deleted for good."),
         ],
         user_id: UserId = None,
         session_id: Annotated[str | None, Field(description="Delete only this session's memories.")] = None,
@@ -269,9 +270,21 @@ def build_tools(scope: ServerScope) -> list[Tool]:
         (tools.chat, "Chat with memory", CHAT_DESCRIPTION, ASK),
     ]
     return [
-        fit_schema(Tool.from_function(function, title=title, description=description, annotations=hints), scope)
+        fit_schema(strict(Tool.from_function(function, title=title, description=description, annotations=hints)), scope)
         for function, title, description, hints in table
     ]
+
+
+def strict(tool: Tool) -> Tool:
+    """``tool`` refusing arguments it does not know: an error the client sees, and nothing runs.
+
+    By default the SDK drops them: ``forget_memory`` with a misspelled ``sessionId`` would
+    forget the whole user. (``confirm`` itself is strict: ``"yes"`` or ``1`` is not true.)
+    """
+    lax = tool.fn_metadata.arg_model
+    config = {**lax.model_config, "extra": "forbid"}
+    model = type(lax.__name__, (lax,), {"__module__": lax.__module__, "model_config": config})
+    return tool.model_copy(update={"fn_metadata": tool.fn_metadata.model_copy(update={"arg_model": model})})
 
 
 def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
@@ -291,6 +304,7 @@ def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
             }
             required = ["user_id", *required]
     schema["properties"] = properties
+    schema["additionalProperties"] = False  # as ``strict`` enforces
     if required:
         schema["required"] = required
     else:
