@@ -282,6 +282,15 @@ def test_storage_error_exits_5(home: Path, tmp_path: Path) -> None:
     assert str(not_a_database) in line
 
 
+def test_stored_text_that_looks_like_markup_prints_as_typed(home: Path) -> None:
+    said = "I [bold]love[/bold] Lisbon [/] and [red]hiking[/red]"
+    assert "stored [/] for [x]" in ok(run_cli("add", said, "--user", "[x]", "--id", "[/]", home=home))
+    assert said in ok(run_cli("history", "--user", "[x]", home=home))
+    assert said in ok(run_cli("search", "Lisbon", "--user", "[x]", home=home))
+    ok(run_cli("inspect", "--user", "[x]", home=home))
+    ok(run_cli("consolidate", "--user", "[x]", home=home))
+
+
 def test_inspect_json_and_table(home: Path) -> None:
     seed(home, ["I live in Porto.", "I moved to Lisbon last month.", "My sister Marta lives in Berlin."])
     report = json.loads(ok(run_cli("inspect", "--user", "ana", "--json", home=home)))

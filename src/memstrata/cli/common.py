@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from memstrata.errors import (
     ConfigError,
@@ -47,6 +48,11 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 console = Console()
 error_console = Console(stderr=True)
+
+
+def shown(value: object) -> Text:
+    """Stored data (a message, an id, a name) as Rich text that is never read as markup: "[/b]" prints as typed."""
+    return Text(str(value))
 
 
 def console_error(message: str) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstrata.cli.common import HomeOption, JsonOption, console, print_json
+from memstrata.cli.common import HomeOption, JsonOption, console, print_json, shown
 from memstrata.config import load_settings
 from memstrata.llms.costs import COST_LOG_FILE_NAME, CostSummary, CostTotals, parse_since, summarize_costs
 
@@ -40,12 +40,12 @@ def costs(
 def _print(summary: CostSummary) -> None:
     if summary.total.calls == 0:
         window = f" since {summary.since:%Y-%m-%d %H:%M} UTC" if summary.since else ""
-        console.print(f"no LLM calls logged{window} in {summary.path}", highlight=False)
+        console.print(f"no LLM calls logged{window} in {summary.path}", highlight=False, markup=False)
         return
     for title, groups in (("per model", summary.by_model), ("per purpose", summary.by_purpose)):
         table = Table("", "calls", "input", "cached", "output", "est. USD", title=title)
         for name, totals in groups.items():
-            table.add_row(name, *_cells(totals))
+            table.add_row(shown(name), *_cells(totals))
         table.add_row("total", *_cells(summary.total), style="bold")
         console.print(table)
     total = summary.total

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -19,6 +20,7 @@ from memstrata.cli.common import (
     error_console,
     open_memory,
     print_json,
+    shown,
     to_jsonable,
 )
 from memstrata.errors import StorageError
@@ -66,7 +68,7 @@ def add(
         print_json(turns)
     else:
         for turn in turns:
-            console.print(f"stored [bold]{turn.id}[/] for {turn.user_id}", highlight=False)
+            console.print(f"stored [bold]{escape(turn.id)}[/] for {escape(turn.user_id)}", highlight=False)
 
 
 def search(
@@ -96,7 +98,7 @@ def search(
         when = turn.created_at.strftime("%Y-%m-%d %H:%M") if turn else ""
         who = (turn.name or turn.role.value) if turn else hit.tier
         found_by = ", ".join(f"{name} #{position}" for name, position in hit.ranks.items())
-        table.add_row(str(rank), f"{hit.score:.4f}", when, who, hit.content, found_by)
+        table.add_row(str(rank), f"{hit.score:.4f}", when, shown(who), shown(hit.content), found_by)
     console.print(table if hits else "no memories matched")
 
 
@@ -184,10 +186,10 @@ def _print_turns(turns: list[Turn]) -> None:
     for turn in turns:
         table.add_row(
             turn.created_at.strftime("%Y-%m-%d %H:%M"),
-            turn.session_id or "",
-            turn.name or turn.role.value,
-            turn.content,
-            turn.id,
+            shown(turn.session_id or ""),
+            shown(turn.name or turn.role.value),
+            shown(turn.content),
+            shown(turn.id),
         )
     console.print(table if turns else "no turns")
 
@@ -212,7 +214,7 @@ def forget(
     if as_json:
         print_json(deletion)
     else:
-        console.print(f"deleted {deletion.turns} turns of {what}", highlight=False)
+        console.print(f"deleted {deletion.turns} turns of {what}", highlight=False, markup=False)
 
 
 def export(
@@ -231,7 +233,8 @@ def export(
     if as_json:
         print_json(report)
     else:
-        console.print(f"exported {report.turns} turns ({report.embeddings} vectors) to {report.path}", highlight=False)
+        exported = f"exported {report.turns} turns ({report.embeddings} vectors) to {report.path}"
+        console.print(exported, highlight=False, markup=False)
 
 
 def import_(
@@ -249,7 +252,9 @@ def import_(
         print_json(report)
     else:
         console.print(
-            f"imported {report.turns} turns ({report.skipped} already present) from {report.path}", highlight=False
+            f"imported {report.turns} turns ({report.skipped} already present) from {report.path}",
+            highlight=False,
+            markup=False,
         )
 
 
@@ -267,9 +272,9 @@ def info(home: HomeOption = None, as_json: JsonOption = False) -> None:
     for key, value in details.items():
         if isinstance(value, dict):
             for inner, count in value.items():
-                table.add_row(f"{key}.{inner}", str(count))
+                table.add_row(f"{key}.{inner}", shown(count))
         else:
-            table.add_row(key, str(value))
+            table.add_row(key, shown(value))
     console.print(table)
 
 

@@ -7,9 +7,10 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli.common import HomeOption, JsonOption, console, error_console, print_json, to_jsonable
+from memstrata.cli.common import HomeOption, JsonOption, console, error_console, print_json, shown, to_jsonable
 from memstrata.config import load_settings
 from memstrata.errors import InvalidInput
 from memstrata.server.keys import ClosableKeyStore, create_key, list_keys, open_key_store, revoke_key
@@ -97,8 +98,11 @@ def create(
             {"id": key.id, "tenant": key.tenant, "name": key.name, "created_at": key.created_at, "secret": secret}
         )
         return
-    console.print(f"created key [bold]{key.id}[/] for tenant {key.tenant!r} ({key.name})", highlight=False)
-    console.print(f"secret: {secret}", highlight=False, soft_wrap=True)
+    console.print(
+        f"created key [bold]{escape(key.id)}[/] for tenant {escape(repr(key.tenant))} ({escape(key.name)})",
+        highlight=False,
+    )
+    console.print(f"secret: {secret}", highlight=False, soft_wrap=True, markup=False)
     console.print("Store it now: only its hash is kept, so it cannot be shown again.", highlight=False)
 
 
@@ -120,7 +124,7 @@ def list_(
     table = Table("id", "tenant", "name", "created", "revoked")
     for key in keys:
         revoked = f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""
-        table.add_row(key.id, key.tenant, key.name, f"{key.created_at:%Y-%m-%d %H:%M}", revoked)
+        table.add_row(shown(key.id), shown(key.tenant), shown(key.name), f"{key.created_at:%Y-%m-%d %H:%M}", revoked)
     console.print(table if keys else "no API keys")
 
 
@@ -135,4 +139,4 @@ def revoke(
     """
     with _key_store(home) as store:
         revoke_key(store, key_id)
-    console.print(f"revoked key {key_id}", highlight=False)
+    console.print(f"revoked key {key_id}", highlight=False, markup=False)

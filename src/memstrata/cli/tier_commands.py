@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli.common import HomeOption, JsonOption, UserOption, console, open_memory, print_json
+from memstrata.cli.common import HomeOption, JsonOption, UserOption, console, open_memory, print_json, shown
 from memstrata.models import Inspection
 
 
@@ -37,41 +38,49 @@ def inspect(
 
 
 def _print(report: Inspection) -> None:
-    counts = Table("tier", "items", title=f"memory of {report.user_id} ({report.pending_jobs} jobs pending)")
+    counts = Table("tier", "items", title=shown(f"memory of {report.user_id} ({report.pending_jobs} jobs pending)"))
     for name, count in report.counts.items():
         counts.add_row(name, str(count))
     console.print(counts)
     if report.profile:
         profile = Table("trait", "value", title="profile")
         for key, value in report.profile.items():
-            profile.add_row(key, value)
+            profile.add_row(shown(key), shown(value))
         console.print(profile)
     if report.cells:
         cells = Table("kind", "subject", "attribute", "value", "valid", title="long-term cells")
         for cell in report.cells:
             until = cell.valid_to.strftime("%Y-%m-%d") if cell.valid_to else "now"
-            cells.add_row(cell.kind, cell.subject, cell.attribute, cell.value, f"{cell.valid_from:%Y-%m-%d} → {until}")
+            cells.add_row(
+                cell.kind,
+                shown(cell.subject),
+                shown(cell.attribute),
+                shown(cell.value),
+                f"{cell.valid_from:%Y-%m-%d} → {until}",
+            )
         console.print(cells)
     if report.segments:
         segments = Table("heat", "visits", "turns", "state", "summary", title="mid-term segments")
         for segment in report.segments:
-            segments.add_row(
-                f"{segment.heat:.2f}", str(segment.visits), str(segment.turn_count), segment.state, segment.summary
-            )
+            heat, visits, size = f"{segment.heat:.2f}", str(segment.visits), str(segment.turn_count)
+            segments.add_row(heat, visits, size, segment.state, shown(segment.summary))
         console.print(segments)
     if report.patterns:
         patterns = Table("score", "count", "pattern", title="procedural patterns")
         for pattern in report.patterns:
-            patterns.add_row(f"{pattern.score:.2f}", str(pattern.count), pattern.description)
+            patterns.add_row(f"{pattern.score:.2f}", str(pattern.count), shown(pattern.description))
         console.print(patterns)
     if report.entities:
-        console.print("entities: " + ", ".join(f"{e.name} ({e.kind}, {e.mentions})" for e in report.entities))
+        console.print(
+            "entities: " + ", ".join(f"{e.name} ({e.kind}, {e.mentions})" for e in report.entities), markup=False
+        )
     for consolidation in report.consolidations:
-        console.print(f"consolidation TES {consolidation.tes:.3f}: {consolidation.summary}", highlight=False)
+        line = f"consolidation TES {consolidation.tes:.3f}: {consolidation.summary}"
+        console.print(line, highlight=False, markup=False)
     if report.events:
         events = Table("when", "event", "detail", title="event log")
         for event in report.events:
-            events.add_row(f"{event.at:%Y-%m-%d %H:%M:%S}", event.kind, str(dict(event.detail)))
+            events.add_row(f"{event.at:%Y-%m-%d %H:%M:%S}", event.kind, shown(dict(event.detail)))
         console.print(events)
 
 
@@ -86,7 +95,6 @@ def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption =
         print_json(made)
         return
     for item in made:
-        console.print(
-            f"[bold]{len(item.source_turn_ids)} turns[/] → {item.summary}  (TES {item.tes:.3f})", highlight=False
-        )
+        summary = escape(item.summary)
+        console.print(f"[bold]{len(item.source_turn_ids)} turns[/] → {summary}  (TES {item.tes:.3f})", highlight=False)
     console.print(f"{len(made)} consolidations")
