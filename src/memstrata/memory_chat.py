@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memstrata.errors import ProviderError
+from memstrata.errors import InvalidInput, ProviderError
 from memstrata.llms.base import ChatMessage
 from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
 from memstrata.policies.consolidation import should_consolidate
 from memstrata.prompts import render
-from memstrata.validation import check_text, check_timezone
+from memstrata.validation import check_identifier, check_text, check_timezone
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -41,6 +41,8 @@ class ChatViews:
         token_budget: int = 1000,
         system: str | None = None,
         timezone: str | None = None,
+        message_id: str | None = None,
+        reply_id: str | None = None,
     ) -> ChatReply:
         """Answer ``message`` from ``user_id``'s memory, then store the exchange in the same session.
 
@@ -54,6 +56,8 @@ class ChatViews:
 
         Bad input raises InvalidInput before anything happens; a failing model raises
         ProviderError and stores nothing, so sending the message again does not duplicate it.
+        ``message_id`` and ``reply_id`` are the ids the message and the reply are stored
+        under (default: new ones), as ``add()``'s ``id``.
         Tier work is never waited for: ``consolidations`` are the ones stored for the user
         since the session's previous exchange, and ``consolidation_due`` says the new turns
         passed the trigger, so the queued tier work will consolidate (in the background, or
@@ -67,6 +71,10 @@ class ChatViews:
         budget = check_budget(token_budget)
         instructions = None if system is None else check_text(system, "system", max_bytes=self.settings.max_text_bytes)
         zone = check_timezone(timezone) or self.settings.zone
+        message_id = check_identifier(message_id, "message_id", required=False)
+        reply_id = check_identifier(reply_id, "reply_id", required=False)
+        if message_id is not None and message_id == reply_id:
+            raise InvalidInput("message_id and reply_id must differ")
         previous = memory.history(
             user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id, limit=1, newest_first=True
         )
@@ -90,7 +98,10 @@ class ChatViews:
             if not answer:
                 raise ProviderError(f"{llm.name} replied with an empty message; nothing was stored, send it again")
             stored = memory.add(
-                [{"role": "user", "content": text}, {"role": "assistant", "content": answer}],
+                [
+                    {"role": "user", "content": text, **({"id": message_id} if message_id is not None else {})},
+                    {"role": "assistant", "content": answer, **({"id": reply_id} if reply_id is not None else {})},
+                ],
                 user_id=scope.user_id,
                 session_id=scope.session_id,
                 agent_id=scope.agent_id,
@@ -98,7 +109,9 @@ class ChatViews:
             usage, model = completion.usage, completion.model
         else:
             answer = extractive_answer(context)
-            stored = memory.add(text, user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id)
+            stored = memory.add(
+                text, user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id, id=message_id
+            )
             usage, model = None, "none"
         return ChatReply(
             answer=answer,

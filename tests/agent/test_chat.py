@@ -175,6 +175,17 @@ def test_a_failing_model_stores_nothing_and_a_retry_does_not_duplicate(chatty: M
     ]
 
 
+def test_the_exchange_can_be_stored_under_the_callers_ids(chatty: Memory, fake_llm: FakeLLM) -> None:
+    for bad in ({"message_id": ""}, {"reply_id": 5}, {"message_id": "same", "reply_id": "same"}):
+        with pytest.raises(InvalidInput):
+            chatty.chat("Where is my passport?", user_id="ana", **bad)  # type: ignore[arg-type]
+    assert _count(chatty) == 0 and not fake_llm.calls
+    fake_llm.script("In the blue drawer.", purpose="chat")
+    reply = chatty.chat("Where is my passport?", user_id="ana", message_id="q-1", reply_id="a-1")
+    assert reply.turn_ids == ("q-1", "a-1")
+    assert chatty.get("a-1", user_id="ana").content == "In the blue drawer."
+
+
 def test_an_empty_reply_is_a_provider_error_and_stores_nothing(chatty: Memory, fake_llm: FakeLLM) -> None:
     fake_llm.script("   ", purpose="chat")
     with pytest.raises(ProviderError, match="empty"):

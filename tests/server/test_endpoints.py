@@ -156,6 +156,18 @@ def test_chat_answers_from_memory_and_stores_the_message(client: httpx.Client) -
     assert client.post("/v1/chat", json={"message": " ", "user_id": "ana"}).status_code == 422
 
 
+def test_a_chat_exchange_exported_and_imported_again_is_recognised(client: httpx.Client) -> None:
+    asked = client.post("/v1/chat", json={"message": "Where do I live?", "user_id": "ana"})
+    assert asked.status_code == 200, asked.text
+    exported = client.get("/v1/export", params={"user_id": "ana"})
+    ids = [json.loads(line)["id"] for line in exported.text.splitlines()[1:]]
+    assert ids == asked.json()["turn_ids"]
+    imported = client.post("/v1/import", content=exported.content, headers={"Content-Type": "application/x-ndjson"})
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["turns"] == 0 and imported.json()["skipped"] == len(ids)
+    assert len(client.get("/v1/memories", params={"user_id": "ana"}).json()["memories"]) == len(ids)
+
+
 def test_get_and_delete_one_memory(client: httpx.Client) -> None:
     [stored] = add(client, LISBON, id="with/slash")
     path = "/v1/memories/with/slash"

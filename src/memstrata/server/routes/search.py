@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from memstrata.server.auth import TenantDep
-from memstrata.server.dependencies import MemoryDep
+from memstrata.server.dependencies import IdsDep, MemoryDep
 from memstrata.server.routes import BODY_ERRORS
 from memstrata.server.schemas import (
     ChatOut,
@@ -58,8 +58,9 @@ def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> Conte
 
 
 @router.post("/chat", responses=BODY_ERRORS)
-def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep) -> ChatOut:
+def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep, ids: IdsDep) -> ChatOut:
     """Answer from memory with the configured LLM (an extractive reply without one), then store the exchange."""
+    # Stored ids in the tenant's namespace, as add gives them: an export and re-import then matches them.
     reply = memory.chat(
         body.message,
         user_id=tenant.inside(body.user_id, "user_id"),
@@ -68,6 +69,8 @@ def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep) -> ChatOut:
         token_budget=body.token_budget,
         system=body.system,
         timezone=body.timezone,
+        message_id=tenant.inside(ids.new(), "id"),
+        reply_id=tenant.inside(ids.new(), "id"),
     )
     return ChatOut(
         answer=reply.answer,
