@@ -94,7 +94,7 @@ def test_add_honours_an_aware_datetime_to_the_microsecond(memory: Memory) -> Non
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(moment=datetime(999, 12, 31, 23, 59), offset_minutes=0)
 @given(
-    moment=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    moment=st.datetimes(min_value=datetime(1, 1, 3), max_value=datetime(9999, 12, 29)),
     offset_minutes=st.integers(min_value=-(23 * 60), max_value=23 * 60),
 )
 def test_any_accepted_timestamp_reads_back_unchanged(memory: Memory, moment: datetime, offset_minutes: int) -> None:
@@ -110,6 +110,21 @@ def test_turn_dated_before_year_1000_does_not_break_reading(memory: Memory) -> N
     history = memory.history(user_id="ana")
     assert [t.content for t in history] == ["an ancient chronicle", "a modern note"]
     assert memory.search("chronicle", user_id="ana")[0].id == old.id
+
+
+def _nested(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_the_latest_accepted_time_reads_in_every_time_zone(memory: Memory) -> None:
+    [turn] = memory.add("a note from the far future", user_id="ana", timestamp="9999-12-30T23:00:00Z")
+    memory.add("a note from long ago", user_id="ana", timestamp="0001-01-02T00:00:00Z")
+    for zone in ("Pacific/Kiritimati", "Etc/GMT+12", "Asia/Tokyo"):
+        assert memory.search("far future", user_id="ana", timezone=zone)[0].id == turn.id
+        assert "far future" in memory.context("far future", user_id="ana", timezone=zone).text
 
 
 BAD_ADDS: list[tuple[str, Callable[[Memory], object]]] = [
@@ -133,6 +148,10 @@ BAD_ADDS: list[tuple[str, Callable[[Memory], object]]] = [
     ("duplicate ids", lambda m: m.add([{"content": "a", "id": "d"}, {"content": "b", "id": "d"}], user_id="ana")),
     ("id= with several", lambda m: m.add([{"content": "a"}, {"content": "b"}], user_id="ana", id="x")),
     ("importance", lambda m: m.add("hello", user_id="ana", importance=2)),
+    ("huge importance", lambda m: m.add("hello", user_id="ana", importance=10**400)),
+    ("deep metadata", lambda m: m.add("hello", user_id="ana", metadata=_nested(300))),
+    ("last day of the calendar", lambda m: m.add("hello", user_id="ana", timestamp="9999-12-31T23:00:00Z")),
+    ("first day of the calendar", lambda m: m.add("hello", user_id="ana", timestamp="0001-01-01T12:00:00Z")),
     ("empty list", lambda m: m.add([], user_id="ana")),
     # The last message is bad: the good first one must not be stored either.
     ("bad second message", lambda m: m.add([{"content": "fine"}, {"content": ""}], user_id="ana")),

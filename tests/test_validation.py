@@ -17,6 +17,7 @@ from memstrata.validation import (
     check_limit,
     check_metadata,
     check_role,
+    check_stored_time,
     check_text,
     check_timestamp,
     parse_messages,
@@ -186,7 +187,32 @@ def test_timestamp_that_leaves_the_datetime_range_in_utc_is_invalid_input() -> N
     _rejects(check_timestamp, datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-2))))
 
 
+def test_a_stored_time_stays_a_day_inside_the_calendar_but_a_filter_bound_need_not() -> None:
+    _rejects(check_stored_time, "9999-12-31T00:00:00Z", match="ends of the calendar")
+    _rejects(check_stored_time, "0001-01-01T23:59:59Z", match="ends of the calendar")
+    assert check_stored_time("9999-12-30T23:59:59+00:00") == datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
+    assert check_stored_time(None) is None
+    assert check_timestamp("0001-01-01T00:00:00Z") == datetime.min.replace(tzinfo=UTC)
+
+
 # -- metadata -----------------------------------------------------------------------
+
+
+def test_metadata_nested_too_deep_or_containing_itself_is_invalid_input() -> None:
+    deep: dict[str, object] = {}
+    for _ in range(64):
+        deep = {"a": deep}
+    _rejects(check_metadata, deep, match="nested more than 64")
+    _rejects(check_metadata, {"a": [deep]}, match="nested")
+    assert check_metadata(deep["a"]) == deep["a"]  # type: ignore[comparison-overlap]
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    _rejects(check_metadata, looped, match="nested")
+
+
+def test_a_huge_whole_number_importance_is_invalid_input_not_an_overflow() -> None:
+    _rejects(check_importance, 10**400, match="between 0 and 1")
+    _rejects(check_importance, -(10**400), match="between 0 and 1")
 
 
 def test_metadata_none_is_empty_and_copy_is_returned() -> None:

@@ -25,7 +25,7 @@ from memstrata.llms.base import LLM
 from memstrata.memory_chat import ChatViews
 from memstrata.memory_context import ContextViews
 from memstrata.memory_search import SearchViews
-from memstrata.memory_tiers import TierViews
+from memstrata.memory_tiers import MAX_COUNT, TierViews
 from memstrata.memory_transfer import TransferViews
 from memstrata.models import Deletion, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
@@ -43,7 +43,7 @@ from memstrata.validation import (
     check_importance,
     check_limit,
     check_metadata,
-    check_timestamp,
+    check_stored_time,
     parse_messages,
 )
 
@@ -218,7 +218,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         scope = self._scope(user_id, agent_id, session_id)
         parsed = parse_messages(messages, max_bytes=self.settings.max_text_bytes, default_id=id)
         shared = check_metadata(metadata)
-        moment = check_timestamp(timestamp) or datetime.now(UTC)
+        moment = check_stored_time(timestamp) or datetime.now(UTC)
         weight = check_importance(importance)
         turns = [
             Turn(
@@ -338,8 +338,10 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         scope = self._scope(user_id, agent_id, session_id)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be a whole number ≥ 0")
+        if not isinstance(newest_first, bool):
+            raise InvalidInput("newest_first must be true or false")
         return self._store.history(
-            scope, limit=check_limit(limit, maximum=10_000), offset=offset, newest_first=newest_first
+            scope, limit=check_limit(limit, maximum=10_000), offset=min(offset, MAX_COUNT), newest_first=newest_first
         )
 
     def users(self, prefix: str = "") -> list[str]:

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 PATTERN_HALF_LIFE_SECONDS = 30 * 24 * 3600.0
 PRUNABLE_TIERS = ("episodic", "midterm", "longterm")
+#: Counts and offsets above this are capped: stores keep 64-bit integers.
+MAX_COUNT = 2**62
 
 
 class TierViews:
@@ -142,6 +144,7 @@ class TierViews:
         """The entities ``query`` mentions, their neighbours, and the edges between them."""
         user = self._checked_user(user_id)
         query = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
+        limit = check_limit(limit)
         names = {entity.name for entity in extract_entities(query)}
         names |= {word.strip(".,?!'\"").lower() for word in query.split() if len(word) > 2}
         matched = self._tiers.entities(user, names=sorted(names), limit=limit)
@@ -190,7 +193,15 @@ class TierViews:
             raise InvalidInput("give older_than, keep_last, or both")
         if keep_last is not None and (isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0):
             raise InvalidInput("keep_last must be a whole number ≥ 0")
-        cutoff = datetime.now(UTC) - older_than if older_than is not None else None
+        if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
+            # A negative age would put the cutoff in the future and delete everything.
+            raise InvalidInput("older_than must be a timedelta ≥ 0, e.g. timedelta(days=90)")
+        if keep_last is not None:
+            keep_last = min(keep_last, MAX_COUNT)  # a store's integers are 64-bit; no store holds more
+        try:
+            cutoff = datetime.now(UTC) - older_than if older_than is not None else None
+        except OverflowError:  # older than the calendar: nothing is that old
+            cutoff = datetime.min.replace(tzinfo=UTC)
         count = self._tiers.prune(user, tier, cutoff, keep_last)
         if tier == "episodic" and count:
             self._index.drop(user)  # type: ignore[attr-defined]

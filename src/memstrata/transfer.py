@@ -18,8 +18,8 @@ from memstrata.validation import (
     check_importance,
     check_metadata,
     check_role,
+    check_stored_time,
     check_text,
-    check_timestamp,
 )
 
 FORMAT_NAME = "memstrata-export"
@@ -100,7 +100,7 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
 def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
     if record.get("kind") != "turn":
         raise InvalidInput(f"unknown record kind {record.get('kind')!r}")
-    created_at = check_timestamp(record.get("created_at"), "created_at")
+    created_at = check_stored_time(record.get("created_at"), "created_at")
     if created_at is None:
         raise InvalidInput("created_at is required")
     turn = Turn(

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -15,6 +15,11 @@ from memstrata.models import Role
 
 MAX_IDENTIFIER_LENGTH = 256
 MESSAGE_KEYS = frozenset({"role", "content", "name", "id", "metadata"})
+#: How deep metadata may nest (objects and lists); far beyond what anyone stores, well inside what JSON tools read.
+MAX_METADATA_DEPTH = 64
+#: Timestamps stay a day inside the calendar's ends, so every time zone can show them.
+EARLIEST_TIME = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +101,11 @@ def check_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
     return decoded
 
 
-def _check_json_value(value: object, what: str) -> None:
-    """Keys must be strings and every string clean text, at any depth."""
+def _check_json_value(value: object, what: str, depth: int = 0) -> None:
+    """Keys must be strings and every string clean text, at any depth up to ``MAX_METADATA_DEPTH``."""
+    if isinstance(value, Mapping | list | tuple) and depth >= MAX_METADATA_DEPTH:
+        # Deeper values (or one that contains itself) could be stored but not serialised back.
+        raise InvalidInput(f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep")
     if isinstance(value, str):
         _check_encodable(value, what)
     elif isinstance(value, Mapping):
@@ -105,10 +113,10 @@ def _check_json_value(value: object, what: str) -> None:
             if not isinstance(key, str):
                 raise InvalidInput(f"{what} keys must be strings, not {type(key).__name__}")
             _check_encodable(key, what)
-            _check_json_value(item, what)
+            _check_json_value(item, what, depth + 1)
     elif isinstance(value, list | tuple):
         for item in value:
-            _check_json_value(item, what)
+            _check_json_value(item, what, depth + 1)
 
 
 def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
@@ -128,6 +136,21 @@ def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
         return value.astimezone(UTC)
     except (OverflowError, ValueError) as exc:
         raise InvalidInput(f"{what} {value.isoformat()} is outside the representable range in UTC") from exc
+
+
+def check_stored_time(value: object, what: str = "timestamp") -> datetime | None:
+    """``check_timestamp`` for a time that is stored: it must also stay a day inside the calendar's ends.
+
+    Stored times are shown in any time zone later; a filter's bound (``after``, ``before``)
+    may be anything ``check_timestamp`` takes.
+    """
+    moment = check_timestamp(value, what)
+    if moment is not None and not EARLIEST_TIME <= moment <= LATEST_TIME:
+        raise InvalidInput(
+            f"{what} {moment.isoformat()} is too close to the ends of the calendar; "
+            f"use a time between {EARLIEST_TIME.isoformat()} and {LATEST_TIME.isoformat()}"
+        )
+    return moment
 
 
 def check_timezone(value: object, what: str = "timezone") -> ZoneInfo | None:
@@ -151,6 +174,8 @@ def check_importance(value: object) -> float | None:
 
 def check_fraction(value: object, what: str) -> float:
     """Return a number in [0, 1]."""
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= 1:
+        raise InvalidInput(f"{what} must be between 0 and 1")  # before isfinite: a huge int overflows a float
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidInput(f"{what} must be a finite number between 0 and 1")
     if not 0.0 <= float(value) <= 1.0:

@@ -380,6 +380,23 @@ def test_prune_keeps_the_newest(memory: Memory) -> None:
     assert "retention" in {event.kind for event in memory.inspect(user_id="ana").events}
 
 
+def test_prune_refuses_a_negative_age_and_survives_huge_ones(memory: Memory) -> None:
+    for n in range(3):
+        memory.add(f"Message {n}", user_id="ana", timestamp=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=n))
+    for bad in (timedelta(seconds=-60), 5, "90d"):
+        with pytest.raises(InvalidInput, match="older_than"):
+            memory.prune(user_id="ana", tier="episodic", older_than=bad)  # type: ignore[arg-type]
+    assert memory.prune(user_id="ana", tier="episodic", older_than=timedelta(days=999_999_999)) == 0
+    assert memory.prune(user_id="ana", tier="episodic", keep_last=2**70) == 0
+    assert len(memory.history(user_id="ana")) == 3
+    assert memory.history(user_id="ana", offset=2**63) == []
+    with pytest.raises(InvalidInput, match="newest_first"):
+        memory.history(user_id="ana", newest_first="no")  # type: ignore[arg-type]
+    for limit in (-1, "x", 2**70):
+        with pytest.raises(InvalidInput, match="limit"):
+            memory.graph(user_id="ana", query="Message", limit=limit)  # type: ignore[arg-type]
+
+
 def test_two_memories_flushing_at_once_run_each_job_once(open_memory: Callable[..., Memory]) -> None:
     first, second = open_memory(), open_memory()
     requests = ["Just give me the code, no explanation.", "Give me the code first please.", "Show me code for it"]
