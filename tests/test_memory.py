@@ -169,6 +169,29 @@ def test_bad_add_raises_invalid_input_and_changes_nothing(memory: Memory, call: 
     assert [t.content for t in memory.history(user_id="ana")] == ["an existing memory"]
 
 
+BAD_READS: list[tuple[str, Callable[[Memory], object]]] = [
+    ("roles not a list", lambda m: m.search("a", user_id="ana", roles=5)),  # type: ignore[arg-type]
+    ("a tier that is a list", lambda m: m.search("a", user_id="ana", tiers=[["longterm"]])),  # type: ignore[list-item]
+    ("tiers as one string", lambda m: m.search("a", user_id="ana", tiers="longterm")),
+    ("surrogate subject", lambda m: m.cells(user_id="ana", subject="\ud800")),
+    ("blank attribute", lambda m: m.cells(user_id="ana", attribute="  ")),
+    ("text timeout", lambda m: m.flush(timeout="x")),  # type: ignore[arg-type]
+    ("negative timeout", lambda m: m.flush(timeout=-1)),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in BAD_READS], ids=[n for n, _ in BAD_READS])
+def test_bad_read_arguments_raise_invalid_input(memory: Memory, call: Callable[[Memory], object]) -> None:
+    memory.add("an existing memory", user_id="ana")
+    with pytest.raises(InvalidInput):
+        call(memory)
+
+
+def test_no_tiers_is_the_same_as_none(memory: Memory) -> None:
+    memory.add("an existing memory", user_id="ana")
+    assert memory.search("memory", user_id="ana", tiers=None) == memory.search("memory", user_id="ana")  # type: ignore[arg-type]
+
+
 def test_max_text_bytes_override_applies(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), max_text_bytes=10) as memory:
         memory.add("0123456789", user_id="ana")

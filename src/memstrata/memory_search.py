@@ -27,7 +27,15 @@ from memstrata.retrieval.periods import (
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.retrieval.speakers import without_speakers
 from memstrata.storage.base import Seqs, ServerSideVectors
-from memstrata.validation import check_fraction, check_limit, check_role, check_text, check_timestamp, check_timezone
+from memstrata.validation import (
+    check_fraction,
+    check_limit,
+    check_names,
+    check_role,
+    check_text,
+    check_timestamp,
+    check_timezone,
+)
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -127,11 +135,11 @@ class SearchViews:
             filters = SearchFilters(
                 agent_id=scope.agent_id,
                 session_id=scope.session_id,
-                roles=tuple(check_role(role) for role in roles or ()),
+                roles=tuple(check_role(role) for role in check_names(roles, "roles")),
                 after=check_timestamp(after, "after"),
                 before=check_timestamp(before, "before"),
             )
-            wanted_tiers = tuple(dict.fromkeys(tiers))
+            wanted_tiers = tuple(dict.fromkeys(check_names(tiers, "tiers")))
             unknown = [tier for tier in wanted_tiers if tier not in DERIVED_TIERS]
             if unknown:
                 raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")

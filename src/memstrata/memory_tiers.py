@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -52,6 +53,10 @@ class TierViews:
         """
         self._require_open()  # type: ignore[attr-defined]
         user = self._checked_user(user_id) if user_id is not None else None
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 <= timeout < math.inf
+        ):
+            raise InvalidInput("timeout must be a number of seconds ≥ 0, or None to wait as long as it takes")
         deadline = None if timeout is None else time.monotonic() + timeout
         self._queue_visits()  # type: ignore[attr-defined]
         while True:
@@ -112,8 +117,8 @@ class TierViews:
         user = self._checked_user(user_id)
         return self._tiers.cells(
             user,
-            subject=subject,
-            attribute=attribute,
+            subject=check_identifier(subject, "subject", required=False),
+            attribute=check_identifier(attribute, "attribute", required=False),
             include_superseded=include_superseded,
             limit=check_limit(limit, maximum=10_000),
         )
@@ -156,6 +161,7 @@ class TierViews:
     def inspect(self, *, user_id: str, limit: int = 20) -> Inspection:
         """Each tier of a user: counts, working set, hot segments, profile, cells, patterns, entities, log."""
         user = self._checked_user(user_id)
+        limit = check_limit(limit)
         store = self._tiers
         working = store.get_by_seqs(self._working_seqs(user), user)  # type: ignore[attr-defined]
         return Inspection(

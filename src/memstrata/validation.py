@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -47,6 +47,19 @@ def check_identifier(value: object, what: str, *, required: bool = True) -> str 
         raise InvalidInput(f"{what} is longer than {MAX_IDENTIFIER_LENGTH} characters")
     _check_encodable(value, what)
     return value
+
+
+def check_names(value: object, what: str) -> tuple[str, ...]:
+    """The strings of a list-like argument (list, tuple, set; ``None`` → none), in order."""
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise InvalidInput(f"{what} must be a list of names, not {type(value).__name__}")
+    names = tuple(value)
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidInput(f"{what} must hold names (strings), not {type(name).__name__}")
+    return names
 
 
 def check_text(value: object, what: str, *, max_bytes: int) -> str:

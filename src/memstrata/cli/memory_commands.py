@@ -26,7 +26,7 @@ from memstrata.cli.common import (
 from memstrata.errors import StorageError
 from memstrata.memory_context import check_budget
 from memstrata.models import Turn
-from memstrata.validation import check_text, check_timezone
+from memstrata.validation import check_identifier, check_text, check_timezone
 
 #: How long ``context`` waits for queued background work before it gives up.
 FLUSH_SECONDS = 60.0
@@ -128,6 +128,8 @@ def context(
         check_text(query, "query", max_bytes=memory.settings.max_text_bytes)
         check_budget(budget, "--budget")
         check_timezone(timezone)
+        check_identifier(session, "session_id", required=False)
+        check_identifier(agent, "agent_id", required=False)
         try:
             memory.flush(timeout=FLUSH_SECONDS, user_id=user)  # so what was added last has its facts in the block
         except StorageError as exc:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from memstrata.cli.common import HomeOption, JsonOption, UserOption, console, open_memory, print_json, shown
 from memstrata.models import Inspection
+from memstrata.validation import check_limit
 
 
 def register(app: typer.Typer) -> None:
@@ -29,7 +30,8 @@ def inspect(
     Example: memstrata inspect --user ana --json
     """
     with open_memory(home) as memory:
-        memory.flush()
+        check_limit(limit)
+        memory.flush(user_id=user)  # checks the user before the wait, and waits for that user's work only
         report = memory.inspect(user_id=user, limit=limit)
     if as_json:
         print_json(report)
