@@ -81,7 +81,8 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
         if not seen_header:
             if record.get("kind") != FORMAT_NAME:
                 raise InvalidInput(f"line {number}: not a memstrata export (no '{FORMAT_NAME}' header)")
-            if not isinstance(record.get("version"), int) or record["version"] > FORMAT_VERSION:
+            version = record.get("version")
+            if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
                 raise InvalidInput(f"line {number}: export format version {record.get('version')!r} is not supported")
             seen_header = True
             continue
@@ -124,7 +125,9 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
         raw = base64.b64decode(str(embedding["vector"]), validate=True)
         vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
         model_id = str(embedding["model_id"])
-        dimension = int(embedding["dimension"])
+        dimension = embedding["dimension"]
+        if isinstance(dimension, bool) or not isinstance(dimension, int):
+            raise TypeError(f"dimension must be a whole number, not {dimension!r}")
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"embedding is malformed: {exc}") from exc
     if vector.shape != (dimension,) or not np.all(np.isfinite(vector)):

@@ -61,6 +61,13 @@ def _add(**fields: object) -> tuple[bytes, dict[str, str]]:
     return json.dumps(body).encode(), JSON
 
 
+def _nested(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
 DEEP = b'{"messages": "x", "user_id": "ana", "metadata": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
 
 ADDS = {
@@ -77,6 +84,10 @@ ADDS = {
     "user_id too long": _add(user_id="u" * 300),
     "importance a string": _add(importance="high"),
     "importance above 1": _add(importance=1.5),
+    "importance true": _add(importance=True),
+    "importance a numeric string": _add(importance="0.5"),
+    "metadata nested too deep for JSON tools": _add(metadata=_nested(300)),
+    "timestamp on the calendar's last day": _add(timestamp="9999-12-31T23:00:00Z"),
     "naive timestamp": _add(timestamp="2024-01-01T00:00:00"),
     "not a timestamp": _add(timestamp="yesterday"),
     "metadata a list": _add(metadata=[1, 2]),
@@ -191,6 +202,11 @@ BAD_BODIES = [
     ("/v1/search", {"query": "x", "user_id": "ana", "mode": "magic"}),
     ("/v1/search", {"query": "x", "user_id": "ana", "tiers": ["attic"]}),
     ("/v1/search", {"query": "x", "user_id": "ana", "limit": 0}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "limit": "5"}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "limit": True}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "diversity": True}),
+    ("/v1/context", {"query": "x", "user_id": "ana", "include_superseded": "true"}),
+    ("/v1/prune", {"user_id": "ana", "tier": "episodic", "keep_last": True}),
     ("/v1/search", {"query": "x", "user_id": "ana", "diversity": 1.5}),
     ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"roles": ["wizard"]}}),
     ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"after": "not a date"}}),
@@ -241,6 +257,11 @@ BAD_IMPORTS = {
     "not UTF-8": _export(GOOD).replace(b"fine", b"\xff\xfe"),
     "a different message under a seeded id": _export({"id": "seed-1", "user_id": "ana", "content": "rewritten"}),
     "the same id twice": _export(GOOD, GOOD),
+    "format version true": _export(GOOD).replace(b'"version": 1', b'"version": true'),
+    "format version below 1": _export(GOOD).replace(b'"version": 1', b'"version": -5'),
+    "embedding dimension not whole": _export(
+        {**GOOD, "embedding": {"model_id": "m", "dimension": 1.9, "vector": "AACAPw=="}}
+    ),
     "empty": b"",
 }
 

@@ -37,7 +37,11 @@ MAX_OFFSET = 2**31 - 1
 
 
 class RequestModel(BaseModel):
-    """Base of request bodies: unknown fields are an error."""
+    """Base of request bodies: unknown fields are an error.
+
+    Numbers and flags are strict (``strict=True`` on each): ``true`` is not an importance
+    of 1 and ``"5"`` is not a limit. Dates stay lax, as JSON spells them as strings.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -69,7 +73,7 @@ class AddRequest(RequestModel):
     metadata: dict[str, Any] | None = None
     timestamp: AwareDatetime | None = Field(default=None, description="When it was said (default: now).")
     id: Identifier | None = Field(default=None, description="Id of a single message (or give each message an id).")
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
 
 
 class SearchFiltersIn(RequestModel):
@@ -87,13 +91,14 @@ class SearchRequest(RequestModel):
 
     query: str
     user_id: Identifier
-    limit: int = Field(default=10, ge=1, le=MAX_PAGE)
+    limit: int = Field(default=10, ge=1, le=MAX_PAGE, strict=True)
     mode: SearchMode = "hybrid"
     tiers: list[DerivedTier] = Field(default_factory=list, description="Derived tiers a hybrid search also covers.")
     diversity: float = Field(
         default=0.0,
         ge=0.0,
         le=1.0,
+        strict=True,
         description="0 ranks by relevance; up to 1 favours results unlike each other (MMR).",
     )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
@@ -105,10 +110,10 @@ class ContextRequest(RequestModel):
 
     query: str
     user_id: Identifier
-    token_budget: int = Field(default=1000, ge=1, le=1_000_000)
+    token_budget: int = Field(default=1000, ge=1, le=1_000_000, strict=True)
     agent_id: Identifier | None = None
     session_id: Identifier | None = None
-    include_superseded: bool = False
+    include_superseded: bool = Field(default=False, strict=True)
     timezone: TimeZoneName | None = None
 
 
@@ -119,7 +124,7 @@ class ChatRequest(RequestModel):
     user_id: Identifier
     session_id: Identifier | None = None
     agent_id: Identifier | None = None
-    token_budget: int = Field(default=1000, ge=50, le=1_000_000)
+    token_budget: int = Field(default=1000, ge=50, le=1_000_000, strict=True)
     system: str | None = Field(default=None, description="Instructions replacing the agent's default system prompt.")
     timezone: TimeZoneName | None = None
 
@@ -143,8 +148,8 @@ class PruneRequest(RequestModel):
 
     user_id: Identifier
     tier: PrunableTier
-    older_than_seconds: float | None = Field(default=None, ge=0, le=3e9, description="At most ~95 years.")
-    keep_last: int | None = Field(default=None, ge=0, le=MAX_OFFSET)
+    older_than_seconds: float | None = Field(default=None, ge=0, le=3e9, strict=True, description="At most ~95 years.")
+    keep_last: int | None = Field(default=None, ge=0, le=MAX_OFFSET, strict=True)
 
 
 # -- responses -----------------------------------------------------------------------------
