@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memstrata.errors import InvalidInput, ProviderError
+from memstrata.errors import IdConflict, InvalidInput, ProviderError
 from memstrata.llms.base import ChatMessage
 from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
@@ -56,8 +56,9 @@ class ChatViews:
 
         Bad input raises InvalidInput before anything happens; a failing model raises
         ProviderError and stores nothing, so sending the message again does not duplicate it.
-        ``message_id`` and ``reply_id`` are the ids the message and the reply are stored
-        under (default: new ones), as ``add()``'s ``id``.
+        ``message_id`` and ``reply_id`` are the ids the message and the reply (when there
+        is one) are stored under (default: new ones); an id already stored raises IdConflict
+        before the model is called.
         Tier work is never waited for: ``consolidations`` are the ones stored for the user
         since the session's previous exchange, and ``consolidation_due`` says the new turns
         passed the trigger, so the queued tier work will consolidate (in the background, or
@@ -75,6 +76,13 @@ class ChatViews:
         reply_id = check_identifier(reply_id, "reply_id", required=False)
         if message_id is not None and message_id == reply_id:
             raise InvalidInput("message_id and reply_id must differ")
+        wanted = [given for given in (message_id, reply_id) if given is not None]
+        taken = sorted(memory._store.get_by_ids(wanted)) if wanted else []
+        if taken:
+            # Found before the model is called (and paid for): a reply differs every time, so a retry cannot match.
+            raise IdConflict(
+                f"id {taken[0]!r} is already stored: that exchange happened (read it with get()), or use new ids"
+            )
         previous = memory.history(
             user_id=scope.user_id, session_id=scope.session_id, agent_id=scope.agent_id, limit=1, newest_first=True
         )

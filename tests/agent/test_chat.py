@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import ChatReply, InvalidInput, Memory, ProviderError, UsedMemory
+from memstrata import ChatReply, IdConflict, InvalidInput, Memory, ProviderError, UsedMemory
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
 from memstrata.memory_chat import EXTRACTIVE_EMPTY, EXTRACTIVE_HEADER, extractive_answer
@@ -184,6 +184,12 @@ def test_the_exchange_can_be_stored_under_the_callers_ids(chatty: Memory, fake_l
     reply = chatty.chat("Where is my passport?", user_id="ana", message_id="q-1", reply_id="a-1")
     assert reply.turn_ids == ("q-1", "a-1")
     assert chatty.get("a-1", user_id="ana").content == "In the blue drawer."
+    # The exchange happened: sending it again under the same ids is refused before the model is asked.
+    asked = len(fake_llm.calls)
+    for ids in ({"message_id": "q-1"}, {"message_id": "q-2", "reply_id": "a-1"}):
+        with pytest.raises(IdConflict, match="already stored"):
+            chatty.chat("Where is my passport?", user_id="ana", **ids)
+    assert len(fake_llm.calls) == asked and _count(chatty) == 2
 
 
 def test_an_empty_reply_is_a_provider_error_and_stores_nothing(chatty: Memory, fake_llm: FakeLLM) -> None:

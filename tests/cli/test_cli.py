@@ -283,12 +283,20 @@ def test_storage_error_exits_5(home: Path, tmp_path: Path) -> None:
 
 
 def test_stored_text_that_looks_like_markup_prints_as_typed(home: Path) -> None:
-    said = "I [bold]love[/bold] Lisbon [/] and [red]hiking[/red]"
-    assert "stored [/] for [x]" in ok(run_cli("add", said, "--user", "[x]", "--id", "[/]", home=home))
-    assert said in ok(run_cli("history", "--user", "[x]", home=home))
-    assert said in ok(run_cli("search", "Lisbon", "--user", "[x]", home=home))
-    ok(run_cli("inspect", "--user", "[x]", home=home))
-    ok(run_cli("consolidate", "--user", "[x]", home=home))
+    user = "[x]\\"  # a trailing backslash once came out doubled
+    said = "I [bold]love[/bold] Lisbon [/] and [red]hiking[/red] :thumbs_up:"
+    assert f"stored [/] for {user}\n" in ok(run_cli("add", said, "--user", user, "--id", "[/]", home=home))
+    assert said in ok(run_cli("history", "--user", user, home=home))
+    assert said in ok(run_cli("search", "Lisbon", "--user", user, home=home))
+    for n in range(4):
+        ok(
+            run_cli(
+                "add", f"The garden shed roof [/] leaks again near window {n} :thumbs_up:", "--user", user, home=home
+            )
+        )
+    made = ok(run_cli("consolidate", "--user", user, home=home))
+    assert "roof [/] leaks again" in made and ":thumbs_up:" in made
+    assert "roof [/] leaks again" in ok(run_cli("inspect", "--user", user, home=home))
 
 
 def test_inspect_json_and_table(home: Path) -> None:

@@ -187,7 +187,7 @@ def test_unknown_arguments_and_a_loose_confirm_are_refused_and_change_nothing(me
         # A misspelled session_id must not widen a forget to the whole user.
         misspelled = error(await client.call_tool("forget_memory", {"confirm": True, "sessionId": "s1"}))
         assert "sessionId" in misspelled
-        for loose in ("yes", "true", 1):
+        for loose in ("yes", "True", 1, "1"):
             assert "confirm" in error(await client.call_tool("forget_memory", {"confirm": loose, "session_id": "s1"}))
         assert "sesion_id" in error(await client.call_tool("add_memory", {"content": "third", "sesion_id": "s3"}))
         for tool in (await client.list_tools()).tools:

@@ -46,8 +46,9 @@ SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Sess
 AgentOption = Annotated[str | None, typer.Option("--agent", help="Agent id.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
-console = Console()
-error_console = Console(stderr=True)
+# No emoji codes: stored text such as ":thumbs_up:" prints as typed.
+console = Console(emoji=False)
+error_console = Console(stderr=True, emoji=False)
 
 
 def shown(value: object) -> Text:

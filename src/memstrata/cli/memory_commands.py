@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from memstrata.cli.common import (
     AgentOption,
@@ -68,7 +68,7 @@ def add(
         print_json(turns)
     else:
         for turn in turns:
-            console.print(f"stored [bold]{escape(turn.id)}[/] for {escape(turn.user_id)}", highlight=False)
+            console.print(Text.assemble("stored ", (turn.id, "bold"), f" for {turn.user_id}"))
 
 
 def search(

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from memstrata.cli.common import HomeOption, JsonOption, console, error_console, print_json, shown, to_jsonable
 from memstrata.config import load_settings
@@ -98,10 +98,7 @@ def create(
             {"id": key.id, "tenant": key.tenant, "name": key.name, "created_at": key.created_at, "secret": secret}
         )
         return
-    console.print(
-        f"created key [bold]{escape(key.id)}[/] for tenant {escape(repr(key.tenant))} ({escape(key.name)})",
-        highlight=False,
-    )
+    console.print(Text.assemble("created key ", (key.id, "bold"), f" for tenant {key.tenant!r} ({key.name})"))
     console.print(f"secret: {secret}", highlight=False, soft_wrap=True, markup=False)
     console.print("Store it now: only its hash is kept, so it cannot be shown again.", highlight=False)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from memstrata.cli.common import HomeOption, JsonOption, UserOption, console, open_memory, print_json, shown
 from memstrata.models import Inspection
@@ -97,6 +97,6 @@ def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption =
         print_json(made)
         return
     for item in made:
-        summary = escape(item.summary)
-        console.print(f"[bold]{len(item.source_turn_ids)} turns[/] → {summary}  (TES {item.tes:.3f})", highlight=False)
+        turns = (f"{len(item.source_turn_ids)} turns", "bold")
+        console.print(Text.assemble(turns, f" → {item.summary}  (TES {item.tes:.3f})"))
     console.print(f"{len(made)} consolidations")

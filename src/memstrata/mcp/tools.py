@@ -12,7 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.mcp import views
@@ -199,6 +199,7 @@ class MemoryTools:
         ctx: MemoryContext,
         confirm: Annotated[
             bool,
+            BeforeValidator(json_boolean),
             Field(strict=True, description="Must be true: the user asked for these memories to be deleted for good."),
         ],
         user_id: UserId = None,
@@ -273,6 +274,11 @@ def build_tools(scope: ServerScope) -> list[Tool]:
         fit_schema(strict(Tool.from_function(function, title=title, description=description, annotations=hints)), scope)
         for function, title, description, hints in table
     ]
+
+
+def json_boolean(value: object) -> object:
+    """``"true"``/``"false"`` (clients that send every argument as JSON text) as booleans; nothing else."""
+    return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
 
 
 def strict(tool: Tool) -> Tool:

@@ -85,7 +85,7 @@ def get_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user
     try:
         turn = memory.get(tenant.inside(memory_id, "id"), user_id=user)
     except NotFound:
-        # Ids memstrata made itself (Memory.chat's turns) carry no namespace; the lookup stays in the user.
+        # Chat turns stored before chat ids were namespaced carry none; the lookup stays in the user.
         turn = memory.get(memory_id, user_id=user)
     return memory_out(turn, tenant)
 
