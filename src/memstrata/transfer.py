@@ -132,4 +132,6 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
         raise InvalidInput(f"embedding is malformed: {exc}") from exc
     if vector.shape != (dimension,) or not np.all(np.isfinite(vector)):
         raise InvalidInput("embedding vector does not match its dimension or holds non-finite values")
+    if not np.any(vector):
+        raise InvalidInput("embedding vector is all zeros: it has no direction to compare")
     return ImportedTurn(turn, model_id, vector)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import string
 import threading
 import time
 from collections.abc import Callable
@@ -378,6 +380,46 @@ def test_prune_keeps_the_newest(memory: Memory) -> None:
     assert [t.content for t in memory.history(user_id="ana")] == ["Message 2", "Message 3", "Message 4"]
     assert len(memory.search("Message", user_id="ana", mode="vector", limit=10)) == 3
     assert "retention" in {event.kind for event in memory.inspect(user_id="ana").events}
+
+
+def _distinct_words(count: int, seed: int) -> str:
+    generator = random.Random(seed)
+    return " ".join("".join(generator.choices(string.ascii_lowercase, k=10)) for _ in range(count))
+
+
+def test_a_short_turn_between_long_ones_can_be_deleted(memory: Memory) -> None:
+    # Deleting re-indexes the neighbours with each other's text: that must stay indexable.
+    texts = [_distinct_words(17_000, seed) for seed in range(3)] + ["short"]
+    texts += [_distinct_words(17_000, seed) for seed in range(3, 6)]
+    for number, text in enumerate(texts):
+        memory.add(text, user_id="ana", session_id="s", id=f"t{number}")
+    memory.delete("t3", user_id="ana")
+    assert [turn.id for turn in memory.history(user_id="ana")] == ["t0", "t1", "t2", "t4", "t5", "t6"]
+
+
+def test_a_pasted_token_of_capitals_is_no_entity_and_the_rest_is_processed(memory: Memory) -> None:
+    memory.add([{"content": "Z" + "A" * 3000}, {"content": "I live in Lisbon and work at Google."}], user_id="ana")
+    memory.flush()
+    assert memory.inspect(user_id="ana").pending_jobs == 0
+    assert memory.profile(user_id="ana").get("location") == "Lisbon"
+    assert all(len(entity.name) < 300 for entity in memory.inspect(user_id="ana").entities)
+
+
+def test_deleting_a_scenes_turns_deletes_the_scene(open_memory: Callable[..., Memory]) -> None:
+    memory = open_memory(working_capacity=1, promote_heat=0.5, segment_similarity=-1.0)
+    for n in range(6):
+        question = f"My diagnosis is Xyloma stage {n}. Can you explain it?"
+        memory.add([{"content": question}, {"role": "assistant", "content": "Sure."}], user_id="u", session_id="s")
+    memory.flush()
+    for _ in range(5):  # visits heat the segment until it is promoted to a scene
+        memory.search("Xyloma diagnosis", user_id="u")
+        memory.flush()
+    assert memory.inspect(user_id="u").counts["scenes"] >= 1
+    for turn in memory.history(user_id="u", limit=100):
+        memory.delete(turn.id, user_id="u")
+    memory.flush()
+    counts = memory.inspect(user_id="u").counts
+    assert counts["scenes"] == 0 and counts["episodic"] == 0
 
 
 def test_prune_refuses_a_negative_age_and_survives_huge_ones(memory: Memory) -> None:

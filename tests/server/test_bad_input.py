@@ -262,6 +262,7 @@ BAD_IMPORTS = {
     "embedding dimension not whole": _export(
         {**GOOD, "embedding": {"model_id": "m", "dimension": 1.9, "vector": "AACAPw=="}}
     ),
+    "embedding all zeros": _export({**GOOD, "embedding": {"model_id": "m", "dimension": 1, "vector": "AAAAAA=="}}),
     "empty": b"",
 }
 

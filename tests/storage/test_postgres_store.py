@@ -7,11 +7,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from memstrata import Memory, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
+from memstrata import InvalidInput, Memory, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import ConfigError, MissingDependency
 from memstrata.storage import focus, open_store
@@ -532,3 +533,41 @@ def test_vector_ids_grow_in_commit_order_for_concurrent_writers(postgres_url: st
     for store in [*writers, reader]:
         store.close()
     assert len(written) == 80 and seen == set(written)  # catching up by id never skipped a commit
+
+
+# -- limits of the server ------------------------------------------------------------------------
+
+
+def _distinct_words(count: int, seed: int) -> str:
+    generator = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return " ".join("".join(generator.choice(letters, 10)) for _ in range(count))
+
+
+def test_a_message_too_big_for_a_full_text_vector_is_invalid_input_and_stores_nothing(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with Memory(tmp_path, storage_url=postgres_url, embedder=HashEmbedder(), background=False) as memory:
+        with pytest.raises(InvalidInput, match="tsvector"):
+            memory.add(_distinct_words(82_000, 1), user_id="big")  # ~900 KB, under max_text_bytes
+        assert memory.history(user_id="big") == []
+
+
+def test_a_search_term_of_thousands_of_parts_is_cut_not_a_server_error(store: PostgresStore) -> None:
+    long_term = "_".join(f"v{n}" for n in range(16_000))
+    assert len(match_terms(f'"{long_term}"')[0]) == retrieval.MAX_TERM_CHARS
+    store.insert_turns([_turn("t1", "hello world v1_v2")], None, MODEL)
+    store.fulltext(f'"{long_term}"', "ana", SearchFilters(), 10)  # answered, whatever it finds
+
+
+def test_a_dropped_connection_is_replaced_before_use(postgres_url: str, tmp_path: Path) -> None:
+    with Memory(tmp_path, storage_url=postgres_url, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("warm up", user_id="ana")
+        memory.search("warm", user_id="ana")
+        _query(
+            postgres_url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        memory.add("after the restart", user_id="ana")
+        assert [hit.content for hit in memory.search("restart", user_id="ana")][:1] == ["after the restart"]

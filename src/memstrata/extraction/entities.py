@@ -99,6 +99,11 @@ _ORGANIZATION_NOUNS = word_set(
 _THING_NOUNS = word_set("book song movie film show series novel album podcast game app it that this s thing one called")
 
 
+#: Longer "names" (a pasted token of thousands of capitals) are not names; they would also not fit
+#: a database index entry (about 2.7 KB in PostgreSQL).
+MAX_NAME_CHARS = 200
+
+
 def extract_entities(text: str, *, known_people: Collection[str] = ()) -> list[Entity]:
     """Named entities in ``text`` in order, never overlapping; ``known_people`` are typed as people."""
     known = _KnownPeople(known_people)
@@ -131,7 +136,7 @@ def extract_entities(text: str, *, known_people: Collection[str] = ()) -> list[E
         name = " ".join(text[start:end].split())
         found.append((Entity(name, EntityKind.OTHER, start, end), _classify(name, text, start, end, known)))
     found.sort(key=lambda pair: pair[0].start)
-    return _share_kinds_in_lists(text, found)
+    return [entity for entity in _share_kinds_in_lists(text, found) if len(entity.name) <= MAX_NAME_CHARS]
 
 
 def _share_kinds_in_lists(text: str, found: list[tuple[Entity, EntityKind | None]]) -> list[Entity]:

@@ -15,7 +15,7 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolClosed
 
-from memstrata.errors import ConfigError, StorageError
+from memstrata.errors import ConfigError, InvalidInput, StorageError
 from memstrata.storage.postgres.migrations import (
     LOCK_NAMESPACE,
     USER_LOCK_NAMESPACE,
@@ -100,6 +100,9 @@ class Connected:
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "prepare_threshold": None, **extra},
             configure=configure_connection,
+            # A connection the server dropped (a restart, a failover) is replaced before use, not
+            # handed to a call that would fail: one round trip per checkout.
+            check=ConnectionPool.check_connection,
             timeout=busy_timeout_seconds,
             name=f"memstrata {self.location}",
             open=False,
@@ -171,6 +174,12 @@ class Connected:
             raise StorageError(
                 f"writing to {self.location} waited too long for another writer's lock; retry,"
                 " or raise busy_timeout_seconds (MEMSTRATA_BUSY_TIMEOUT_SECONDS)"
+            ) from exc
+        except errors.ProgramLimitExceeded as exc:
+            # The data, not the server: a retry fails the same way (e.g. a message whose distinct
+            # words overflow PostgreSQL's 1 MB full-text vector).
+            raise InvalidInput(
+                f"PostgreSQL cannot index this: {exc.diag.message_primary or exc}; split it into smaller messages"
             ) from exc
         except psycopg.Error as exc:
             raise StorageError(f"writing to {self.location} failed: {exc}") from exc

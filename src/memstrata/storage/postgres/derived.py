@@ -37,6 +37,12 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         "DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq = ANY(%s::bigint[]))",
         (seqs,),
     )
+    # A scene quotes its segment: it goes with it.
+    connection.execute(
+        "DELETE FROM scenes WHERE segment_id IN"
+        " (SELECT segment_id FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]))",
+        (seqs,),
+    )
     connection.execute(
         "DELETE FROM segments WHERE id IN (SELECT segment_id FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]))",
         (seqs,),

@@ -15,6 +15,10 @@ from memstrata.storage.postgres.rows import Connection
 
 #: How many turns on each side of a turn are indexed with it.
 REACH = 2
+#: How much of each neighbour's text is indexed with a turn. PostgreSQL's tsvector holds at most
+#: 1 MB: with whole neighbours, four long turns around a short one could push its vector over,
+#: and deleting a turn (which re-indexes its neighbours) would then fail.
+NEIGHBOUR_CHARS = 4000
 # Sessions compare null-safely; the index on (user_id, COALESCE(session_id, ''), seq) serves
 # every lookup (validation never lets an empty session name through).
 _SAME_SESSION = "o.user_id = t.user_id AND COALESCE(o.session_id, '') = COALESCE(t.session_id, '')"
@@ -36,8 +40,8 @@ def _ordered(direction: str, step: int) -> str:
 
 def _text(step: int) -> str:
     return (
-        f"COALESCE((SELECT content FROM turns WHERE seq = {_before(step)}), '') || ' '"
-        f" || COALESCE((SELECT content FROM turns WHERE seq = {_after(step)}), '')"
+        f"COALESCE((SELECT left(content, {NEIGHBOUR_CHARS}) FROM turns WHERE seq = {_before(step)}), '') || ' '"
+        f" || COALESCE((SELECT left(content, {NEIGHBOUR_CHARS}) FROM turns WHERE seq = {_after(step)}), '')"
     )
 
 

@@ -112,6 +112,11 @@ SELECT name FROM found WHERE name IS NOT NULL ORDER BY position
 _EF_SEARCH = (40, 1000)
 
 
+#: A term longer than this is cut: "a_b_c_…" is one term here, but PostgreSQL reads each part as a
+#: word of a phrase, and a phrase of thousands of words overflows the server's stack.
+MAX_TERM_CHARS = 256
+
+
 def match_terms(match: str) -> list[str]:
     """The terms of a full-text match expression as made by ``retrieval.fulltext.fts_query``.
 
@@ -122,8 +127,8 @@ def match_terms(match: str) -> list[str]:
     """
     quoted = [term.replace('""', '"') for term in _QUOTED.findall(match)]
     if quoted:
-        return [term for term in quoted if term.strip()]
-    return [word for word in _WORD.findall(match) if word not in _FTS5_OPERATORS]
+        return [term[:MAX_TERM_CHARS] for term in quoted if term.strip()]
+    return [word[:MAX_TERM_CHARS] for word in _WORD.findall(match) if word not in _FTS5_OPERATORS]
 
 
 class RetrievalMixin(Connected):

@@ -382,6 +382,12 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             f"DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq IN ({marks}))",
             chunk,
         )
+        # A scene quotes its segment: it goes with it.
+        connection.execute(
+            "DELETE FROM scenes WHERE segment_id IN"
+            f" (SELECT segment_id FROM segment_turns WHERE turn_seq IN ({marks}))",
+            chunk,
+        )
         connection.execute(
             f"DELETE FROM segments WHERE id IN (SELECT segment_id FROM segment_turns WHERE turn_seq IN ({marks}))",
             chunk,
