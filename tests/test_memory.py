@@ -17,6 +17,7 @@ from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.memory_search import asked_periods, joined
 from memstrata.retrieval.periods import Period, Span
 from memstrata.validation import check_text
+from tests.inputs import nested
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -112,13 +113,6 @@ def test_turn_dated_before_year_1000_does_not_break_reading(memory: Memory) -> N
     assert memory.search("chronicle", user_id="ana")[0].id == old.id
 
 
-def _nested(levels: int) -> dict[str, object]:
-    value: dict[str, object] = {}
-    for _ in range(levels):
-        value = {"a": value}
-    return value
-
-
 def test_the_latest_accepted_time_reads_in_every_time_zone(memory: Memory) -> None:
     [turn] = memory.add("a note from the far future", user_id="ana", timestamp="9999-12-30T23:00:00Z")
     memory.add("a note from long ago", user_id="ana", timestamp="0001-01-02T00:00:00Z")
@@ -149,7 +143,7 @@ BAD_ADDS: list[tuple[str, Callable[[Memory], object]]] = [
     ("id= with several", lambda m: m.add([{"content": "a"}, {"content": "b"}], user_id="ana", id="x")),
     ("importance", lambda m: m.add("hello", user_id="ana", importance=2)),
     ("huge importance", lambda m: m.add("hello", user_id="ana", importance=10**400)),
-    ("deep metadata", lambda m: m.add("hello", user_id="ana", metadata=_nested(300))),
+    ("deep metadata", lambda m: m.add("hello", user_id="ana", metadata=nested(300))),
     ("last day of the calendar", lambda m: m.add("hello", user_id="ana", timestamp="9999-12-31T23:00:00Z")),
     ("first day of the calendar", lambda m: m.add("hello", user_id="ana", timestamp="0001-01-01T12:00:00Z")),
     ("empty list", lambda m: m.add([], user_id="ana")),

@@ -25,7 +25,7 @@ from memstrata.llms.base import LLM
 from memstrata.memory_chat import ChatViews
 from memstrata.memory_context import ContextViews
 from memstrata.memory_search import SearchViews
-from memstrata.memory_tiers import MAX_COUNT, TierViews
+from memstrata.memory_tiers import TierViews
 from memstrata.memory_transfer import TransferViews
 from memstrata.models import Deletion, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
@@ -38,6 +38,7 @@ from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
 from memstrata.tiers.worker import Activity, Worker
 from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
 from memstrata.validation import (
+    LARGEST_COUNT,
     MAX_IDENTIFIER_LENGTH,
     check_identifier,
     check_importance,
@@ -340,9 +341,8 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             raise InvalidInput("offset must be a whole number ≥ 0")
         if not isinstance(newest_first, bool):
             raise InvalidInput("newest_first must be true or false")
-        return self._store.history(
-            scope, limit=check_limit(limit, maximum=10_000), offset=min(offset, MAX_COUNT), newest_first=newest_first
-        )
+        limit = check_limit(limit, maximum=10_000)
+        return self._store.history(scope, limit=limit, offset=min(offset, LARGEST_COUNT), newest_first=newest_first)
 
     def users(self, prefix: str = "") -> list[str]:
         """Ids of the users with stored turns that start with ``prefix`` (all by default), in code point order."""

@@ -12,7 +12,7 @@ from memstrata.extraction.entities import extract_entities
 from memstrata.extraction.patterns import key_topic_words, topic_words
 from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
 from memstrata.policies.importance import recency_decay
-from memstrata.validation import check_identifier, check_limit, check_text
+from memstrata.validation import LARGEST_COUNT, check_identifier, check_limit, check_text
 
 # Counting a user's queued jobs while waiting for them: attempts, and the pause between them.
 COUNT_ATTEMPTS = 3
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 PATTERN_HALF_LIFE_SECONDS = 30 * 24 * 3600.0
 PRUNABLE_TIERS = ("episodic", "midterm", "longterm")
-#: Counts and offsets above this are capped: stores keep 64-bit integers.
-MAX_COUNT = 2**62
 
 
 class TierViews:
@@ -203,7 +201,7 @@ class TierViews:
             # A negative age would put the cutoff in the future and delete everything.
             raise InvalidInput("older_than must be a timedelta ≥ 0, e.g. timedelta(days=90)")
         if keep_last is not None:
-            keep_last = min(keep_last, MAX_COUNT)  # a store's integers are 64-bit; no store holds more
+            keep_last = min(keep_last, LARGEST_COUNT)
         try:
             cutoff = datetime.now(UTC) - older_than if older_than is not None else None
         except OverflowError:  # older than the calendar: nothing is that old

@@ -15,6 +15,8 @@ from memstrata.models import Role
 
 MAX_IDENTIFIER_LENGTH = 256
 MESSAGE_KEYS = frozenset({"role", "content", "name", "id", "metadata"})
+#: Counts and offsets above this are capped: no store holds more, and stores keep 64-bit integers.
+LARGEST_COUNT = 2**62
 #: How deep metadata may nest (objects and lists); far beyond what anyone stores, well inside what JSON tools read.
 MAX_METADATA_DEPTH = 64
 #: Timestamps stay a day inside the calendar's ends, so every time zone can show them.

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
-import string
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, StorageError, memory_search
+from tests.inputs import distinct_words
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
 MODES = ("hybrid", "fulltext", "vector")
@@ -382,15 +381,10 @@ def test_prune_keeps_the_newest(memory: Memory) -> None:
     assert "retention" in {event.kind for event in memory.inspect(user_id="ana").events}
 
 
-def _distinct_words(count: int, seed: int) -> str:
-    generator = random.Random(seed)
-    return " ".join("".join(generator.choices(string.ascii_lowercase, k=10)) for _ in range(count))
-
-
 def test_a_short_turn_between_long_ones_can_be_deleted(memory: Memory) -> None:
     # Deleting re-indexes the neighbours with each other's text: that must stay indexable.
-    texts = [_distinct_words(17_000, seed) for seed in range(3)] + ["short"]
-    texts += [_distinct_words(17_000, seed) for seed in range(3, 6)]
+    texts = [distinct_words(17_000, seed) for seed in range(3)] + ["short"]
+    texts += [distinct_words(17_000, seed) for seed in range(3, 6)]
     for number, text in enumerate(texts):
         memory.add(text, user_id="ana", session_id="s", id=f"t{number}")
     memory.delete("t3", user_id="ana")

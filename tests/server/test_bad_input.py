@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.inputs import nested
 from tests.server.conftest import LiveServer
 
 from memstrata import Memory
@@ -61,13 +62,6 @@ def _add(**fields: object) -> tuple[bytes, dict[str, str]]:
     return json.dumps(body).encode(), JSON
 
 
-def _nested(levels: int) -> dict[str, object]:
-    value: dict[str, object] = {}
-    for _ in range(levels):
-        value = {"a": value}
-    return value
-
-
 DEEP = b'{"messages": "x", "user_id": "ana", "metadata": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
 
 ADDS = {
@@ -86,7 +80,7 @@ ADDS = {
     "importance above 1": _add(importance=1.5),
     "importance true": _add(importance=True),
     "importance a numeric string": _add(importance="0.5"),
-    "metadata nested too deep for JSON tools": _add(metadata=_nested(300)),
+    "metadata nested too deep for JSON tools": _add(metadata=nested(300)),
     "timestamp on the calendar's last day": _add(timestamp="9999-12-31T23:00:00Z"),
     "naive timestamp": _add(timestamp="2024-01-01T00:00:00"),
     "not a timestamp": _add(timestamp="yesterday"),

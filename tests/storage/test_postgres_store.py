@@ -16,6 +16,7 @@ from memstrata import InvalidInput, Memory, Role, SchemaTooNew, Scope, SearchFil
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import ConfigError, MissingDependency
 from memstrata.storage import focus, open_store
+from tests.inputs import distinct_words
 from tests.postgres_server import require_driver
 
 psycopg = require_driver()
@@ -538,18 +539,12 @@ def test_vector_ids_grow_in_commit_order_for_concurrent_writers(postgres_url: st
 # -- limits of the server ------------------------------------------------------------------------
 
 
-def _distinct_words(count: int, seed: int) -> str:
-    generator = np.random.default_rng(seed)
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    return " ".join("".join(generator.choice(letters, 10)) for _ in range(count))
-
-
 def test_a_message_too_big_for_a_full_text_vector_is_invalid_input_and_stores_nothing(
     postgres_url: str, tmp_path: Path
 ) -> None:
     with Memory(tmp_path, storage_url=postgres_url, embedder=HashEmbedder(), background=False) as memory:
         with pytest.raises(InvalidInput, match="tsvector"):
-            memory.add(_distinct_words(82_000, 1), user_id="big")  # ~900 KB, under max_text_bytes
+            memory.add(distinct_words(82_000, 1), user_id="big")  # ~900 KB, under max_text_bytes
         assert memory.history(user_id="big") == []
 
 
