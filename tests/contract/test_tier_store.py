@@ -259,8 +259,9 @@ def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
 def test_patterns_and_entities_count_and_connect(store: TierStore) -> None:
     seqs = store.insert_turns([_turn("t0", "Caroline met Melanie"), _turn("t1", "Caroline again")], None, MODEL)
     later = T0 + timedelta(days=2)
-    store.observe_pattern("ana", "code_first", "wants code first", "give me the code", T0)
-    store.observe_pattern("ana", "code_first", "wants code first", "code please", later)
+    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", T0)
+    store.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code please", later)
+    store.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code please", later)  # a retry
     [(key, description, count, first, last, evidence)] = store.pattern_rows("ana")
     assert (key, description, count, first, last, evidence) == (
         "code_first",
@@ -344,6 +345,23 @@ def test_deleting_a_turn_retires_the_entities_only_it_mentioned(store: TierStore
     store.delete("t0", "ana")
     assert [(n.name, n.mentions) for n in store.entities("ana")] == [("Caroline", 1)]
     assert store.neighbours("ana", ["Caroline"]) == []
+
+
+def test_deleting_a_turn_takes_back_its_pattern_occurrence(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn(f"t{n}", f"give me the code {n}") for n in range(3)], None, MODEL)
+    for n, seq in enumerate(seqs):
+        store.observe_pattern("ana", seq, "code_first", "wants code first", f"code {n}", T0 + timedelta(days=n))
+    store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "code 0", T0)
+    store.observe_pattern("bob", seqs[0], "terse", "writes tersely", "not ana's", T0)
+    store.delete("t2", "ana")
+    rows = {row[0]: row[2:] for row in store.pattern_rows("ana")}
+    assert rows == {
+        "code_first": (2, T0, T0 + timedelta(days=1), "code 1"),
+        "terse": (1, T0, T0, "code 0"),
+    }
+    store.delete("t0", "ana")
+    assert [row[0:3] for row in store.pattern_rows("ana")] == [("code_first", "wants code first", 1)]
+    assert [row[2] for row in store.pattern_rows("bob")] == [1]
 
 
 def test_forgetting_a_user_empties_every_tier_and_spares_others(store: TierStore) -> None:

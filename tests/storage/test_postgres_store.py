@@ -345,7 +345,8 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
     # The layout of a database made before migration 7: the vectors stored out of line.
     _query(postgres_url, "ALTER TABLE turns ALTER COLUMN search SET STORAGE EXTENDED")
     _query(postgres_url, "VACUUM FULL turns")
-    _query(postgres_url, "DELETE FROM schema_migrations WHERE version = 7")
+    _query(postgres_url, "DROP TABLE pattern_observations")
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 7")
     before = toast_bytes()
     reopened = open_postgres(postgres_url)
     try:
@@ -358,7 +359,7 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
 
 
 def _as_of_version_5(postgres_url: str) -> None:
-    """Take a migrated database back to the schema of version 5 (before term counts and in-row vectors)."""
+    """Take a migrated database back to the schema of version 5 (before term counts and later steps)."""
     for statement in (
         "DROP TRIGGER turn_lexemes_on_insert ON turns",
         "DROP TRIGGER turn_lexemes_on_update ON turns",
@@ -367,6 +368,7 @@ def _as_of_version_5(postgres_url: str) -> None:
         "DROP FUNCTION memstrata_count_lexemes(text[], text[], bigint[])",
         "DROP TABLE user_term_counts",
         "ALTER TABLE turns ALTER COLUMN search SET STORAGE EXTENDED",
+        "DROP TABLE pattern_observations",
         "DELETE FROM schema_migrations WHERE version > 5",
     ):
         _query(postgres_url, statement)

@@ -93,6 +93,27 @@ def test_reopening_applies_nothing_twice(db_path: Path) -> None:
         assert connection.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall() == first
 
 
+def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    seqs = store.insert_turns([_turn("a", "give me the code"), _turn("b", "code again")], None, MODEL)
+    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", T0)
+    store.close()
+    with _raw(db_path) as connection:  # the store as version 5 left it: a count, no occurrence rows
+        connection.execute("DROP TABLE pattern_observations")
+        connection.execute("DELETE FROM schema_migrations WHERE version > 5")
+        connection.execute("UPDATE patterns SET count = 4")
+    upgraded = SQLiteStore(db_path)
+    try:
+        upgraded.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code again", T0)
+        assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(5, T0, T0, "code again")]
+        upgraded.delete("b", "ana")  # its occurrence goes; the four older ones stay, without a quote
+        assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(4, T0, T0, "")]
+        upgraded.delete("a", "ana")  # unrecorded: nothing to take back
+        assert [row[2] for row in upgraded.pattern_rows("ana")] == [4]
+    finally:
+        upgraded.close()
+
+
 def test_newer_schema_raises_schema_too_new_and_leaves_the_file_alone(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     store.insert_turns([_turn("a", "keep me")], None, MODEL)

@@ -271,6 +271,38 @@ def test_a_crashed_workers_lease_expires_and_the_job_runs_again(home: Path) -> N
         assert memory.profile(user_id=USER).get("location") == "Porto"
 
 
+def test_a_job_run_again_after_its_worker_died_counts_nothing_twice(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        texts = ("Just give me the code, Caroline.", "Give me the code first please, Caroline.")
+        memory.add([{"role": "user", "content": text} for text in texts], user_id=USER, session_id="s1")
+        store = memory._store
+        job = store.claim_job(0.01)  # type: ignore[attr-defined]
+        assert job is not None and job.kind == "process"
+        memory._hierarchy.run(job)  # the work was done, then the worker died before recording it
+        time.sleep(0.05)
+        once = ([(p.key, p.count) for p in memory.patterns(user_id=USER)], memory.inspect(user_id=USER).counts)
+        memory.flush()  # the lease expired: the same job runs again
+        again = ([(p.key, p.count) for p in memory.patterns(user_id=USER)], memory.inspect(user_id=USER).counts)
+        assert once[0] and max(count for _, count in once[0]) == 2
+        assert again == once
+        assert [(n.name, n.mentions) for n in memory.graph(user_id=USER, query="Caroline").nodes] == [("Caroline", 2)]
+
+
+def test_deleting_a_turn_takes_back_its_pattern_occurrences(tiered: Memory) -> None:
+    for text in ("Just give me the code, no explanation.", "Give me the code first please."):
+        _exchange(tiered, text)
+    tiered.flush()
+    [first, second] = [turn for turn in tiered.history(user_id=USER) if turn.role == "user"]
+    counted = {p.key: p for p in tiered.patterns(user_id=USER)}
+    assert any(p.count == 2 for p in counted.values())
+    tiered.delete(second.id, user_id=USER)
+    left = {p.key: p for p in tiered.patterns(user_id=USER)}
+    assert {key: p.count for key, p in left.items()} == {key: p.count - 1 for key, p in counted.items() if p.count > 1}
+    assert all("first please" not in p.evidence for p in left.values())
+    tiered.delete(first.id, user_id=USER)
+    assert tiered.patterns(user_id=USER) == []
+
+
 def test_background_worker_processes_without_flush_calls(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), working_capacity=1) as memory:
         _exchange(memory, "I live in Porto.")

@@ -252,8 +252,15 @@ class TierStore(Store, Protocol):
         """The user's current profile."""
         ...
 
-    def observe_pattern(self, user_id: str, key: str, description: str, evidence: str, when: datetime) -> None:
-        """Count one more occurrence of an interaction pattern."""
+    def observe_pattern(
+        self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
+    ) -> None:
+        """Count an interaction pattern seen in turn ``turn_seq``, in one transaction.
+
+        Idempotent per (user, key, turn): a job retried after failing part-way observes its
+        turns again and must not count them twice. Deleting the turn (``purge_derived``)
+        takes its occurrence back.
+        """
         ...
 
     def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:

@@ -93,7 +93,7 @@ class Hierarchy:
                 previous = self._store.previous_user_text(user_id, turn.session_id, seq)
                 for pattern in observe_patterns(turn.content, previous_user_text=previous):
                     self._store.observe_pattern(
-                        user_id, pattern.key, pattern.description, pattern.evidence, turn.created_at
+                        user_id, seq, pattern.key, pattern.description, pattern.evidence, turn.created_at
                     )
         if scores:
             self._store.set_importance(scores)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from memstrata.storage.patterns import pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
 
 #: Tables holding a user's derived state, all emptied when the whole user is forgotten.
@@ -14,6 +15,7 @@ _USER_TABLES = (
     "cells",
     "profile",
     "patterns",
+    "pattern_observations",
     "entities",
     "entity_edges",
     "consolidations",
@@ -60,11 +62,44 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         (seqs,),
     )
     connection.execute("DELETE FROM entity_mentions WHERE turn_seq = ANY(%s::bigint[])", (seqs,))
+    _forget_pattern_occurrences(connection, user_id, seqs)
     connection.execute(
         "DELETE FROM entities e WHERE e.user_id = %s"
         " AND NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)",
         (user_id,),
     )
+
+
+def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list[int]) -> None:
+    """Take back the pattern occurrences these turns made: fewer counts, evidence from a turn still stored."""
+    removed = connection.execute(
+        "DELETE FROM pattern_observations WHERE user_id = %s AND turn_seq = ANY(%s::bigint[]) RETURNING key",
+        (user_id, seqs),
+    ).fetchall()
+    gone: dict[str, int] = {}
+    for (key,) in removed:
+        gone[str(key)] = gone.get(str(key), 0) + 1
+    for key, count in sorted(gone.items()):
+        row = connection.execute(
+            "SELECT p.count, o.recorded, o.first, o.last, (SELECT evidence FROM pattern_observations e"
+            "  WHERE e.user_id = p.user_id AND e.key = p.key ORDER BY seen_at DESC, turn_seq DESC LIMIT 1)"
+            " FROM patterns p, LATERAL (SELECT count(*) AS recorded, min(seen_at) AS first, max(seen_at) AS last"
+            "  FROM pattern_observations WHERE user_id = p.user_id AND key = p.key) o"
+            " WHERE p.user_id = %s AND p.key = %s FOR UPDATE OF p",
+            (user_id, key),
+        ).fetchone()
+        if row is None:
+            continue
+        update = pattern_after_forgetting(int(row[0]) - count, int(row[1]), row[2], row[3], row[4])
+        if update is None:
+            connection.execute("DELETE FROM patterns WHERE user_id = %s AND key = %s", (user_id, key))
+            continue
+        left, first, last, evidence = update
+        connection.execute(
+            "UPDATE patterns SET count = %s, first_seen = COALESCE(%s, first_seen),"
+            " last_seen = COALESCE(%s, last_seen), evidence = %s WHERE user_id = %s AND key = %s",
+            (left, first, last, evidence, user_id, key),
+        )
 
 
 def put_derived(

@@ -186,17 +186,29 @@ class KnowledgeMixin(Connected):
 
     # -- patterns and entities --------------------------------------------------------
 
-    def observe_pattern(self, user_id: str, key: str, description: str, evidence: str, when: datetime) -> None:
-        """Count one more occurrence of an interaction pattern."""
-        self._write(
-            lambda connection: connection.execute(
+    def observe_pattern(
+        self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
+    ) -> None:
+        """Count an interaction pattern seen in one turn; the same turn observed again counts once."""
+
+        def work(connection: Connection) -> None:
+            snippet = evidence[:200]
+            inserted = connection.execute(
+                "INSERT INTO pattern_observations (user_id, key, turn_seq, seen_at, evidence)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (user_id, key, turn_seq, when, snippet),
+            ).rowcount
+            if not inserted:
+                return
+            connection.execute(
                 "INSERT INTO patterns (user_id, key, description, count, first_seen, last_seen, evidence)"
                 " VALUES (%s, %s, %s, 1, %s, %s, %s) ON CONFLICT (user_id, key) DO UPDATE SET"
                 " count = patterns.count + 1, last_seen = GREATEST(patterns.last_seen, excluded.last_seen),"
                 " evidence = excluded.evidence",
-                (user_id, key, description, when, when, evidence[:200]),
+                (user_id, key, description, when, when, snippet),
             )
-        )
+
+        self._write(work)
 
     def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:
         """(key, description, count, first_seen, last_seen, evidence) of a user's patterns."""

@@ -438,6 +438,24 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         locks_turns=True,
     ),
+    # As SQLite's step 6: a pattern counts each turn once (a retried tier job observes its
+    # turns again), and a deleted turn takes its occurrence along. No foreign key to turns:
+    # it would lock turns against writers while the table is made; purge_derived deletes the rows.
+    Migration(
+        8,
+        "pattern occurrences, one per turn",
+        """
+        CREATE TABLE pattern_observations (
+            user_id   text NOT NULL,
+            key       text NOT NULL,
+            turn_seq  bigint NOT NULL,
+            seen_at   timestamptz NOT NULL,
+            evidence  text NOT NULL,
+            PRIMARY KEY (user_id, key, turn_seq)
+        );
+        CREATE INDEX pattern_observations_by_turn ON pattern_observations (turn_seq);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

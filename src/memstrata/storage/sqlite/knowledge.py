@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
+from memstrata.storage.patterns import pattern_after_forgetting
 from memstrata.storage.sqlite.shared import put_derived, tier_event
 from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 
@@ -366,6 +367,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             "cells",
             "profile",
             "patterns",
+            "pattern_observations",
             "entities",
             "entity_edges",
             "consolidations",
@@ -406,9 +408,45 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             chunk + chunk,
         )
         connection.execute(f"DELETE FROM entity_mentions WHERE turn_seq IN ({marks})", chunk)
+        _forget_pattern_occurrences(connection, user_id, chunk)
     connection.execute(
         "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM entity_mentions)", (user_id,)
     )
+
+
+def _forget_pattern_occurrences(connection: sqlite3.Connection, user_id: str, turn_seqs: Sequence[int]) -> None:
+    """Take back the pattern occurrences these turns made: fewer counts, evidence from a turn still stored."""
+    marks = ",".join("?" * len(turn_seqs))
+    removed = connection.execute(
+        f"SELECT key, count(*) FROM pattern_observations WHERE user_id = ? AND turn_seq IN ({marks}) GROUP BY key",
+        (user_id, *turn_seqs),
+    ).fetchall()
+    if not removed:
+        return
+    connection.execute(
+        f"DELETE FROM pattern_observations WHERE user_id = ? AND turn_seq IN ({marks})", (user_id, *turn_seqs)
+    )
+    for key, gone in removed:
+        row = connection.execute(
+            "SELECT p.count, o.recorded, o.first, o.last, (SELECT evidence FROM pattern_observations e"
+            "  WHERE e.user_id = p.user_id AND e.key = p.key ORDER BY seen_at DESC, turn_seq DESC LIMIT 1)"
+            " FROM patterns p, (SELECT count(*) AS recorded, min(seen_at) AS first, max(seen_at) AS last"
+            "  FROM pattern_observations WHERE user_id = ? AND key = ?) o"
+            " WHERE p.user_id = ? AND p.key = ?",
+            (user_id, key, user_id, key),
+        ).fetchone()
+        if row is None:
+            continue
+        update = pattern_after_forgetting(int(row[0]) - int(gone), int(row[1]), row[2], row[3], row[4])
+        if update is None:
+            connection.execute("DELETE FROM patterns WHERE user_id = ? AND key = ?", (user_id, key))
+            continue
+        count, first, last, evidence = update
+        connection.execute(
+            "UPDATE patterns SET count = ?, first_seen = COALESCE(?, first_seen), last_seen = COALESCE(?, last_seen),"
+            " evidence = ? WHERE user_id = ? AND key = ?",
+            (count, first, last, evidence, user_id, key),
+        )
 
 
 def rederive_cell_texts(connection: sqlite3.Connection) -> int:

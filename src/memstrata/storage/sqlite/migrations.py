@@ -359,6 +359,24 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX turns_by_speaker ON turns (user_id, name) WHERE name IS NOT NULL AND role <> 'tool';
         """,
     ),
+    # A pattern counts each turn once: a tier job retried after a failure part-way observes
+    # its turns again, and a deleted turn takes its occurrence (and its evidence) along.
+    # Patterns counted before this step have no rows here and keep their counts.
+    Migration(
+        6,
+        "pattern occurrences, one per turn",
+        """
+        CREATE TABLE pattern_observations (
+            user_id   TEXT NOT NULL,
+            key       TEXT NOT NULL,
+            turn_seq  INTEGER NOT NULL,
+            seen_at   TEXT NOT NULL,
+            evidence  TEXT NOT NULL,
+            PRIMARY KEY (user_id, key, turn_seq)
+        );
+        CREATE INDEX pattern_observations_by_turn ON pattern_observations (turn_seq);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
