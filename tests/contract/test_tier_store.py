@@ -352,7 +352,9 @@ def test_deleting_a_turn_takes_back_its_pattern_occurrence(store: TierStore) -> 
     for n, seq in enumerate(seqs):
         store.observe_pattern("ana", seq, "code_first", "wants code first", f"code {n}", T0 + timedelta(days=n))
     store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "code 0", T0)
-    store.observe_pattern("bob", seqs[0], "terse", "writes tersely", "not ana's", T0)
+    [bobs] = store.insert_turns([_turn("b0", "give me the code", user_id="bob")], None, MODEL)
+    store.observe_pattern("bob", bobs, "terse", "writes tersely", "not ana's", T0)
+    store.observe_pattern("bob", seqs[1], "terse", "writes tersely", "ana's turn", T0)  # not bob's: not counted
     store.delete("t2", "ana")
     rows = {row[0]: row[2:] for row in store.pattern_rows("ana")}
     assert rows == {
@@ -362,6 +364,10 @@ def test_deleting_a_turn_takes_back_its_pattern_occurrence(store: TierStore) -> 
     store.delete("t0", "ana")
     assert [row[0:3] for row in store.pattern_rows("ana")] == [("code_first", "wants code first", 1)]
     assert [row[2] for row in store.pattern_rows("bob")] == [1]
+    # A job that read t0 before it was deleted observes it afterwards: nothing is counted.
+    store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "code 0", T0)
+    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "code 0", T0)
+    assert [row[0:3] for row in store.pattern_rows("ana")] == [("code_first", "wants code first", 1)]
 
 
 def test_forgetting_a_user_empties_every_tier_and_spares_others(store: TierStore) -> None:

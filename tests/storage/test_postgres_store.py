@@ -358,6 +358,26 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
         reopened.close()
 
 
+def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    seqs = store.insert_turns([_turn("a", "give me the code"), _turn("b", "code again")], None, MODEL)
+    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", moment)
+    store.close()
+    _query(postgres_url, "DROP TABLE pattern_observations")  # as version 7 left it: a count, no rows
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version > 7")
+    _query(postgres_url, "UPDATE patterns SET count = 4")
+    upgraded = open_postgres(postgres_url)
+    try:
+        upgraded.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code again", moment)
+        assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(5, moment, moment, "code again")]
+        upgraded.delete("b", "ana")  # its occurrence goes; the four older ones stay, without a quote
+        assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(4, moment, moment, "")]
+    finally:
+        upgraded.close()
+
+
 def _as_of_version_5(postgres_url: str) -> None:
     """Take a migrated database back to the schema of version 5 (before term counts and later steps)."""
     for statement in (

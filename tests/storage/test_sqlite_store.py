@@ -97,19 +97,27 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
     store = SQLiteStore(db_path)
     seqs = store.insert_turns([_turn("a", "give me the code"), _turn("b", "code again")], None, MODEL)
     store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", T0)
+    store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "give me the code", T0)
     store.close()
-    with _raw(db_path) as connection:  # the store as version 5 left it: a count, no occurrence rows
+    with _raw(db_path) as connection:  # the store as version 5 left it: counts, no occurrence rows
         connection.execute("DROP TABLE pattern_observations")
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
-        connection.execute("UPDATE patterns SET count = 4")
+        connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)
     try:
         upgraded.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code again", T0)
-        assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(5, T0, T0, "code again")]
-        upgraded.delete("b", "ana")  # its occurrence goes; the four older ones stay, without a quote
-        assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(4, T0, T0, "")]
+        assert sorted(row[:1] + row[2:] for row in upgraded.pattern_rows("ana")) == [
+            ("code_first", 5, T0, T0, "code again"),
+            ("terse", 1, T0, T0, "give me the code"),
+        ]
+        # b's occurrence goes; the older ones stay, and no quote that may be a deleted turn's
+        upgraded.delete("b", "ana")
+        assert sorted(row[:1] + row[2:] for row in upgraded.pattern_rows("ana")) == [
+            ("code_first", 4, T0, T0, ""),
+            ("terse", 1, T0, T0, ""),
+        ]
         upgraded.delete("a", "ana")  # unrecorded: nothing to take back
-        assert [row[2] for row in upgraded.pattern_rows("ana")] == [4]
+        assert sorted(row[2] for row in upgraded.pattern_rows("ana")) == [1, 4]
     finally:
         upgraded.close()
 

@@ -288,6 +288,22 @@ def test_a_job_run_again_after_its_worker_died_counts_nothing_twice(home: Path) 
         assert [(n.name, n.mentions) for n in memory.graph(user_id=USER, query="Caroline").nodes] == [("Caroline", 2)]
 
 
+def test_a_job_run_again_does_not_store_the_cells_it_stored_and_superseded(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        texts = ("I live in Porto.", "I moved, I live in Lisbon now.")
+        memory.add([{"role": "user", "content": text} for text in texts], user_id=USER, session_id="s1")
+        job = memory._store.claim_job(0.01)  # type: ignore[attr-defined]
+        assert job is not None and job.kind == "process"
+        memory._hierarchy.run(job)
+        time.sleep(0.05)
+        once = sorted((cell.value, cell.is_current) for cell in memory.cells(user_id=USER, include_superseded=True))
+        assert once == [("Lisbon", True), ("Porto", False)]
+        memory.flush()  # the lease expired: the same job runs again
+        again = sorted((cell.value, cell.is_current) for cell in memory.cells(user_id=USER, include_superseded=True))
+        assert again == once
+        assert [event.kind for event in memory.inspect(user_id=USER).events].count("supersession") == 1
+
+
 def test_deleting_a_turn_takes_back_its_pattern_occurrences(tiered: Memory) -> None:
     for text in ("Just give me the code, no explanation.", "Give me the code first please."):
         _exchange(tiered, text)

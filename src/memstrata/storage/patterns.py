@@ -6,6 +6,17 @@ from typing import TypeVar
 
 Moment = TypeVar("Moment")
 
+#: When any of a user's turns is deleted: the evidence of patterns counted (in part) before
+#: occurrences were recorded, unless a recorded occurrence still quotes the same words, is
+#: cleared, as it may quote the deleted turn. ``%s`` is the user id (SQLite writes ``?``).
+UNSURE_PATTERN_EVIDENCE = (
+    "UPDATE patterns SET evidence = '' WHERE user_id = %s AND evidence <> ''"
+    " AND count > (SELECT count(*) FROM pattern_observations o WHERE o.user_id = patterns.user_id"
+    " AND o.key = patterns.key)"
+    " AND NOT EXISTS (SELECT 1 FROM pattern_observations o WHERE o.user_id = patterns.user_id"
+    " AND o.key = patterns.key AND o.evidence = patterns.evidence)"
+)
+
 
 def pattern_after_forgetting(
     count: int, recorded: int, first: Moment | None, last: Moment | None, evidence: str | None

@@ -26,6 +26,7 @@ from memstrata.tiers.steps import MemorySteps, keywords
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
+RETRY_CELLS_SCANNED = 500  # newest cells of one slot a retried job checks for its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,8 @@ class Hierarchy:
         """Do one queued job."""
         with self._lock:
             if job.kind == "process":
-                self.process(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
+                # A job claimed before may have stored some of its work already.
+                self.process(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])], again=job.attempts > 1)
             elif job.kind == "midterm":
                 self.to_midterm(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
             elif job.kind == "consolidate":
@@ -76,8 +78,12 @@ class Hierarchy:
 
     # -- new turns --------------------------------------------------------------------
 
-    def process(self, user_id: str, seqs: Sequence[int]) -> None:
-        """Importance, cells and profile, entities and patterns for newly stored turns."""
+    def process(self, user_id: str, seqs: Sequence[int], *, again: bool = False) -> None:
+        """Importance, cells and profile, entities and patterns for newly stored turns.
+
+        ``again``: the turns may have been processed before (a retried job), so cells they
+        already gave are not stored twice.
+        """
         turns = self._store.get_by_seqs(list(seqs), user_id)
         vectors = self._store.vectors_for(self._embedder.model_id, list(turns))
         scores: dict[int, float] = {}
@@ -89,7 +95,7 @@ class Hierarchy:
             if turn.importance is None:
                 scores[seq] = self._importance(user_id, seq, turn, len(found), vectors.get(seq))
             if turn.role is Role.USER:
-                self._remember_cells(user_id, seq, turn)
+                self._remember_cells(user_id, seq, turn, again=again)
                 previous = self._store.previous_user_text(user_id, turn.session_id, seq)
                 for pattern in observe_patterns(turn.content, previous_user_text=previous):
                     self._store.observe_pattern(
@@ -119,13 +125,15 @@ class Hierarchy:
         self._running_importance[user_id] = running
         return score
 
-    def _remember_cells(self, user_id: str, seq: int, turn: Turn) -> None:
+    def _remember_cells(self, user_id: str, seq: int, turn: Turn, *, again: bool = False) -> None:
         known = self._known_attributes(user_id) if self.steps.uses_llm else []
         extracted = self.steps.cells(turn, known)
         for item in extracted:
             current = self._store.current_cells(user_id, item.subject, item.attribute)
             if any(cell.value.casefold() == item.value.casefold() for cell in current):
                 continue  # said again: nothing new to remember
+            if again and self._stored_from(user_id, turn, item.subject, item.attribute, item.value):
+                continue  # stored by the first run, and superseded since by a later value
             cell = Cell(
                 id=self._ids.new(),
                 user_id=user_id,
@@ -147,6 +155,13 @@ class Hierarchy:
         updates = self.steps.profile(turn, extracted, current_profile)
         if updates:
             self._store.set_profile(user_id, updates, seq, turn.created_at)
+
+    def _stored_from(self, user_id: str, turn: Turn, subject: str, attribute: str, value: str) -> bool:
+        """Whether ``turn`` already gave a cell with this value, current or not."""
+        slot = self._store.cells(
+            user_id, subject=subject, attribute=attribute, include_superseded=True, limit=RETRY_CELLS_SCANNED
+        )
+        return any(cell.source_turn_id == turn.id and cell.value.casefold() == value.casefold() for cell in slot)
 
     def _known_attributes(self, user_id: str) -> list[str]:
         """Attributes of the user's recent current cells, so the LLM extractor reuses their keys."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memstrata.storage.patterns import pattern_after_forgetting
+from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
 
 #: Tables holding a user's derived state, all emptied when the whole user is forgotten.
@@ -80,17 +80,21 @@ def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list
     for (key,) in removed:
         gone[str(key)] = gone.get(str(key), 0) + 1
     for key, count in sorted(gone.items()):
-        row = connection.execute(
-            "SELECT p.count, o.recorded, o.first, o.last, (SELECT evidence FROM pattern_observations e"
-            "  WHERE e.user_id = p.user_id AND e.key = p.key ORDER BY seen_at DESC, turn_seq DESC LIMIT 1)"
-            " FROM patterns p, LATERAL (SELECT count(*) AS recorded, min(seen_at) AS first, max(seen_at) AS last"
-            "  FROM pattern_observations WHERE user_id = p.user_id AND key = p.key) o"
-            " WHERE p.user_id = %s AND p.key = %s FOR UPDATE OF p",
-            (user_id, key),
+        # Lock first, read after: a statement that waited for the lock would still see the
+        # occurrences as they were when it began; the next statement sees those added meanwhile.
+        locked = connection.execute(
+            "SELECT count FROM patterns WHERE user_id = %s AND key = %s FOR UPDATE", (user_id, key)
         ).fetchone()
-        if row is None:
+        if locked is None:
             continue
-        update = pattern_after_forgetting(int(row[0]) - count, int(row[1]), row[2], row[3], row[4])
+        row = connection.execute(
+            "SELECT count(*), min(seen_at), max(seen_at), (SELECT evidence FROM pattern_observations"
+            "  WHERE user_id = %s AND key = %s ORDER BY seen_at DESC, turn_seq DESC LIMIT 1)"
+            " FROM pattern_observations WHERE user_id = %s AND key = %s",
+            (user_id, key, user_id, key),
+        ).fetchone()
+        assert row is not None  # an aggregate always returns a row
+        update = pattern_after_forgetting(int(locked[0]) - count, int(row[0]), row[1], row[2], row[3])
         if update is None:
             connection.execute("DELETE FROM patterns WHERE user_id = %s AND key = %s", (user_id, key))
             continue
@@ -100,6 +104,8 @@ def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list
             " last_seen = COALESCE(%s, last_seen), evidence = %s WHERE user_id = %s AND key = %s",
             (left, first, last, evidence, user_id, key),
         )
+    # Occurrences counted before they were recorded cannot say which turn they quote.
+    connection.execute(UNSURE_PATTERN_EVIDENCE, (user_id,))
 
 
 def put_derived(

@@ -189,10 +189,19 @@ class KnowledgeMixin(Connected):
     def observe_pattern(
         self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
     ) -> None:
-        """Count an interaction pattern seen in one turn; the same turn observed again counts once."""
+        """Count an interaction pattern seen in one turn; the same turn observed again counts once.
+
+        A turn deleted meanwhile (its job read it before) counts nothing: its purge already ran.
+        The user's writer lock orders this with deletes, which purge and delete under it.
+        """
 
         def work(connection: Connection) -> None:
             snippet = evidence[:200]
+            alive = connection.execute(
+                "SELECT 1 FROM turns WHERE seq = %s AND user_id = %s", (turn_seq, user_id)
+            ).fetchone()
+            if alive is None:
+                return
             inserted = connection.execute(
                 "INSERT INTO pattern_observations (user_id, key, turn_seq, seen_at, evidence)"
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -208,7 +217,7 @@ class KnowledgeMixin(Connected):
                 (user_id, key, description, when, when, snippet),
             )
 
-        self._write(work)
+        self._write(work, lock_users=[user_id])
 
     def pattern_rows(self, user_id: str) -> list[tuple[str, str, int, datetime, datetime, str]]:
         """(key, description, count, first_seen, last_seen, evidence) of a user's patterns."""

@@ -21,14 +21,17 @@ class GraphMixin:
     def observe_pattern(
         self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
     ) -> None:
-        """Count an interaction pattern seen in one turn; the same turn observed again counts once."""
+        """Count an interaction pattern seen in one turn; the same turn observed again counts once.
+
+        A turn deleted meanwhile (its job read it before) counts nothing: its purge already ran.
+        """
 
         def work(connection: sqlite3.Connection) -> None:
             snippet = evidence[:200]
             inserted = connection.execute(
                 "INSERT OR IGNORE INTO pattern_observations (user_id, key, turn_seq, seen_at, evidence)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (user_id, key, turn_seq, format_time(when), snippet),
+                " SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE seq = ? AND user_id = ?)",
+                (user_id, key, turn_seq, format_time(when), snippet, turn_seq, user_id),
             ).rowcount
             if not inserted:
                 return

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
-from memstrata.storage.patterns import pattern_after_forgetting
+from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sqlite.shared import put_derived, tier_event
 from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
 
@@ -421,8 +421,6 @@ def _forget_pattern_occurrences(connection: sqlite3.Connection, user_id: str, tu
         f"SELECT key, count(*) FROM pattern_observations WHERE user_id = ? AND turn_seq IN ({marks}) GROUP BY key",
         (user_id, *turn_seqs),
     ).fetchall()
-    if not removed:
-        return
     connection.execute(
         f"DELETE FROM pattern_observations WHERE user_id = ? AND turn_seq IN ({marks})", (user_id, *turn_seqs)
     )
@@ -447,6 +445,8 @@ def _forget_pattern_occurrences(connection: sqlite3.Connection, user_id: str, tu
             " evidence = ? WHERE user_id = ? AND key = ?",
             (count, first, last, evidence, user_id, key),
         )
+    # Occurrences counted before they were recorded cannot say which turn they quote.
+    connection.execute(UNSURE_PATTERN_EVIDENCE.replace("%s", "?"), (user_id,))
 
 
 def rederive_cell_texts(connection: sqlite3.Connection) -> int:
