@@ -136,17 +136,23 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         store_with_tiers = cast(TierStore, self._store)
         self._hierarchy = Hierarchy(store_with_tiers, self._embedder, self._llm, policy, self._ids)
         self._shared_working = _shared_working(settings, store_with_tiers)
-        claim: Callable[[], Job | None] = functools.partial(store_with_tiers.claim_job, policy.job_lease_seconds)
+        claim: Callable[[], Job | None] = functools.partial(
+            store_with_tiers.claim_job, policy.job_lease_seconds, policy.max_attempts
+        )
         run: Callable[[Job], None] = self._hierarchy.run
         if self._shared_working is not None:
             claim, run = self._shared_working.claimer(claim), self._shared_working.runner(run)
         self._worker = Worker(
             claim,
             run,
-            store_with_tiers.finish_job,
-            lambda job_id, error, retry: store_with_tiers.fail_job(job_id, error, retry=retry),
+            lambda job: store_with_tiers.finish_job(job.id, attempt=job.attempts),
+            lambda job, error, retry: store_with_tiers.fail_job(job.id, error, retry=retry, attempt=job.attempts),
             max_attempts=policy.max_attempts,
             activity=self._activity,
+            renew=lambda job: store_with_tiers.renew_job(
+                job.id, attempt=job.attempts, lease_seconds=policy.job_lease_seconds
+            ),
+            renew_every=policy.job_lease_seconds / 3,
         )
         if settings.background:
             self._worker.start()

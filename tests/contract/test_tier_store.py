@@ -98,6 +98,33 @@ def test_jobs_are_claimed_in_order_leased_finished_and_failed(store: TierStore) 
     assert store.count_jobs() == 0 and store.claim_job(60) is None
 
 
+def test_a_worker_whose_lease_was_taken_over_changes_nothing(store: TierStore) -> None:
+    store.enqueue_job("process", "ana", {"seqs": [1]})
+    stale = store.claim_job(0.01)
+    assert stale is not None
+    while (current := store.claim_job(60)) is None:  # the stale worker's lease runs out
+        threading.Event().wait(0.01)
+    assert (current.id, current.attempts) == (stale.id, stale.attempts + 1)
+    assert not store.renew_job(stale.id, attempt=stale.attempts, lease_seconds=60)
+    store.fail_job(stale.id, "late failure", retry=True, attempt=stale.attempts)
+    store.finish_job(stale.id, attempt=stale.attempts)
+    assert store.count_jobs() == 1 and store.claim_job(60) is None  # still running, for the new claim
+    assert store.renew_job(current.id, attempt=current.attempts, lease_seconds=60)
+    store.finish_job(current.id, attempt=current.attempts)
+    assert store.count_jobs() == 0
+
+
+def test_a_job_that_outlives_its_lease_too_often_is_parked(store: TierStore) -> None:
+    store.enqueue_job("process", "ana", {"seqs": [1]})
+    for attempt in (1, 2):
+        while (job := store.claim_job(0.01, 2)) is None:
+            threading.Event().wait(0.01)
+        assert job.attempts == attempt  # its worker "dies": the lease runs out
+    threading.Event().wait(0.05)
+    assert store.claim_job(60, 2) is None  # the third claim parks it instead
+    assert store.count_jobs() == 0
+
+
 def test_an_expired_lease_is_claimed_again(store: TierStore) -> None:
     job_id = store.enqueue_job("process", "ana", {})
     abandoned = store.claim_job(0.01)
@@ -171,6 +198,8 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     later = T0 + timedelta(days=1)
     store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)
     store.promote_segment(store.segments("ana")[0], "scene1", "sailing, regatta", later)
+    # A second worker that read the segment before the promotion makes no second scene.
+    store.promote_segment(store.segments("ana")[0], "scene2", "sailing again", later + timedelta(hours=1))
     promoted = next(s for s in store.segments("ana") if s.id == "seg1")
     assert (promoted.visits, promoted.heat, promoted.last_activity, promoted.promoted_at) == (3, 9.0, later, later)
     scene_hits = store.derived_fulltext('"regatta"', "ana", 10, ("scene",))
@@ -293,7 +322,10 @@ def test_consolidations_link_their_turns(store: TierStore) -> None:
     assert store.unconsolidated_turns("ana", 10) == seqs
     assert store.unconsolidated_size("ana") == (4, 24)
     made = Consolidation("k1", "ana", "The shed roof leaks.", ("t0", "t1", "t2"), 0.5, 1.0, 0.75, T0)
-    store.add_consolidation(made, seqs[:3])
+    assert store.add_consolidation(made, seqs[:3])
+    # A second sleep that read the same turns before the first stored its summary stores nothing.
+    overlapping = Consolidation("k2", "ana", "The roof.", ("t2", "t3"), 0.5, 1.0, 0.75, T0)
+    assert not store.add_consolidation(overlapping, seqs[2:])
     assert store.consolidations("ana") == [made]
     assert store.consolidations("bob") == []
     assert store.unconsolidated_turns("ana", 10) == seqs[3:]

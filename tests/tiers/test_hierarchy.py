@@ -304,6 +304,26 @@ def test_a_job_run_again_does_not_store_the_cells_it_stored_and_superseded(home:
         assert [event.kind for event in memory.inspect(user_id=USER).events].count("supersession") == 1
 
 
+def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        day = datetime(2024, 1, 1, tzinfo=UTC)
+        memory.add("I live in Porto.", user_id=USER, timestamp=day)
+        memory.add("I live in Lisbon.", user_id=USER, timestamp=day + timedelta(days=30))
+        store = memory._store
+        earlier = store.claim_job(60)  # type: ignore[attr-defined]
+        later = store.claim_job(60)  # type: ignore[attr-defined]
+        memory._hierarchy.run(later)  # two workers: the newer turn's job finishes first
+        memory._hierarchy.run(earlier)
+        cells = memory.cells(user_id=USER, include_superseded=True)
+        assert sorted((cell.value, cell.is_current) for cell in cells) == [("Lisbon", True), ("Porto", False)]
+        porto = next(cell for cell in cells if cell.value == "Porto")
+        assert porto.superseded_by == next(cell.id for cell in cells if cell.value == "Lisbon")
+        assert porto.valid_to == day + timedelta(days=30)
+        assert memory.profile(user_id=USER)["location"] == "Lisbon"
+        facts = [hit.id for hit in memory.search("live", user_id=USER, tiers=["longterm"]) if hit.tier == "longterm"]
+        assert facts == [next(cell.id for cell in cells if cell.value == "Lisbon")]  # history is not searched
+
+
 def test_deleting_a_turn_takes_back_its_pattern_occurrences(tiered: Memory) -> None:
     for text in ("Just give me the code, no explanation.", "Give me the code first please."):
         _exchange(tiered, text)

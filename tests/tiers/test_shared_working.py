@@ -56,8 +56,8 @@ class Recorder:
         self.worker = Worker(
             shared.claimer(lambda: store.claim_job(60)),
             shared.runner(self.ran.append),
-            store.finish_job,
-            lambda job_id, error, retry: store.fail_job(job_id, error, retry=retry),
+            lambda job: store.finish_job(job.id, attempt=job.attempts),
+            lambda job, error, retry: store.fail_job(job.id, error, retry=retry, attempt=job.attempts),
         )
 
     def drain(self) -> list[Job]:

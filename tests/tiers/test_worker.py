@@ -32,12 +32,12 @@ class EndlessQueue:
     def run(self, job: Job) -> None:
         threading.Event().wait(0.001)  # a job takes a moment
 
-    def finish(self, job_id: int) -> None:
+    def finish(self, job: Job) -> None:
         with self._lock:
-            self.done.append(self.claimed.pop(job_id))
+            self.done.append(self.claimed.pop(job.id))
 
-    def fail(self, job_id: int, error: str, retry: bool) -> None:
-        raise AssertionError(f"job {job_id} failed: {error}")
+    def fail(self, job: Job, error: str, retry: bool) -> None:
+        raise AssertionError(f"job {job.id} failed: {error}")
 
     def unfinished(self, user: str) -> int:
         """Jobs of ``user`` queued or running (Bob always has more coming)."""
@@ -88,3 +88,37 @@ def test_two_waiters_keep_the_worker_hurried_until_both_are_done() -> None:
         release.set()
         waiting.join(30)
     assert not worker._urgent.is_set()
+
+
+def test_a_slow_job_keeps_its_lease_while_it_runs_and_only_then() -> None:
+    renewed: list[int] = []
+    release = threading.Event()
+    jobs = deque([Job(1, "slow", "ana", {}, 1), Job(2, "quick", "ana", {}, 1)])
+    finished: list[int] = []
+
+    def run(job: Job) -> None:
+        if job.kind == "slow":
+            assert release.wait(30)
+
+    def renew(job: Job) -> bool:
+        renewed.append(job.id)
+        if len(renewed) >= 3:
+            release.set()
+        return True
+
+    worker = Worker(
+        lambda: jobs.popleft() if jobs else None,
+        run,
+        lambda job: finished.append(job.id),
+        lambda job, error, retry: None,
+        renew=renew,
+        renew_every=0.01,
+    )
+    try:
+        assert worker.drain() == 2
+        count = len(renewed)
+        threading.Event().wait(0.1)
+        assert len(renewed) == count  # nothing runs: nothing is renewed
+    finally:
+        worker.stop()
+    assert set(renewed) == {1} and finished == [1, 2]

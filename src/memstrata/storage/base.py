@@ -221,7 +221,10 @@ class TierStore(Store, Protocol):
         ...
 
     def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
-        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
+        """Turn a hot segment into a long-term scene; its turns' cells join the scene.
+
+        Once: a segment already promoted (by another worker since it was read) is left alone.
+        """
         ...
 
     def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
@@ -241,11 +244,15 @@ class TierStore(Store, Protocol):
         ...
 
     def add_cell(self, cell: Cell, source_turn_seq: int, *, single_valued: bool, supersede: Sequence[str]) -> None:
-        """Store a cell, closing the validity of the cells it supersedes (kept as history)."""
+        """Store a cell, closing the validity of the cells it supersedes (kept as history).
+
+        A cell given with ``valid_to`` and ``superseded_by`` set is stored as history at once
+        (its turn was processed after a newer turn's value), with its supersession event.
+        """
         ...
 
     def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
-        """Upsert profile traits, each with the turn it came from and when."""
+        """Upsert profile traits, each with the turn it came from and when; a trait set at a later ``now`` stays."""
         ...
 
     def profile(self, user_id: str) -> dict[str, str]:
@@ -287,8 +294,13 @@ class TierStore(Store, Protocol):
         """(turns, words) of a user not yet in any consolidation."""
         ...
 
-    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
-        """Store a consolidation summary with links to its source turns."""
+    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:
+        """Store a consolidation summary with links to its source turns.
+
+        Nothing is stored, and the result is False, if any of the turns has a consolidation
+        already: two sleeps of one user (two processes, or a job run twice) each summarise a
+        turn at most once between them.
+        """
         ...
 
     def consolidations(self, user_id: str, *, limit: int = 20) -> list[Consolidation]:
@@ -311,16 +323,28 @@ class TierStore(Store, Protocol):
         """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
         ...
 
-    def claim_job(self, lease_seconds: float) -> Job | None:
-        """Take the next job to run (or one a crashed worker left), leased for a while."""
+    def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
+        """Take the next job to run (or one a crashed worker left), leased for a while.
+
+        Each claim counts one attempt (``Job.attempts``). A job whose lease ran out after
+        ``max_attempts`` claims is parked as failed rather than claimed again.
+        """
         ...
 
-    def finish_job(self, job_id: int) -> None:
-        """Mark a job done."""
+    def renew_job(self, job_id: int, *, attempt: int, lease_seconds: float) -> bool:
+        """Extend the lease of a job claim ``attempt`` still holds; False if another worker took it over."""
         ...
 
-    def fail_job(self, job_id: int, error: str, *, retry: bool) -> None:
-        """Record a failure; the job is tried again later, or parked as failed."""
+    def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
+        """Mark a job done.
+
+        With ``attempt`` (the claim's ``Job.attempts``) only while that claim still holds the
+        job: a worker whose lease another took over changes nothing.
+        """
+        ...
+
+    def fail_job(self, job_id: int, error: str, *, retry: bool, attempt: int | None = None) -> None:
+        """Record a failure; the job is tried again later, or parked as failed (``attempt``: as in finish_job)."""
         ...
 
     def count_jobs(self, user_id: str | None = None) -> int:

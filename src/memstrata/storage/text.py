@@ -32,6 +32,11 @@ def cell_text(cell: Cell) -> str:
 CELL_TEXT_COLUMNS = "c.id, c.kind, c.subject, c.attribute, c.value, c.content, d.content"
 
 
+def late_supersession(cell: Cell) -> dict[str, str | None]:
+    """The audit detail of a cell stored already superseded (its turn was processed after a newer one's)."""
+    return {"old": cell.id, "new": cell.superseded_by, "subject": cell.subject, "attribute": cell.attribute}
+
+
 def stale_cell_texts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str]]:
     """(text, cell id) for each row of ``CELL_TEXT_COLUMNS`` whose stored text is not what ``cell_text`` makes now.
 

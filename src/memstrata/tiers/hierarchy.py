@@ -147,8 +147,15 @@ class Hierarchy:
                 valid_from=turn.created_at,
                 source_turn_id=turn.id,
             )
-            # A cell from a turn processed late never retires a newer one.
+            # A cell from a turn processed late never retires a newer one; of a single value,
+            # it is history at once, replaced by the newest.
             candidates = [c for c in current if c.valid_from <= turn.created_at]
+            newer = [c for c in current if c.valid_from > turn.created_at]
+            if item.is_single_valued and newer:
+                latest = max(newer, key=lambda c: (c.valid_from, c.id))
+                cell = replace(cell, valid_to=latest.valid_from, superseded_by=latest.id)
+                self._store.add_cell(cell, seq, single_valued=True, supersede=[])
+                continue
             older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
             self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older)
         current_profile = self._store.profile(user_id) if self.steps.uses_llm else {}
@@ -320,8 +327,8 @@ class Hierarchy:
                 tes=efficiency.score,
                 created_at=datetime.now(UTC),
             )
-            self._store.add_consolidation(consolidation, members)
-            made.append(consolidation)
+            if self._store.add_consolidation(consolidation, members):
+                made.append(consolidation)
         return made
 
 

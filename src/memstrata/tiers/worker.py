@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -50,22 +51,28 @@ class Worker:
     """Claims jobs from the store and runs them, in a daemon thread or on demand.
 
     Jobs are leased, not popped: a worker killed mid-job leaves it ``running`` with an
-    expiring lease, and whichever worker looks next (in any process) takes it again.
+    expiring lease, and whichever worker looks next (in any process) takes it again. While
+    a job runs, ``renew`` (if given) extends its lease every ``renew_every`` seconds, so a
+    slow job is not taken over; ``finish`` and ``fail`` get the job as claimed, so a store can
+    ignore a worker whose lease another took over.
     """
 
     def __init__(
         self,
         claim: Callable[[], Job | None],
         run: Callable[[Job], None],
-        finish: Callable[[int], None],
-        fail: Callable[[int, str, bool], None],
+        finish: Callable[[Job], None],
+        fail: Callable[[Job, str, bool], None],
         *,
         max_attempts: int = 3,
         activity: Activity | None = None,
+        renew: Callable[[Job], bool] | None = None,
+        renew_every: float = 40.0,
     ) -> None:
         self._claim, self._run, self._finish, self._fail = claim, run, finish, fail
         self._max_attempts = max_attempts
         self._activity = activity
+        self._keeper = LeaseKeeper(renew, renew_every) if renew is not None else None
         self._urgent = threading.Event()  # set while anyone waits on the work: no yielding then
         self._waiters = 0
         self._waiters_lock = threading.Lock()
@@ -93,6 +100,8 @@ class Worker:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        if self._keeper is not None:
+            self._keeper.stop()
 
     def drain(self, until: Callable[[], bool] | None = None) -> int:
         """Run jobs in the calling thread, in queue order, until none is left or ``until()`` holds; how many ran."""
@@ -165,10 +174,58 @@ class Worker:
             self._execute(job)
 
     def _execute(self, job: Job) -> None:
+        with self._keeper.holding(job) if self._keeper is not None else contextlib.nullcontext():
+            try:
+                self._run(job)
+            except Exception as exc:  # a bad job must not kill the worker; it is retried, then parked
+                log.exception("job %s (%s) failed", job.id, job.kind)
+                self._fail(job, f"{type(exc).__name__}: {exc}", job.attempts < self._max_attempts)
+                return
+        self._finish(job)
+
+
+class LeaseKeeper:
+    """Renews the leases of the jobs running now, from one daemon thread started on first use."""
+
+    def __init__(self, renew: Callable[[Job], bool], every: float) -> None:
+        self._renew, self._every = renew, every
+        self._running: dict[int, Job] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def holding(self, job: Job) -> Iterator[None]:
+        """Keep ``job``'s lease while the block runs."""
+        with self._lock:
+            self._running[job.id] = job
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._loop, name="memstrata-lease", daemon=True)
+                self._thread.start()
         try:
-            self._run(job)
-        except Exception as exc:  # a bad job must not kill the worker; it is retried, then parked
-            log.exception("job %s (%s) failed", job.id, job.kind)
-            self._fail(job.id, f"{type(exc).__name__}: {exc}", job.attempts < self._max_attempts)
-        else:
-            self._finish(job.id)
+            yield
+        finally:
+            with self._lock:
+                self._running.pop(job.id, None)
+
+    def stop(self) -> None:
+        """Stop renewing (the thread ends within one renewal)."""
+        self._stop.set()
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(5.0)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._every):
+            with self._lock:
+                jobs = list(self._running.values())
+            for job in jobs:
+                try:
+                    if not self._renew(job):
+                        log.warning(
+                            "job %s (%s) was taken over by another worker; its result will be ignored", job.id, job.kind
+                        )
+                except StorageError as exc:
+                    log.warning("cannot renew the lease of job %s: %s", job.id, exc)

@@ -10,7 +10,7 @@ from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
-from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
+from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts
 
 _REDERIVE_CHUNK = 2_000
 _CELL_COLUMNS = (
@@ -126,7 +126,7 @@ class KnowledgeMixin(Connected):
             connection.execute(
                 "INSERT INTO cells (id, user_id, kind, subject, attribute, value, content, salience, single_valued,"
                 " scene_id, source_turn_seq, valid_from, valid_to, superseded_by, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     cell.id,
                     cell.user_id,
@@ -140,9 +140,13 @@ class KnowledgeMixin(Connected):
                     cell.scene_id,
                     source_turn_seq,
                     cell.valid_from,
+                    cell.valid_to,
+                    cell.superseded_by,
                     cell.valid_from,
                 ),
             )
+            if cell.superseded_by is not None:
+                record_event(connection, "supersession", cell.user_id, late_supersession(cell))
             for old_id in supersede:
                 connection.execute(
                     "UPDATE cells SET valid_to = %s, superseded_by = %s WHERE id = %s AND valid_to IS NULL",
@@ -156,7 +160,14 @@ class KnowledgeMixin(Connected):
                     {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
                 )
             put_derived(
-                connection, cell.id, cell.user_id, "longterm", cell_text(cell), [source_turn_seq], cell.valid_from
+                connection,
+                cell.id,
+                cell.user_id,
+                "longterm",
+                cell_text(cell),
+                [source_turn_seq],
+                cell.valid_from,
+                is_current=cell.is_current,
             )
 
         self._write(work)
@@ -169,7 +180,9 @@ class KnowledgeMixin(Connected):
                 connection.execute(
                     "INSERT INTO profile (user_id, key, value, source_turn_seq, updated_at)"
                     " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value,"
-                    " source_turn_seq = excluded.source_turn_seq, updated_at = excluded.updated_at",
+                    " source_turn_seq = excluded.source_turn_seq, updated_at = excluded.updated_at"
+                    # A turn processed late never overwrites what a newer one set.
+                    " WHERE excluded.updated_at >= profile.updated_at",
                     (user_id, key, value, source_turn_seq, now),
                 )
 

@@ -30,6 +30,20 @@ _CLAIM = """
     RETURNING id, kind, user_id, payload, attempts
 """
 
+# Jobs whose lease ran out too often: every worker that ran them stopped.
+_PARK = """
+    UPDATE jobs SET state = 'failed', lease_until = NULL,
+        error = 'its worker stopped (crashed, or held it past its lease) ' || attempts || ' times'
+    WHERE state = 'running' AND lease_until < clock_timestamp() AND attempts >= %s
+"""
+
+
+def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
+    """The clause that limits a job update to the claim numbered ``attempt`` (none without one)."""
+    if attempt is None:
+        return "", ()
+    return " AND state = 'running' AND attempts = %s", (attempt,)
+
 
 def enqueue(connection: Connection, kind: str, user_id: str, payload: dict[str, Any]) -> int:
     """Add a pending job inside the caller's transaction."""
@@ -85,10 +99,16 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
 class QueueMixin(Connected):
     """Job and working-set methods of the PostgreSQL store."""
 
-    def claim_job(self, lease_seconds: float) -> Job | None:
-        """Take the next job to run (or one a crashed worker left), leased for a while."""
+    def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
+        """Take the next job to run (or one a crashed worker left), leased for a while.
+
+        A job whose lease ran out after ``max_attempts`` claims is parked as failed instead: it
+        stopped every worker that ran it.
+        """
 
         def work(connection: Connection) -> Job | None:
+            if max_attempts is not None:
+                connection.execute(_PARK, (max_attempts,))
             row = connection.execute(_CLAIM, (lease_seconds,)).fetchone()
             if row is None:
                 return None
@@ -96,22 +116,38 @@ class QueueMixin(Connected):
 
         return self._write(work)
 
-    def finish_job(self, job_id: int) -> None:
-        """Mark a job done."""
-        self._write(
-            lambda connection: connection.execute(
-                "UPDATE jobs SET state = 'done', finished_at = %s, lease_until = NULL WHERE id = %s",
-                (datetime.now(UTC), job_id),
+    def renew_job(self, job_id: int, *, attempt: int, lease_seconds: float) -> bool:
+        """Extend the lease of a job this claim still holds; False if another worker took it over."""
+        return bool(
+            self._write(
+                lambda connection: (
+                    connection.execute(
+                        "UPDATE jobs SET lease_until = clock_timestamp() + make_interval(secs => %s)"
+                        " WHERE id = %s AND state = 'running' AND attempts = %s",
+                        (lease_seconds, job_id, attempt),
+                    ).rowcount
+                )
             )
         )
 
-    def fail_job(self, job_id: int, error: str, *, retry: bool) -> None:
-        """Record a failure; the job is tried again later, or parked as failed."""
-        state = "pending" if retry else "failed"
+    def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
+        """Mark a job done (with ``attempt``: only if that claim still holds it)."""
+        fence, parameters = _fence(attempt)
         self._write(
             lambda connection: connection.execute(
-                "UPDATE jobs SET state = %s, error = %s, lease_until = NULL WHERE id = %s",
-                (state, error[:2000], job_id),
+                f"UPDATE jobs SET state = 'done', finished_at = %s, lease_until = NULL WHERE id = %s{fence}",
+                (datetime.now(UTC), job_id, *parameters),
+            )
+        )
+
+    def fail_job(self, job_id: int, error: str, *, retry: bool, attempt: int | None = None) -> None:
+        """Record a failure; the job is tried again later, or parked as failed (with ``attempt``: see finish_job)."""
+        state = "pending" if retry else "failed"
+        fence, parameters = _fence(attempt)
+        self._write(
+            lambda connection: connection.execute(
+                f"UPDATE jobs SET state = %s, error = %s, lease_until = NULL WHERE id = %s{fence}",
+                (state, error[:2000], job_id, *parameters),
             )
         )
 

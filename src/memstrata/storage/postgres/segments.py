@@ -144,15 +144,19 @@ class SegmentsMixin(Connected):
         self._write(work)
 
     def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
-        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
+        """Turn a hot segment into a long-term scene; its turns' cells join the scene. A segment is promoted once."""
 
         def work(connection: Connection) -> None:
+            # Once: another worker may have promoted it since this one read it.
+            if not connection.execute(
+                "UPDATE segments SET promoted_at = %s WHERE id = %s AND promoted_at IS NULL", (now, segment.id)
+            ).rowcount:
+                return
             connection.execute(
                 "INSERT INTO scenes (id, user_id, title, summary, segment_id, created_at, updated_at)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 (scene_id, segment.user_id, title, segment.summary, segment.id, now, now),
             )
-            connection.execute("UPDATE segments SET promoted_at = %s WHERE id = %s", (now, segment.id))
             connection.execute(
                 "UPDATE cells SET scene_id = %s WHERE scene_id IS NULL AND source_turn_seq IN"
                 " (SELECT turn_seq FROM segment_turns WHERE segment_id = %s)",
@@ -201,10 +205,16 @@ class SegmentsMixin(Connected):
         assert row is not None  # an aggregate always returns one row
         return int(row[0]), int(row[1])
 
-    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
-        """Store a consolidation summary with links to its source turns."""
+    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:
+        """Store a consolidation summary with links to its source turns; False if one of them has one already."""
 
-        def work(connection: Connection) -> None:
+        def work(connection: Connection) -> bool:
+            # Under the user's writer lock: two sleeps of one user never both summarise a turn.
+            if connection.execute(
+                "SELECT 1 FROM consolidation_turns WHERE turn_seq = ANY(%s::bigint[]) LIMIT 1",
+                ([int(seq) for seq in turn_seqs],),
+            ).fetchone():
+                return False
             connection.execute(
                 "INSERT INTO consolidations (id, user_id, summary, compression_ratio, entity_preservation, tes,"
                 " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -238,7 +248,9 @@ class SegmentsMixin(Connected):
                 {"id": consolidation.id, "turns": len(turn_seqs), "tes": round(consolidation.tes, 4)},
             )
 
-        self._write(work)
+            return True
+
+        return bool(self._write(work, lock_users=[consolidation.user_id]))
 
     def consolidations(self, user_id: str, *, limit: int = 20) -> list[Consolidation]:
         """Recent consolidations of a user, newest first."""

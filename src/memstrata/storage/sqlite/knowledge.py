@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from memstrata.models import Cell, Consolidation, MemoryEvent, format_time
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sqlite.shared import put_derived, tier_event
-from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, stale_cell_texts
+from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts
 
 T = TypeVar("T")
 _REDERIVE_CHUNK = 2_000
@@ -156,7 +156,7 @@ class KnowledgeMixin:
             connection.execute(
                 "INSERT INTO cells (id, user_id, kind, subject, attribute, value, content, salience, single_valued,"
                 " scene_id, source_turn_seq, valid_from, valid_to, superseded_by, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL,?)",
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     cell.id,
                     cell.user_id,
@@ -170,9 +170,13 @@ class KnowledgeMixin:
                     cell.scene_id,
                     source_turn_seq,
                     format_time(cell.valid_from),
+                    None if cell.valid_to is None else format_time(cell.valid_to),
+                    cell.superseded_by,
                     format_time(cell.valid_from),
                 ),
             )
+            if cell.superseded_by is not None:
+                tier_event(connection, "supersession", cell.user_id, late_supersession(cell))
             for old_id in supersede:
                 connection.execute(
                     "UPDATE cells SET valid_to = ?, superseded_by = ? WHERE id = ? AND valid_to IS NULL",
@@ -186,7 +190,14 @@ class KnowledgeMixin:
                     {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
                 )
             put_derived(
-                connection, cell.id, cell.user_id, "longterm", cell_text(cell), [source_turn_seq], cell.valid_from
+                connection,
+                cell.id,
+                cell.user_id,
+                "longterm",
+                cell_text(cell),
+                [source_turn_seq],
+                cell.valid_from,
+                is_current=cell.is_current,
             )
 
         self._write(work)
@@ -199,7 +210,9 @@ class KnowledgeMixin:
                 connection.execute(
                     "INSERT INTO profile (user_id, key, value, source_turn_seq, updated_at) VALUES (?, ?, ?, ?, ?)"
                     " ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value,"
-                    " source_turn_seq = excluded.source_turn_seq, updated_at = excluded.updated_at",
+                    " source_turn_seq = excluded.source_turn_seq, updated_at = excluded.updated_at"
+                    # A turn processed late never overwrites what a newer one set.
+                    " WHERE excluded.updated_at >= profile.updated_at",
                     (user_id, key, value, source_turn_seq, format_time(now)),
                 )
 
@@ -238,10 +251,19 @@ class KnowledgeMixin:
         )
         return int(row[0]), int(row[1])
 
-    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> None:
-        """Store a consolidation summary with links to its source turns."""
+    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:
+        """Store a consolidation summary with links to its source turns; False if one of them has one already."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: sqlite3.Connection) -> bool:
+            # Another sleep of this user (another process, or a job run twice) may have taken them.
+            marks = ",".join("?" * len(turn_seqs))
+            if (
+                turn_seqs
+                and connection.execute(
+                    f"SELECT 1 FROM consolidation_turns WHERE turn_seq IN ({marks}) LIMIT 1", list(turn_seqs)
+                ).fetchone()
+            ):
+                return False
             connection.execute(
                 "INSERT INTO consolidations (id, user_id, summary, compression_ratio, entity_preservation, tes,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -275,7 +297,9 @@ class KnowledgeMixin:
                 {"id": consolidation.id, "turns": len(turn_seqs), "tes": round(consolidation.tes, 4)},
             )
 
-        self._write(work)
+            return True
+
+        return bool(self._write(work))
 
     def consolidations(self, user_id: str, *, limit: int = 20) -> list[Consolidation]:
         """Recent consolidations of a user, newest first."""

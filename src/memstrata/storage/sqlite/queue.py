@@ -70,8 +70,21 @@ def track_working(
         enqueue(connection, "midterm", user_id, {"seqs": seqs}, now)
 
 
-def claim(connection: sqlite3.Connection, lease_seconds: float, now: datetime) -> Job | None:
-    """Take the oldest pending job, or one whose worker's lease ran out (it crashed)."""
+def claim(
+    connection: sqlite3.Connection, lease_seconds: float, now: datetime, max_attempts: int | None = None
+) -> Job | None:
+    """Take the oldest pending job, or one whose worker's lease ran out (it crashed).
+
+    A job whose lease ran out after ``max_attempts`` claims is parked as failed instead: it
+    stopped every worker that ran it.
+    """
+    if max_attempts is not None:
+        connection.execute(
+            "UPDATE jobs SET state = 'failed', lease_until = NULL,"
+            " error = 'its worker stopped (crashed, or held it past its lease) ' || attempts || ' times'"
+            " WHERE state = 'running' AND lease_until < ? AND attempts >= ?",
+            (format_time(now), max_attempts),
+        )
     row = connection.execute(
         "SELECT id FROM jobs WHERE state = 'pending' OR (state = 'running' AND lease_until < ?) ORDER BY id LIMIT 1",
         (format_time(now),),

@@ -139,15 +139,20 @@ class SegmentsMixin:
         self._write(work)
 
     def promote_segment(self, segment: Segment, scene_id: str, title: str, now: datetime) -> None:
-        """Turn a hot segment into a long-term scene; its turns' cells join the scene."""
+        """Turn a hot segment into a long-term scene; its turns' cells join the scene. A segment is promoted once."""
 
         def work(connection: sqlite3.Connection) -> None:
+            # Once: another worker may have promoted it since this one read it.
+            if not connection.execute(
+                "UPDATE segments SET promoted_at = ? WHERE id = ? AND promoted_at IS NULL",
+                (format_time(now), segment.id),
+            ).rowcount:
+                return
             connection.execute(
                 "INSERT INTO scenes (id, user_id, title, summary, segment_id, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (scene_id, segment.user_id, title, segment.summary, segment.id, format_time(now), format_time(now)),
             )
-            connection.execute("UPDATE segments SET promoted_at = ? WHERE id = ?", (format_time(now), segment.id))
             connection.execute(
                 "UPDATE cells SET scene_id = ? WHERE scene_id IS NULL AND source_turn_seq IN"
                 " (SELECT turn_seq FROM segment_turns WHERE segment_id = ?)",

@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
@@ -334,25 +334,43 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
 
     # -- background jobs --------------------------------------------------------------
 
-    def claim_job(self, lease_seconds: float) -> Job | None:
+    def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
         """Take the next job to run (or one a crashed worker left), leased for a while."""
-        return self._write(lambda connection: queue.claim(connection, lease_seconds, datetime.now(UTC)))
+        now = datetime.now(UTC)
+        return self._write(lambda connection: queue.claim(connection, lease_seconds, now, max_attempts))
 
-    def finish_job(self, job_id: int) -> None:
-        """Mark a job done."""
-        self._write(
-            lambda connection: connection.execute(
-                "UPDATE jobs SET state = 'done', finished_at = ?, lease_until = NULL WHERE id = ?",
-                (format_time(datetime.now(UTC)), job_id),
+    def renew_job(self, job_id: int, *, attempt: int, lease_seconds: float) -> bool:
+        """Extend the lease of a job this claim still holds; False if another worker took it over."""
+        lease = format_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))
+        return bool(
+            self._write(
+                lambda connection: (
+                    connection.execute(
+                        "UPDATE jobs SET lease_until = ? WHERE id = ? AND state = 'running' AND attempts = ?",
+                        (lease, job_id, attempt),
+                    ).rowcount
+                )
             )
         )
 
-    def fail_job(self, job_id: int, error: str, *, retry: bool) -> None:
-        """Record a failure; the job is tried again later, or parked as failed."""
-        state = "pending" if retry else "failed"
+    def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
+        """Mark a job done (with ``attempt``: only if that claim still holds it)."""
+        fence, parameters = _fence(attempt)
         self._write(
             lambda connection: connection.execute(
-                "UPDATE jobs SET state = ?, error = ?, lease_until = NULL WHERE id = ?", (state, error[:2000], job_id)
+                f"UPDATE jobs SET state = 'done', finished_at = ?, lease_until = NULL WHERE id = ?{fence}",
+                (format_time(datetime.now(UTC)), job_id, *parameters),
+            )
+        )
+
+    def fail_job(self, job_id: int, error: str, *, retry: bool, attempt: int | None = None) -> None:
+        """Record a failure; the job is tried again later, or parked as failed (with ``attempt``: see finish_job)."""
+        state = "pending" if retry else "failed"
+        fence, parameters = _fence(attempt)
+        self._write(
+            lambda connection: connection.execute(
+                f"UPDATE jobs SET state = ?, error = ?, lease_until = NULL WHERE id = ?{fence}",
+                (state, error[:2000], job_id, *parameters),
             )
         )
 
@@ -408,6 +426,13 @@ def _fetch_by_ids(
         for row in connection.execute(sql, parameters):
             result[row[1]] = (int(row[0]), turn_from_row(row))
     return result
+
+
+def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
+    """The clause that limits a job update to the claim numbered ``attempt`` (none without one)."""
+    if attempt is None:
+        return "", ()
+    return " AND state = 'running' AND attempts = ?", (attempt,)
 
 
 def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[int]) -> None:
