@@ -35,7 +35,7 @@ from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
 from memstrata.storage.base import Job, ServerSideVectors, Store, TierStore
 from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
-from memstrata.tiers.worker import Activity, Worker
+from memstrata.tiers.worker import Activity, Worker, retry_delay
 from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
 from memstrata.validation import (
     LARGEST_COUNT,
@@ -146,7 +146,9 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             claim,
             run,
             lambda job: store_with_tiers.finish_job(job.id, attempt=job.attempts),
-            lambda job, error, retry: store_with_tiers.fail_job(job.id, error, retry=retry, attempt=job.attempts),
+            lambda job, error, retry: store_with_tiers.fail_job(
+                job.id, error, retry=retry, attempt=job.attempts, retry_after=retry_delay(job.attempts)
+            ),
             max_attempts=policy.max_attempts,
             activity=self._activity,
             renew=lambda job: store_with_tiers.renew_job(

@@ -174,7 +174,21 @@ class TierViews:
             consolidations=tuple(store.consolidations(user, limit=limit)),
             events=tuple(store.events(user, limit=limit * 2)),
             pending_jobs=store.count_jobs(user),
+            failed_jobs=store.count_failed_jobs(user),
         )
+
+    def retry_failed_jobs(self, *, user_id: str | None = None) -> int:
+        """Queue the background jobs that failed every attempt again (``user_id``'s, or everyone's); how many.
+
+        A job is parked as failed after three failed attempts (a bug, or an outage that
+        outlasted its retries); ``inspect`` counts them. Once the cause is fixed, this runs them again.
+        """
+        self._require_open()  # type: ignore[attr-defined]
+        user = self._checked_user(user_id) if user_id is not None else None
+        count = self._tiers.retry_failed_jobs(user)
+        if count:
+            self._worker.wake()
+        return count
 
     def prune(
         self,

@@ -284,6 +284,9 @@ class Inspection:
     consolidations: tuple[Consolidation, ...]
     events: tuple[MemoryEvent, ...]
     pending_jobs: int
+    #: Background jobs that failed every attempt: their tier work is missing until
+    #: ``Memory.retry_failed_jobs`` queues them again (the turns themselves are stored).
+    failed_jobs: int = 0
 
 
 @dataclass(frozen=True, slots=True)

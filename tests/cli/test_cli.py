@@ -312,6 +312,22 @@ def test_inspect_json_and_table(home: Path) -> None:
     assert "long-term cells" in table and "Lisbon" in table
 
 
+def test_failed_jobs_show_in_inspect_and_retry_jobs_runs_them(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("I live in Porto.", user_id="ana")
+        store = memory._store  # the job failed every attempt: parked, its facts missing
+        job = store.claim_job(60)  # type: ignore[attr-defined]
+        store.fail_job(job.id, "RuntimeError: boom", retry=False, attempt=job.attempts)  # type: ignore[attr-defined]
+    report = json.loads(ok(run_cli("inspect", "--user", "ana", "--json", home=home)))
+    assert (report["failed_jobs"], report["profile"]) == (1, {})
+    assert "memstrata retry-jobs --user ana" in ok(run_cli("inspect", "--user", "ana", home=home))
+    retried = json.loads(ok(run_cli("retry-jobs", "--user", "ana", "--json", home=home)))
+    assert retried == {"requeued": 1, "failed_again": 0}
+    report = json.loads(ok(run_cli("inspect", "--user", "ana", "--json", home=home)))
+    assert (report["failed_jobs"], report["profile"]) == (0, {"location": "Porto"})
+    assert "0 failed jobs queued again" in ok(run_cli("retry-jobs", home=home))
+
+
 def test_consolidate_reports_tes(home: Path) -> None:
     seed(home, [f"The garden shed roof leaks again near window {n}" for n in range(4)])
     made = json.loads(ok(run_cli("consolidate", "--user", "ana", "--json", home=home)))

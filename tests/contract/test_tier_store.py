@@ -114,6 +114,28 @@ def test_a_worker_whose_lease_was_taken_over_changes_nothing(store: TierStore) -
     assert store.count_jobs() == 0
 
 
+def test_a_failed_job_waits_before_its_next_attempt_and_a_parked_one_can_be_retried(store: TierStore) -> None:
+    first = store.enqueue_job("process", "ana", {"seqs": [1]})
+    store.enqueue_job("process", "bob", {"seqs": [2]})
+    job = store.claim_job(60)
+    assert job is not None and job.id == first
+    store.fail_job(job.id, "database restarting", retry=True, attempt=job.attempts, retry_after=0.3)
+    other = store.claim_job(60)
+    assert other is not None and other.user_id == "bob"  # the failed one waits; the queue goes on
+    assert store.claim_job(60) is None and store.count_jobs("ana") == 1
+    threading.Event().wait(0.35)
+    again = store.claim_job(60)
+    assert again is not None and (again.id, again.attempts) == (first, 2)
+    store.fail_job(again.id, "still broken", retry=False, attempt=again.attempts)
+    assert (store.count_failed_jobs("ana"), store.count_failed_jobs("bob"), store.count_failed_jobs()) == (1, 0, 1)
+    assert store.count_jobs("ana") == 0
+    assert store.retry_failed_jobs("bob") == 0
+    assert store.retry_failed_jobs("ana") == 1
+    assert store.count_failed_jobs() == 0 and store.count_jobs("ana") == 1
+    retried = store.claim_job(60)
+    assert retried is not None and (retried.id, retried.attempts) == (first, 1)
+
+
 def test_a_job_that_outlives_its_lease_too_often_is_parked(store: TierStore) -> None:
     store.enqueue_job("process", "ana", {"seqs": [1]})
     for attempt in (1, 2):
@@ -122,7 +144,7 @@ def test_a_job_that_outlives_its_lease_too_often_is_parked(store: TierStore) -> 
         assert job.attempts == attempt  # its worker "dies": the lease runs out
     threading.Event().wait(0.05)
     assert store.claim_job(60, 2) is None  # the third claim parks it instead
-    assert store.count_jobs() == 0
+    assert store.count_jobs() == 0 and store.count_failed_jobs("ana") == 1
 
 
 def test_an_expired_lease_is_claimed_again(store: TierStore) -> None:

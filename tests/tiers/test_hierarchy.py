@@ -260,6 +260,30 @@ def test_pending_jobs_survive_a_killed_process(home: Path) -> None:
         assert memory.profile(user_id=USER).get("location") == "Porto"
 
 
+def test_a_job_that_fails_every_attempt_is_parked_until_retried(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memstrata.tiers.worker.FIRST_RETRY_DELAY_SECONDS", 0.01)
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        working = memory._worker._run
+        calls: list[int] = []
+
+        def outage(job: object) -> None:
+            calls.append(1)
+            raise RuntimeError("the database is restarting")
+
+        memory._worker._run = outage
+        memory.add("I live in Porto.", user_id=USER)
+        memory.flush(timeout=30)
+        report = memory.inspect(user_id=USER)
+        assert (len(calls), report.pending_jobs, report.failed_jobs) == (3, 0, 1)
+        assert memory.profile(user_id=USER) == {}
+        memory._worker._run = working
+        assert memory.retry_failed_jobs(user_id="someone-else") == 0
+        assert memory.retry_failed_jobs(user_id=USER) == 1
+        memory.flush(timeout=30)
+        assert memory.inspect(user_id=USER).failed_jobs == 0
+        assert memory.profile(user_id=USER).get("location") == "Porto"
+
+
 def test_a_crashed_workers_lease_expires_and_the_job_runs_again(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Porto.", user_id=USER)
@@ -322,6 +346,21 @@ def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -
         assert memory.profile(user_id=USER)["location"] == "Lisbon"
         facts = [hit.id for hit in memory.search("live", user_id=USER, tiers=["longterm"]) if hit.tier == "longterm"]
         assert facts == [next(cell.id for cell in cells if cell.value == "Lisbon")]  # history is not searched
+
+
+def test_a_late_fact_is_replaced_by_the_value_said_next(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        day = datetime(2024, 5, 2, tzinfo=UTC)
+        for n, city in enumerate(("Paris", "Rome", "Berlin")):
+            memory.add(f"I live in {city}.", user_id=USER, timestamp=day + timedelta(days=n))
+        store = memory._store
+        paris, rome, berlin = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
+        for job in (rome, berlin, paris):  # Paris's job last
+            memory._hierarchy.run(job)
+        cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
+        assert (cells["Paris"].valid_to, cells["Paris"].superseded_by) == (day + timedelta(days=1), cells["Rome"].id)
+        assert (cells["Rome"].valid_to, cells["Rome"].superseded_by) == (day + timedelta(days=2), cells["Berlin"].id)
+        assert cells["Berlin"].is_current
 
 
 def test_deleting_a_turn_takes_back_its_pattern_occurrences(tiered: Memory) -> None:

@@ -102,6 +102,8 @@ def test_a_slow_job_keeps_its_lease_while_it_runs_and_only_then() -> None:
 
     def renew(job: Job) -> bool:
         renewed.append(job.id)
+        if len(renewed) == 1:
+            raise RuntimeError("a passing error does not stop the renewals")
         if len(renewed) >= 3:
             release.set()
         return True
@@ -119,6 +121,7 @@ def test_a_slow_job_keeps_its_lease_while_it_runs_and_only_then() -> None:
         count = len(renewed)
         threading.Event().wait(0.1)
         assert len(renewed) == count  # nothing runs: nothing is renewed
+        assert worker._keeper is not None and worker._keeper._thread is None  # and no thread is left
     finally:
         worker.stop()
     assert set(renewed) == {1} and finished == [1, 2]

@@ -1,4 +1,4 @@
-"""Commands over the memory hierarchy: inspect, consolidate."""
+"""Commands over the memory hierarchy: inspect, consolidate, retry-jobs."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     app.command()(inspect)
     app.command()(consolidate)
+    app.command("retry-jobs")(retry_jobs)
 
 
 def inspect(
@@ -40,7 +41,10 @@ def inspect(
 
 
 def _print(report: Inspection) -> None:
-    counts = Table("tier", "items", title=shown(f"memory of {report.user_id} ({report.pending_jobs} jobs pending)"))
+    jobs = f"{report.pending_jobs} jobs pending"
+    if report.failed_jobs:
+        jobs += f", {report.failed_jobs} failed"
+    counts = Table("tier", "items", title=shown(f"memory of {report.user_id} ({jobs})"))
     for name, count in report.counts.items():
         counts.add_row(name, str(count))
     console.print(counts)
@@ -84,6 +88,15 @@ def _print(report: Inspection) -> None:
         for event in report.events:
             events.add_row(f"{event.at:%Y-%m-%d %H:%M:%S}", event.kind, shown(dict(event.detail)))
         console.print(events)
+    if report.failed_jobs:
+        console.print(
+            Text.assemble(
+                (f"{report.failed_jobs} background jobs failed every attempt", "bold red"),
+                "; their tier work (facts, entities, summaries) is missing. Fix the cause (see the log),"
+                " then run: memstrata retry-jobs --user ",
+                shown(report.user_id),
+            )
+        )
 
 
 def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption = False) -> None:
@@ -100,3 +113,27 @@ def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption =
         turns = (f"{len(item.source_turn_ids)} turns", "bold")
         console.print(Text.assemble(turns, f" → {item.summary}  (TES {item.tes:.3f})"))
     console.print(f"{len(made)} consolidations")
+
+
+def retry_jobs(
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="Only this user's jobs (default: everyone's).")
+    ] = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Queue again the background jobs that failed every attempt, then run them.
+
+    Example: memstrata retry-jobs --user ana
+    """
+    with open_memory(home) as memory:
+        count = memory.retry_failed_jobs(user_id=user)
+        if count:
+            memory.flush(user_id=user)
+        left = memory.inspect(user_id=user, limit=1).failed_jobs if user is not None else None
+    if as_json:
+        print_json({"requeued": count, "failed_again": left})
+        return
+    console.print(f"{count} failed jobs queued again and run")
+    if left:
+        console.print(f"{left} failed again: see the log for why", style="bold red", highlight=False)

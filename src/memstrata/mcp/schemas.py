@@ -128,6 +128,7 @@ class InspectOut(Output):
     user_id: str
     counts: dict[str, int]
     pending_jobs: int
+    failed_jobs: int
     profile: dict[str, str]
     working: list[MemoryOut]
     cells: list[CellOut]

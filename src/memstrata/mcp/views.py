@@ -138,6 +138,7 @@ def inspect_out(report: Inspection) -> InspectOut:
         user_id=report.user_id,
         counts=dict(report.counts),
         pending_jobs=report.pending_jobs,
+        failed_jobs=report.failed_jobs,
         profile=dict(report.profile),
         working=[memory_out(turn) for turn in report.working],
         cells=[
@@ -175,7 +176,10 @@ def inspect_out(report: Inspection) -> InspectOut:
 def inspect_text(output: InspectOut) -> str:
     """Counts first, then each non-empty tier as a short list."""
     counts = ", ".join(f"{name} {count}" for name, count in output.counts.items()) or "empty"
-    lines = [f"Memory of {output.user_id}: {counts}; {output.pending_jobs} background jobs pending."]
+    jobs = f"{output.pending_jobs} background jobs pending"
+    if output.failed_jobs:
+        jobs += f", {output.failed_jobs} failed (their tier work is missing; retry them with memstrata retry-jobs)"
+    lines = [f"Memory of {output.user_id}: {counts}; {jobs}."]
     if output.profile:
         lines.append("Profile: " + "; ".join(f"{key}: {value}" for key, value in output.profile.items()))
     sections: list[tuple[str, list[str]]] = [

@@ -394,6 +394,7 @@ class InspectionOut(ResponseModel):
     consolidations: list[ConsolidationOut]
     events: list[EventOut]
     pending_jobs: int
+    failed_jobs: int = Field(description="Background jobs that failed every attempt; their tier work is missing.")
 
 
 class PruneOut(ResponseModel):

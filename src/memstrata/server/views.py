@@ -220,4 +220,5 @@ def inspection_out(report: Inspection, tenant: Tenant) -> InspectionOut:
         consolidations=[consolidation_out(item, tenant) for item in report.consolidations],
         events=[event_out(event, tenant) for event in report.events],
         pending_jobs=report.pending_jobs,
+        failed_jobs=report.failed_jobs,
     )

@@ -343,8 +343,21 @@ class TierStore(Store, Protocol):
         """
         ...
 
-    def fail_job(self, job_id: int, error: str, *, retry: bool, attempt: int | None = None) -> None:
-        """Record a failure; the job is tried again later, or parked as failed (``attempt``: as in finish_job)."""
+    def fail_job(
+        self, job_id: int, error: str, *, retry: bool, attempt: int | None = None, retry_after: float = 0.0
+    ) -> None:
+        """Record a failure; the job is tried again ``retry_after`` seconds later, or parked as failed.
+
+        ``attempt``: as in finish_job.
+        """
+        ...
+
+    def count_failed_jobs(self, user_id: str | None = None) -> int:
+        """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
+        ...
+
+    def retry_failed_jobs(self, user_id: str | None = None) -> int:
+        """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
         ...
 
     def count_jobs(self, user_id: str | None = None) -> int:

@@ -26,7 +26,7 @@ from memstrata.tiers.steps import MemorySteps, keywords
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
-RETRY_CELLS_SCANNED = 500  # newest cells of one slot a retried job checks for its own
+SLOT_CELLS_SCANNED = 500  # newest cells of one subject and attribute read to place a new one
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +64,7 @@ class Hierarchy:
         """Do one queued job."""
         with self._lock:
             if job.kind == "process":
-                # A job claimed before may have stored some of its work already.
-                self.process(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])], again=job.attempts > 1)
+                self.process(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
             elif job.kind == "midterm":
                 self.to_midterm(job.user_id, [int(seq) for seq in job.payload.get("seqs", [])])
             elif job.kind == "consolidate":
@@ -78,11 +77,10 @@ class Hierarchy:
 
     # -- new turns --------------------------------------------------------------------
 
-    def process(self, user_id: str, seqs: Sequence[int], *, again: bool = False) -> None:
+    def process(self, user_id: str, seqs: Sequence[int]) -> None:
         """Importance, cells and profile, entities and patterns for newly stored turns.
 
-        ``again``: the turns may have been processed before (a retried job), so cells they
-        already gave are not stored twice.
+        Safe to run again on the same turns (a retried job): nothing is stored or counted twice.
         """
         turns = self._store.get_by_seqs(list(seqs), user_id)
         vectors = self._store.vectors_for(self._embedder.model_id, list(turns))
@@ -95,7 +93,7 @@ class Hierarchy:
             if turn.importance is None:
                 scores[seq] = self._importance(user_id, seq, turn, len(found), vectors.get(seq))
             if turn.role is Role.USER:
-                self._remember_cells(user_id, seq, turn, again=again)
+                self._remember_cells(user_id, seq, turn)
                 previous = self._store.previous_user_text(user_id, turn.session_id, seq)
                 for pattern in observe_patterns(turn.content, previous_user_text=previous):
                     self._store.observe_pattern(
@@ -125,15 +123,22 @@ class Hierarchy:
         self._running_importance[user_id] = running
         return score
 
-    def _remember_cells(self, user_id: str, seq: int, turn: Turn, *, again: bool = False) -> None:
+    def _remember_cells(self, user_id: str, seq: int, turn: Turn) -> None:
         known = self._known_attributes(user_id) if self.steps.uses_llm else []
         extracted = self.steps.cells(turn, known)
         for item in extracted:
             current = self._store.current_cells(user_id, item.subject, item.attribute)
             if any(cell.value.casefold() == item.value.casefold() for cell in current):
                 continue  # said again: nothing new to remember
-            if again and self._stored_from(user_id, turn, item.subject, item.attribute, item.value):
-                continue  # stored by the first run, and superseded since by a later value
+            slot = self._store.cells(
+                user_id,
+                subject=item.subject,
+                attribute=item.attribute,
+                include_superseded=True,
+                limit=SLOT_CELLS_SCANNED,
+            )
+            if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
+                continue  # stored when this turn was processed before (a retried job), superseded since
             cell = Cell(
                 id=self._ids.new(),
                 user_id=user_id,
@@ -148,12 +153,12 @@ class Hierarchy:
                 source_turn_id=turn.id,
             )
             # A cell from a turn processed late never retires a newer one; of a single value,
-            # it is history at once, replaced by the newest.
+            # it is history at once, replaced by the value said next.
             candidates = [c for c in current if c.valid_from <= turn.created_at]
-            newer = [c for c in current if c.valid_from > turn.created_at]
-            if item.is_single_valued and newer:
-                latest = max(newer, key=lambda c: (c.valid_from, c.id))
-                cell = replace(cell, valid_to=latest.valid_from, superseded_by=latest.id)
+            newer = [c for c in (*slot, *current) if c.valid_from > turn.created_at]
+            if item.is_single_valued and any(c.is_current for c in newer):
+                following = min(newer, key=lambda c: (c.valid_from, c.id))
+                cell = replace(cell, valid_to=following.valid_from, superseded_by=following.id)
                 self._store.add_cell(cell, seq, single_valued=True, supersede=[])
                 continue
             older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
@@ -162,13 +167,6 @@ class Hierarchy:
         updates = self.steps.profile(turn, extracted, current_profile)
         if updates:
             self._store.set_profile(user_id, updates, seq, turn.created_at)
-
-    def _stored_from(self, user_id: str, turn: Turn, subject: str, attribute: str, value: str) -> bool:
-        """Whether ``turn`` already gave a cell with this value, current or not."""
-        slot = self._store.cells(
-            user_id, subject=subject, attribute=attribute, include_superseded=True, limit=RETRY_CELLS_SCANNED
-        )
-        return any(cell.source_turn_id == turn.id and cell.value.casefold() == value.casefold() for cell in slot)
 
     def _known_attributes(self, user_id: str) -> list[str]:
         """Attributes of the user's recent current cells, so the LLM extractor reuses their keys."""

@@ -17,6 +17,15 @@ IDLE_POLL_SECONDS = 1.0
 QUIET_SECONDS = 0.2
 MAX_DEFER_SECONDS = 5.0
 POLL_SECONDS = 0.05
+# A failed job waits before its next attempt (2 s, then 4 s ...), so a passing outage (a
+# database restarting, a lock held for a while) does not use up its attempts at once.
+FIRST_RETRY_DELAY_SECONDS = 2.0
+MAX_RETRY_DELAY_SECONDS = 300.0
+
+
+def retry_delay(attempts: int) -> float:
+    """Seconds a job that failed its ``attempts``-th attempt waits before the next."""
+    return min(MAX_RETRY_DELAY_SECONDS, FIRST_RETRY_DELAY_SECONDS * 2.0 ** min(max(attempts - 1, 0), 16))
 
 
 class Activity:
@@ -185,13 +194,19 @@ class Worker:
 
 
 class LeaseKeeper:
-    """Renews the leases of the jobs running now, from one daemon thread started on first use."""
+    """Renews the leases of the jobs running now, from a daemon thread that lives while any runs.
+
+    The thread ends at its first wake-up with nothing running (and starts again with the
+    next job), so an idle or forgotten Memory holds no thread and no reference to its store.
+    """
 
     def __init__(self, renew: Callable[[Job], bool], every: float) -> None:
         self._renew, self._every = renew, every
         self._running: dict[int, Job] = {}
+        self._lost: set[int] = set()  # jobs another worker took over: said once
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._stopped = False
         self._thread: threading.Thread | None = None
 
     @contextmanager
@@ -199,8 +214,7 @@ class LeaseKeeper:
         """Keep ``job``'s lease while the block runs."""
         with self._lock:
             self._running[job.id] = job
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
+            if self._thread is None and not self._stopped:
                 self._thread = threading.Thread(target=self._loop, name="memstrata-lease", daemon=True)
                 self._thread.start()
         try:
@@ -208,24 +222,36 @@ class LeaseKeeper:
         finally:
             with self._lock:
                 self._running.pop(job.id, None)
+                self._lost.discard(job.id)
 
     def stop(self) -> None:
-        """Stop renewing (the thread ends within one renewal)."""
-        self._stop.set()
+        """Stop renewing for good (the thread ends at once)."""
         with self._lock:
+            self._stopped = True
             thread, self._thread = self._thread, None
+        self._stop.set()
         if thread is not None:
             thread.join(5.0)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._every):
             with self._lock:
-                jobs = list(self._running.values())
+                if not self._running:
+                    self._thread = None
+                    return
+                jobs = [job for job in self._running.values() if job.id not in self._lost]
             for job in jobs:
-                try:
-                    if not self._renew(job):
-                        log.warning(
-                            "job %s (%s) was taken over by another worker; its result will be ignored", job.id, job.kind
-                        )
-                except StorageError as exc:
-                    log.warning("cannot renew the lease of job %s: %s", job.id, exc)
+                self._keep(job)
+
+    def _keep(self, job: Job) -> None:
+        try:
+            if self._renew(job):
+                return
+        except Exception as exc:  # a passing storage error: the next round tries again
+            log.warning("cannot renew the lease of job %s: %s", job.id, exc)
+            return
+        with self._lock:
+            self._lost.add(job.id)
+        log.warning(
+            "job %s (%s) was taken over by another worker; this run's outcome will not be recorded", job.id, job.kind
+        )

@@ -443,8 +443,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # it would lock turns against writers while the table is made; purge_derived deletes the rows.
     Migration(
         8,
-        "pattern occurrences, one per turn",
+        "pattern occurrences, one per turn; failed jobs by user",
         """
+        CREATE INDEX jobs_failed_by_user ON jobs (user_id) WHERE state = 'failed';
         CREATE TABLE pattern_observations (
             user_id   text NOT NULL,
             key       text NOT NULL,

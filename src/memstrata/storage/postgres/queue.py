@@ -9,7 +9,7 @@ whose lease ran out (its worker died) is claimed again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -24,7 +24,9 @@ _CLAIM = """
         lease_until = clock_timestamp() + make_interval(secs => %s)
     WHERE id = (
         SELECT id FROM jobs
-        WHERE state IN ('pending', 'running') AND (state = 'pending' OR lease_until < clock_timestamp())
+        WHERE state IN ('pending', 'running')
+            AND ((state = 'pending' AND (lease_until IS NULL OR lease_until <= clock_timestamp()))
+                OR (state = 'running' AND lease_until < clock_timestamp()))
         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
     )
     RETURNING id, kind, user_id, payload, attempts
@@ -33,7 +35,8 @@ _CLAIM = """
 # Jobs whose lease ran out too often: every worker that ran them stopped.
 _PARK = """
     UPDATE jobs SET state = 'failed', lease_until = NULL,
-        error = 'its worker stopped (crashed, or held it past its lease) ' || attempts || ' times'
+        error = 'its lease ran out on attempt ' || attempts || ' (its worker crashed or stalled)'
+            || COALESCE('; last error: ' || error, '')
     WHERE state = 'running' AND lease_until < clock_timestamp() AND attempts >= %s
 """
 
@@ -140,16 +143,41 @@ class QueueMixin(Connected):
             )
         )
 
-    def fail_job(self, job_id: int, error: str, *, retry: bool, attempt: int | None = None) -> None:
-        """Record a failure; the job is tried again later, or parked as failed (with ``attempt``: see finish_job)."""
+    def fail_job(
+        self, job_id: int, error: str, *, retry: bool, attempt: int | None = None, retry_after: float = 0.0
+    ) -> None:
+        """Record a failure; the job is tried again ``retry_after`` seconds later, or parked as failed.
+
+        With ``attempt``: see finish_job.
+        """
         state = "pending" if retry else "failed"
+        not_before = datetime.now(UTC) + timedelta(seconds=retry_after) if retry and retry_after else None
         fence, parameters = _fence(attempt)
         self._write(
             lambda connection: connection.execute(
-                f"UPDATE jobs SET state = %s, error = %s, lease_until = NULL WHERE id = %s{fence}",
-                (state, error[:2000], job_id, *parameters),
+                f"UPDATE jobs SET state = %s, error = %s, lease_until = %s WHERE id = %s{fence}",
+                (state, error[:2000], not_before, job_id, *parameters),
             )
         )
+
+    def count_failed_jobs(self, user_id: str | None = None) -> int:
+        """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
+        query = "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"
+        parameters: list[Any] = []
+        if user_id is not None:
+            query += " AND user_id = %s"
+            parameters.append(user_id)
+        row = self._read(lambda connection: connection.execute(query, parameters).fetchone())
+        return int(row[0]) if row else 0
+
+    def retry_failed_jobs(self, user_id: str | None = None) -> int:
+        """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
+        query = "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'"
+        parameters: list[Any] = []
+        if user_id is not None:
+            query += " AND user_id = %s"
+            parameters.append(user_id)
+        return int(self._write(lambda connection: connection.execute(query, parameters).rowcount))
 
     def count_jobs(self, user_id: str | None = None) -> int:
         """Jobs not finished yet (pending or running)."""

@@ -81,13 +81,16 @@ def claim(
     if max_attempts is not None:
         connection.execute(
             "UPDATE jobs SET state = 'failed', lease_until = NULL,"
-            " error = 'its worker stopped (crashed, or held it past its lease) ' || attempts || ' times'"
+            " error = 'its lease ran out on attempt ' || attempts || ' (its worker crashed or stalled)'"
+            " || COALESCE('; last error: ' || error, '')"
             " WHERE state = 'running' AND lease_until < ? AND attempts >= ?",
             (format_time(now), max_attempts),
         )
+    # A pending job's lease_until is when a failed attempt may be tried again (none: at once).
     row = connection.execute(
-        "SELECT id FROM jobs WHERE state = 'pending' OR (state = 'running' AND lease_until < ?) ORDER BY id LIMIT 1",
-        (format_time(now),),
+        "SELECT id FROM jobs WHERE (state = 'pending' AND (lease_until IS NULL OR lease_until <= ?))"
+        " OR (state = 'running' AND lease_until < ?) ORDER BY id LIMIT 1",
+        (format_time(now), format_time(now)),
     ).fetchone()
     if row is None:
         return None

@@ -336,22 +336,20 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
 
     def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
         """Take the next job to run (or one a crashed worker left), leased for a while."""
-        now = datetime.now(UTC)
-        return self._write(lambda connection: queue.claim(connection, lease_seconds, now, max_attempts))
+        # The time is read once the write lock is held: a wait for it does not shorten the lease.
+        return self._write(lambda connection: queue.claim(connection, lease_seconds, datetime.now(UTC), max_attempts))
 
     def renew_job(self, job_id: int, *, attempt: int, lease_seconds: float) -> bool:
         """Extend the lease of a job this claim still holds; False if another worker took it over."""
-        lease = format_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))
-        return bool(
-            self._write(
-                lambda connection: (
-                    connection.execute(
-                        "UPDATE jobs SET lease_until = ? WHERE id = ? AND state = 'running' AND attempts = ?",
-                        (lease, job_id, attempt),
-                    ).rowcount
-                )
-            )
-        )
+
+        def work(connection: sqlite3.Connection) -> int:
+            lease = format_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))  # read under the lock
+            return connection.execute(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND state = 'running' AND attempts = ?",
+                (lease, job_id, attempt),
+            ).rowcount
+
+        return bool(self._write(work))
 
     def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
         """Mark a job done (with ``attempt``: only if that claim still holds it)."""
@@ -363,16 +361,40 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
             )
         )
 
-    def fail_job(self, job_id: int, error: str, *, retry: bool, attempt: int | None = None) -> None:
-        """Record a failure; the job is tried again later, or parked as failed (with ``attempt``: see finish_job)."""
+    def fail_job(
+        self, job_id: int, error: str, *, retry: bool, attempt: int | None = None, retry_after: float = 0.0
+    ) -> None:
+        """Record a failure; the job is tried again ``retry_after`` seconds later, or parked as failed.
+
+        With ``attempt``: see finish_job.
+        """
         state = "pending" if retry else "failed"
+        not_before = format_time(datetime.now(UTC) + timedelta(seconds=retry_after)) if retry and retry_after else None
         fence, parameters = _fence(attempt)
         self._write(
             lambda connection: connection.execute(
-                f"UPDATE jobs SET state = ?, error = ?, lease_until = NULL WHERE id = ?{fence}",
-                (state, error[:2000], job_id, *parameters),
+                f"UPDATE jobs SET state = ?, error = ?, lease_until = ? WHERE id = ?{fence}",
+                (state, error[:2000], not_before, job_id, *parameters),
             )
         )
+
+    def count_failed_jobs(self, user_id: str | None = None) -> int:
+        """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
+        sql = "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"
+        parameters: list[Any] = []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            parameters.append(user_id)
+        return int(self._fetch_all(sql, parameters)[0][0])
+
+    def retry_failed_jobs(self, user_id: str | None = None) -> int:
+        """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
+        sql = "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'"
+        parameters: list[Any] = []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            parameters.append(user_id)
+        return int(self._write(lambda connection: connection.execute(sql, parameters).rowcount))
 
     def count_jobs(self, user_id: str | None = None) -> int:
         """Jobs not finished yet (pending or running)."""
