@@ -10,7 +10,6 @@ from memstrata.errors import IdConflict, InvalidInput, ProviderError
 from memstrata.llms.base import ChatMessage
 from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
-from memstrata.policies.consolidation import should_consolidate
 from memstrata.prompts import render
 from memstrata.validation import check_identifier, check_text, check_timezone
 
@@ -155,9 +154,7 @@ class ChatViews:
         return [(seq, turns[seq]) for seq in sorted(turns) if turns[seq].agent_id == scope.agent_id]
 
     def _consolidation_due(self, user_id: str) -> bool:
-        memory = self._chat_memory
-        turns, words = memory._tiers.unconsolidated_size(user_id)
-        return turns > 0 and should_consolidate(turns, words, memory._hierarchy.policy.consolidation)
+        return self._chat_memory._hierarchy.consolidation_due(user_id)
 
 
 def conversation(turns: Sequence[Turn]) -> list[ChatMessage]:

@@ -16,7 +16,9 @@ import pytest
 
 from memstrata import InvalidInput, Memory
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.models import Consolidation
 from tests.fakes import FakeLLM
+from tests.inputs import distinct_words
 
 USER = "ana"
 
@@ -126,6 +128,24 @@ def test_scripted_conversation_recalls_seeded_facts(home: Path) -> None:
         report = memory.inspect(user_id=USER)
         assert report.counts["cells_current"] >= 4
         assert report.counts["episodic"] == 50
+
+
+def test_a_sleep_is_due_after_enough_new_turns_not_after_every_turn(home: Path) -> None:
+    # Hash vectors of unrelated texts do not cluster: every turn stays unconsolidated.
+    with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
+        slept: list[str] = []
+        sleep = memory._hierarchy.consolidate
+
+        def counted(user_id: str) -> list[Consolidation]:
+            slept.append(user_id)
+            return sleep(user_id)
+
+        memory._hierarchy.consolidate = counted  # type: ignore[method-assign]
+        for n in range(12):
+            memory.add(distinct_words(8, seed=n), user_id=USER)
+            memory.flush()
+        assert len(slept) == 2  # after the 5th and the 10th turn, not after each one from the 5th on
+        assert memory.consolidations(user_id=USER) == []
 
 
 def test_consolidation_stores_summaries_with_tes(tiered: Memory) -> None:

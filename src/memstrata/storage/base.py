@@ -287,11 +287,14 @@ class TierStore(Store, Protocol):
         ...
 
     def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
-        """Seqs of a user's turns not yet in any consolidation, oldest first."""
+        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first.
+
+        The newest: turns no sleep could cluster must not keep new ones out of the window.
+        """
         ...
 
-    def unconsolidated_size(self, user_id: str) -> tuple[int, int]:
-        """(turns, words) of a user not yet in any consolidation."""
+    def unconsolidated_size(self, user_id: str, *, after_seq: int = 0) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``."""
         ...
 
     def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:

@@ -181,25 +181,25 @@ class SegmentsMixin(Connected):
     # -- consolidation ----------------------------------------------------------------
 
     def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
-        """Seqs of a user's turns not yet in any consolidation, oldest first."""
+        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first."""
         rows = self._read(
             lambda connection: connection.execute(
                 "SELECT t.seq FROM turns t WHERE t.user_id = %s AND NOT EXISTS"
-                " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq) ORDER BY t.seq LIMIT %s",
+                " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq) ORDER BY t.seq DESC LIMIT %s",
                 (user_id, limit),
             ).fetchall()
         )
-        return [int(row[0]) for row in rows]
+        return sorted(int(row[0]) for row in rows)
 
-    def unconsolidated_size(self, user_id: str) -> tuple[int, int]:
-        """(turns, words) of a user not yet in any consolidation, counted in SQL."""
+    def unconsolidated_size(self, user_id: str, *, after_seq: int = 0) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``; in SQL."""
         row = self._read(
             lambda connection: connection.execute(
                 "SELECT COUNT(*), COALESCE(SUM(length(trim(t.content))"
                 " - length(replace(trim(t.content), ' ', '')) + 1), 0)"
-                " FROM turns t WHERE t.user_id = %s AND NOT EXISTS"
+                " FROM turns t WHERE t.user_id = %s AND t.seq > %s AND NOT EXISTS"
                 " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq)",
-                (user_id,),
+                (user_id, after_seq),
             ).fetchone()
         )
         assert row is not None  # an aggregate always returns one row

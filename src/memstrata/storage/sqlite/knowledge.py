@@ -230,23 +230,23 @@ class KnowledgeMixin:
     # -- consolidation ----------------------------------------------------------------
 
     def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
-        """Seqs of a user's turns not yet in any consolidation, oldest first."""
+        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first."""
         rows = self._read(
             lambda connection: connection.execute(
                 "SELECT seq FROM turns WHERE user_id = ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)"
-                " ORDER BY seq LIMIT ?",
+                " ORDER BY seq DESC LIMIT ?",
                 (user_id, limit),
             ).fetchall()
         )
-        return [int(row[0]) for row in rows]
+        return sorted(int(row[0]) for row in rows)
 
-    def unconsolidated_size(self, user_id: str) -> tuple[int, int]:
-        """(turns, words) of a user not yet in any consolidation, counted in SQL."""
+    def unconsolidated_size(self, user_id: str, *, after_seq: int = 0) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``; in SQL."""
         row = self._read(
             lambda connection: connection.execute(
                 "SELECT COUNT(*), COALESCE(SUM(length(trim(content)) - length(replace(trim(content), ' ', '')) + 1), 0)"
-                " FROM turns WHERE user_id = ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)",
-                (user_id,),
+                " FROM turns WHERE user_id = ? AND seq > ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)",
+                (user_id, after_seq),
             ).fetchone()
         )
         return int(row[0]), int(row[1])
