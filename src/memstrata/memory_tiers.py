@@ -73,7 +73,10 @@ class TierViews:
             if self._has_no_jobs(user):
                 return
             if deadline is not None and time.monotonic() > deadline:
-                raise StorageError("background work did not finish in time; another process may hold the jobs")
+                raise StorageError(
+                    "background work did not finish in time; another process may hold the jobs, or a failed"
+                    " job is waiting before its next attempt (2 s, then 4 s)"
+                )
             time.sleep(0.05)
 
     def _has_no_jobs(self, user_id: str | None) -> bool:

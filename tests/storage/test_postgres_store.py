@@ -346,6 +346,7 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
     _query(postgres_url, "ALTER TABLE turns ALTER COLUMN search SET STORAGE EXTENDED")
     _query(postgres_url, "VACUUM FULL turns")
     _query(postgres_url, "DROP TABLE pattern_observations")
+    _query(postgres_url, "DROP TABLE sleep_marks")
     _query(postgres_url, "DROP INDEX jobs_failed_by_user")
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 7")
     before = toast_bytes()
@@ -367,6 +368,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(
     store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", moment)
     store.close()
     _query(postgres_url, "DROP TABLE pattern_observations")  # as version 7 left it: a count, no rows
+    _query(postgres_url, "DROP TABLE sleep_marks")
     _query(postgres_url, "DROP INDEX jobs_failed_by_user")
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version > 7")
     _query(postgres_url, "UPDATE patterns SET count = 4")
@@ -391,6 +393,7 @@ def _as_of_version_5(postgres_url: str) -> None:
         "DROP TABLE user_term_counts",
         "ALTER TABLE turns ALTER COLUMN search SET STORAGE EXTENDED",
         "DROP TABLE pattern_observations",
+        "DROP TABLE sleep_marks",
         "DROP INDEX jobs_failed_by_user",
         "DELETE FROM schema_migrations WHERE version > 5",
     ):

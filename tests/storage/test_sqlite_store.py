@@ -101,6 +101,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
     store.close()
     with _raw(db_path) as connection:  # the store as version 5 left it: counts, no occurrence rows
         connection.execute("DROP TABLE pattern_observations")
+        connection.execute("DROP TABLE sleep_marks")
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
         connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)

@@ -148,6 +148,26 @@ def test_a_sleep_is_due_after_enough_new_turns_not_after_every_turn(home: Path) 
         assert memory.consolidations(user_id=USER) == []
 
 
+def test_where_the_last_sleep_stopped_is_kept_across_processes(home: Path) -> None:
+    def add(count: int, first: int) -> None:
+        with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
+            for n in range(first, first + count):
+                memory.add(distinct_words(8, seed=n), user_id=USER)
+            memory.flush()
+
+    add(6, 0)  # a sleep looked at all six (stored before their jobs ran); no cluster took any
+    with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
+        assert not memory._hierarchy.consolidation_due(USER)  # no new turn since, though six are unclustered
+    add(3, 6)
+    with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
+        memory.add(distinct_words(8, seed=9), user_id=USER)
+        assert not memory._hierarchy.consolidation_due(USER)  # four new turns
+        memory.add(distinct_words(8, seed=10), user_id=USER)
+        assert memory._hierarchy.consolidation_due(USER)  # the fifth
+        memory.forget(user_id=USER)
+        assert memory._store.slept_through(USER) == 0  # type: ignore[attr-defined]
+
+
 def test_consolidation_stores_summaries_with_tes(tiered: Memory) -> None:
     for n in range(4):
         _exchange(tiered, f"The garden shed roof leaks near the window, repair attempt {n} failed.")

@@ -297,6 +297,14 @@ class TierStore(Store, Protocol):
         """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``."""
         ...
 
+    def slept_through(self, user_id: str) -> int:
+        """The newest turn seq the user's last sleep looked at (0: none yet)."""
+        ...
+
+    def mark_slept(self, user_id: str, through_seq: int) -> None:
+        """Record that a sleep of the user looked at the turns up to ``through_seq`` (never moves back)."""
+        ...
+
     def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:
         """Store a consolidation summary with links to its source turns.
 

@@ -58,8 +58,6 @@ class Hierarchy:
         self.steps = MemorySteps(llm, embedder, policy.consolidation)
         self._ids = ids
         self._running_importance: dict[str, float] = {}
-        # The newest turn each user's last sleep looked at: only turns after it make the next one due.
-        self._slept_through: dict[str, int] = {}
         self._lock = threading.Lock()  # one job at a time touches the tiers of this process
 
     def run(self, job: Job) -> None:
@@ -288,11 +286,11 @@ class Hierarchy:
     def consolidation_due(self, user_id: str) -> bool:
         """Whether enough turns (or words) came since the user's last sleep for the next one.
 
-        Counted from the newest turn that sleep looked at (in this process; a new process
-        counts every turn not consolidated yet), not over every turn not consolidated: turns
-        no cluster took would otherwise make every later batch of new turns sleep again.
+        Counted from the newest turn that sleep looked at (stored, so every process agrees),
+        not over every turn not consolidated: turns no cluster took would otherwise make
+        every later batch of new turns sleep again.
         """
-        pending, words = self._store.unconsolidated_size(user_id, after_seq=self._slept_through.get(user_id, 0))
+        pending, words = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
         return pending > 0 and should_consolidate(pending, words, self.policy.consolidation)
 
     def _maybe_consolidate(self, user_id: str) -> None:
@@ -306,7 +304,7 @@ class Hierarchy:
         # Bounded batches keep one sleep short (DBSCAN is quadratic); the rest waits for the next.
         seqs = self._store.unconsolidated_turns(user_id, CONSOLIDATION_BATCH)
         if seqs:
-            self._slept_through[user_id] = max(seqs[-1], self._slept_through.get(user_id, 0))
+            self._store.mark_slept(user_id, seqs[-1])
         vectors = self._store.vectors_for(self._embedder.model_id, seqs)
         seqs = [seq for seq in seqs if seq in vectors]
         if len(seqs) < policy.min_samples:

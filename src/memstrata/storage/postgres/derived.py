@@ -16,6 +16,7 @@ _USER_TABLES = (
     "profile",
     "patterns",
     "pattern_observations",
+    "sleep_marks",
     "entities",
     "entity_edges",
     "consolidations",

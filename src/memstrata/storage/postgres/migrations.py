@@ -443,7 +443,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # it would lock turns against writers while the table is made; purge_derived deletes the rows.
     Migration(
         8,
-        "pattern occurrences, one per turn; failed jobs by user",
+        "pattern occurrences, one per turn; failed jobs by user; sleep marks",
         """
         CREATE INDEX jobs_failed_by_user ON jobs (user_id) WHERE state = 'failed';
         CREATE TABLE pattern_observations (
@@ -455,6 +455,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (user_id, key, turn_seq)
         );
         CREATE INDEX pattern_observations_by_turn ON pattern_observations (turn_seq);
+        -- The newest turn each user's last sleep looked at: only turns after it make the next one due.
+        CREATE TABLE sleep_marks (
+            user_id       text PRIMARY KEY,
+            through_seq   bigint NOT NULL
+        );
         """,
     ),
 )

@@ -9,7 +9,7 @@ whose lease ran out (its worker died) is claimed again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -151,12 +151,15 @@ class QueueMixin(Connected):
         With ``attempt``: see finish_job.
         """
         state = "pending" if retry else "failed"
-        not_before = datetime.now(UTC) + timedelta(seconds=retry_after) if retry and retry_after else None
+        delay = retry_after if retry else 0.0
         fence, parameters = _fence(attempt)
+        # The server's clock, as the claim compares it: a client clock ahead or behind moves nothing.
         self._write(
             lambda connection: connection.execute(
-                f"UPDATE jobs SET state = %s, error = %s, lease_until = %s WHERE id = %s{fence}",
-                (state, error[:2000], not_before, job_id, *parameters),
+                "UPDATE jobs SET state = %s, error = %s,"
+                " lease_until = CASE WHEN %s > 0 THEN clock_timestamp() + make_interval(secs => %s) END"
+                f" WHERE id = %s{fence}",
+                (state, error[:2000], delay, delay, job_id, *parameters),
             )
         )
 

@@ -251,6 +251,25 @@ class KnowledgeMixin:
         )
         return int(row[0]), int(row[1])
 
+    def slept_through(self, user_id: str) -> int:
+        """The newest turn seq the user's last sleep looked at (0: none yet)."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT through_seq FROM sleep_marks WHERE user_id = ?", (user_id,)
+            ).fetchone()
+        )
+        return int(row[0]) if row else 0
+
+    def mark_slept(self, user_id: str, through_seq: int) -> None:
+        """Record that a sleep of the user looked at the turns up to ``through_seq`` (never moves back)."""
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT INTO sleep_marks (user_id, through_seq) VALUES (?, ?) ON CONFLICT (user_id)"
+                " DO UPDATE SET through_seq = MAX(through_seq, excluded.through_seq)",
+                (user_id, through_seq),
+            )
+        )
+
     def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:
         """Store a consolidation summary with links to its source turns; False if one of them has one already."""
 
@@ -392,6 +411,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             "profile",
             "patterns",
             "pattern_observations",
+            "sleep_marks",
             "entities",
             "entity_edges",
             "consolidations",

@@ -364,7 +364,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Patterns counted before this step have no rows here and keep their counts.
     Migration(
         6,
-        "pattern occurrences, one per turn",
+        "pattern occurrences, one per turn; sleep marks",
         """
         CREATE TABLE pattern_observations (
             user_id   TEXT NOT NULL,
@@ -375,6 +375,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (user_id, key, turn_seq)
         );
         CREATE INDEX pattern_observations_by_turn ON pattern_observations (turn_seq);
+        -- The newest turn each user's last sleep looked at: only turns after it make the next one due.
+        CREATE TABLE sleep_marks (
+            user_id       TEXT PRIMARY KEY,
+            through_seq   INTEGER NOT NULL
+        );
         """,
     ),
 )
