@@ -41,6 +41,11 @@ _PARK = """
 """
 
 
+def _of_user(query: str, user_id: str | None) -> tuple[str, list[Any]]:
+    """``query`` (with a WHERE clause) limited to one user's rows when ``user_id`` is given."""
+    return (query, []) if user_id is None else (f"{query} AND user_id = %s", [user_id])
+
+
 def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
     """The clause that limits a job update to the claim numbered ``attempt`` (none without one)."""
     if attempt is None:
@@ -165,30 +170,21 @@ class QueueMixin(Connected):
 
     def count_failed_jobs(self, user_id: str | None = None) -> int:
         """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
-        query = "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"
-        parameters: list[Any] = []
-        if user_id is not None:
-            query += " AND user_id = %s"
-            parameters.append(user_id)
-        row = self._read(lambda connection: connection.execute(query, parameters).fetchone())
-        return int(row[0]) if row else 0
+        return self._count(_of_user("SELECT COUNT(*) FROM jobs WHERE state = 'failed'", user_id))
 
     def retry_failed_jobs(self, user_id: str | None = None) -> int:
         """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
-        query = "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'"
-        parameters: list[Any] = []
-        if user_id is not None:
-            query += " AND user_id = %s"
-            parameters.append(user_id)
+        query, parameters = _of_user(
+            "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'", user_id
+        )
         return int(self._write(lambda connection: connection.execute(query, parameters).rowcount))
 
     def count_jobs(self, user_id: str | None = None) -> int:
         """Jobs not finished yet (pending or running)."""
-        query = "SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')"
-        parameters: list[Any] = []
-        if user_id is not None:
-            query += " AND user_id = %s"
-            parameters.append(user_id)
+        return self._count(_of_user("SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')", user_id))
+
+    def _count(self, statement: tuple[str, list[Any]]) -> int:
+        query, parameters = statement
         row = self._read(lambda connection: connection.execute(query, parameters).fetchone())
         return int(row[0]) if row else 0
 

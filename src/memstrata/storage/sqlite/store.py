@@ -380,29 +380,19 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
 
     def count_failed_jobs(self, user_id: str | None = None) -> int:
         """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
-        sql = "SELECT COUNT(*) FROM jobs WHERE state = 'failed'"
-        parameters: list[Any] = []
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            parameters.append(user_id)
+        sql, parameters = _of_user("SELECT COUNT(*) FROM jobs WHERE state = 'failed'", user_id)
         return int(self._fetch_all(sql, parameters)[0][0])
 
     def retry_failed_jobs(self, user_id: str | None = None) -> int:
         """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
-        sql = "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'"
-        parameters: list[Any] = []
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            parameters.append(user_id)
+        sql, parameters = _of_user(
+            "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'", user_id
+        )
         return int(self._write(lambda connection: connection.execute(sql, parameters).rowcount))
 
     def count_jobs(self, user_id: str | None = None) -> int:
         """Jobs not finished yet (pending or running)."""
-        sql = "SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')"
-        parameters: list[Any] = []
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            parameters.append(user_id)
+        sql, parameters = _of_user("SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')", user_id)
         return int(self._fetch_all(sql, parameters)[0][0])
 
     def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
@@ -448,6 +438,11 @@ def _fetch_by_ids(
         for row in connection.execute(sql, parameters):
             result[row[1]] = (int(row[0]), turn_from_row(row))
     return result
+
+
+def _of_user(sql: str, user_id: str | None) -> tuple[str, list[Any]]:
+    """``sql`` (with a WHERE clause) limited to one user's rows when ``user_id`` is given."""
+    return (sql, []) if user_id is None else (f"{sql} AND user_id = ?", [user_id])
 
 
 def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
