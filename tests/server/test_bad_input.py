@@ -215,6 +215,8 @@ BAD_BODIES = [
     ("/v1/forget", {"user_id": ""}),
     ("/v1/forget", {"user_id": "ana", "session_id": "\x00"}),
     ("/v1/consolidate", {"user_id": 7}),
+    ("/v1/jobs/retry", {}),
+    ("/v1/jobs/retry", {"user_id": "ana", "force": True}),
     ("/v1/prune", {"user_id": "ana", "tier": "episodic"}),
     ("/v1/prune", {"user_id": "ana", "tier": "attic", "keep_last": 1}),
     ("/v1/prune", {"user_id": "ana", "tier": "episodic", "keep_last": -1}),

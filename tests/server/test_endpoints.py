@@ -230,6 +230,31 @@ def test_tier_views(client: httpx.Client, memory: Memory) -> None:
     assert set(graph) == {"nodes", "edges"}
 
 
+def test_failed_jobs_are_counted_and_retried_per_tenant(
+    client: httpx.Client, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memstrata.tiers.worker.FIRST_RETRY_DELAY_SECONDS", 0.01)
+    working = memory._worker._run
+
+    def outage(job: object) -> None:
+        raise RuntimeError("the database is restarting")
+
+    memory._worker._run = outage  # type: ignore[method-assign]
+    add(client, "I live in Porto.")
+    memory.add("I live in Faro.", user_id="globex/ana")
+    memory.flush(timeout=30)
+    memory._worker._run = working  # type: ignore[method-assign]
+    assert client.get("/v1/inspect", params={"user_id": "ana"}).json()["failed_jobs"] == 1
+    retried = client.post("/v1/jobs/retry", json={"user_id": "ana"})
+    assert retried.status_code == 200, retried.text
+    assert retried.json() == {"user_id": "ana", "requeued": 1}
+    memory.flush(timeout=30)
+    assert client.get("/v1/inspect", params={"user_id": "ana"}).json()["failed_jobs"] == 0
+    assert client.get("/v1/profile", params={"user_id": "ana"}).json()["profile"] == {"location": "Porto"}
+    assert client.post("/v1/jobs/retry", json={"user_id": "ana"}).json()["requeued"] == 0
+    assert memory.inspect(user_id="globex/ana").failed_jobs == 1, "another tenant's jobs stay as they were"
+
+
 def test_prune_episodic_keeps_the_newest(client: httpx.Client) -> None:
     for index in range(3):
         add(client, f"note {index}")

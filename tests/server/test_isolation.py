@@ -181,6 +181,9 @@ CASES = {
         lambda c, u: c.post("/v1/prune", json={"user_id": u, "tier": "episodic", "keep_last": 0}),
         _empty("deleted", 0),
     ),
+    "retry-jobs": Case(
+        "POST", "/v1/jobs/retry", lambda c, u: c.post("/v1/jobs/retry", json={"user_id": u}), _empty("requeued", 0)
+    ),
     "export-all": Case("GET", "/v1/export", lambda c, u: c.get("/v1/export"), _export_empty),
     "export-user": Case("GET", "/v1/export", lambda c, u: c.get("/v1/export", params={"user_id": u}), _export_empty),
     "import-same-ids": Case(

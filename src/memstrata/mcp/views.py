@@ -178,7 +178,10 @@ def inspect_text(output: InspectOut) -> str:
     counts = ", ".join(f"{name} {count}" for name, count in output.counts.items()) or "empty"
     jobs = f"{output.pending_jobs} background jobs pending"
     if output.failed_jobs:
-        jobs += f", {output.failed_jobs} failed (their tier work is missing; retry them with memstrata retry-jobs)"
+        jobs += (
+            f", {output.failed_jobs} failed (their tier work is missing; "
+            "retry them with memstrata retry-jobs or POST /v1/jobs/retry)"
+        )
     lines = [f"Memory of {output.user_id}: {counts}; {jobs}."]
     if output.profile:
         lines.append("Profile: " + "; ".join(f"{key}: {value}" for key, value in output.profile.items()))

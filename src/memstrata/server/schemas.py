@@ -397,6 +397,15 @@ class InspectionOut(ResponseModel):
     failed_jobs: int = Field(description="Background jobs that failed every attempt; their tier work is missing.")
 
 
+class RetriedJobsOut(ResponseModel):
+    """How many failed background jobs were queued again."""
+
+    user_id: str
+    requeued: int = Field(
+        description="Jobs queued again; they run in the background, and inspect counts any that fail again."
+    )
+
+
 class PruneOut(ResponseModel):
     """How many items a prune deleted."""
 

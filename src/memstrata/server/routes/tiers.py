@@ -1,4 +1,4 @@
-"""The derived tiers of one user: inspect, consolidate, consolidations, profile, cells, patterns, graph, prune."""
+"""The derived tiers of one user: inspect, consolidate, consolidations, profile, cells, patterns, graph, prune, jobs."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from memstrata.server.schemas import (
     ProfileOut,
     PruneOut,
     PruneRequest,
+    RetriedJobsOut,
     UserRequest,
 )
 from memstrata.server.views import cell_out, consolidation_out, graph_out, inspection_out, pattern_out
@@ -109,3 +110,10 @@ def prune(body: PruneRequest, memory: MemoryDep, tenant: TenantDep) -> PruneOut:
         user_id=tenant.inside(body.user_id, "user_id"), tier=body.tier, older_than=older_than, keep_last=body.keep_last
     )
     return PruneOut(user_id=body.user_id, tier=body.tier, deleted=deleted)
+
+
+@router.post("/jobs/retry", responses=BODY_ERRORS)
+def retry_jobs(body: UserRequest, memory: MemoryDep, tenant: TenantDep) -> RetriedJobsOut:
+    """Queue again a user's background jobs that failed every attempt (``Memory.retry_failed_jobs``)."""
+    requeued = memory.retry_failed_jobs(user_id=tenant.inside(body.user_id, "user_id"))
+    return RetriedJobsOut(user_id=body.user_id, requeued=requeued)
