@@ -217,6 +217,12 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     assert {item[3] for item in items.values()} == {("t0", "t1"), ()}
     assert store.derived_items([seq for seq, _ in found], "bob") == {}
 
+    # A turn is filed once: a second filing of it (a job run twice at once) stores nothing.
+    assert store.filed_turns([*seqs, 10**9]) == set(seqs) and store.filed_turns([]) == set()
+    assert store.save_segment(_segment("seg3", heat=7.0), centroid, seqs[1:]) is False
+    assert [s.id for s in store.segments("ana")] == ["seg2", "seg1"]
+    assert store.save_segment(_segment("seg1", heat=3.0), centroid, seqs) is True  # its own turns again
+
     later = T0 + timedelta(days=1)
     store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)
     store.promote_segment(store.segments("ana")[0], "scene1", "sailing, regatta", later)

@@ -58,6 +58,29 @@ def test_working_overflow_moves_every_turn_to_midterm(tiered: Memory) -> None:
     assert working_ids | in_segments == {turn.id for turn in all_turns}
 
 
+def test_an_exchange_filed_twice_at_once_lands_in_one_segment(tiered: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    _exchange(tiered, "We sailed to Cascais for the regatta.")
+    seqs = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
+    hierarchy, store = tiered._hierarchy, tiered._store
+    segments_then = store.active_segments
+    raced: list[bool] = []
+
+    def stale_segments(user_id: str) -> object:
+        # Another worker files the same exchange right after this one read the segments.
+        found = segments_then(user_id)
+        if not raced:
+            raced.append(True)
+            monkeypatch.setattr(store, "active_segments", segments_then)
+            hierarchy.to_midterm(USER, seqs)
+        return found
+
+    monkeypatch.setattr(store, "active_segments", stale_segments)
+    hierarchy.to_midterm(USER, seqs)
+    hierarchy.to_midterm(USER, seqs)  # and a retry later
+    filed = [sorted(store.segment_turn_seqs(segment.id)) for segment in store.segments(USER, limit=100)]
+    assert raced and filed == [sorted(seqs)]
+
+
 def test_newer_fact_supersedes_only_the_same_attribute(tiered: Memory) -> None:
     _exchange(tiered, "I live in Porto.")
     _exchange(tiered, "I like hiking in the mountains.")

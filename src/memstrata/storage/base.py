@@ -204,8 +204,17 @@ class TierStore(Store, Protocol):
         """Turns that make up a segment, oldest first."""
         ...
 
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
-        """Create or update a segment, link its new turns, and refresh its search item."""
+    def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
+        """Those of these turns that some segment (active or archived) already holds."""
+        ...
+
+    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> bool:
+        """Create or update a segment, link its new turns, and refresh its search item.
+
+        Invariant: a turn is filed in at most one segment. When one of ``new_turn_seqs``
+        already belongs to another segment (a filing job run twice at once), nothing is
+        stored and the answer is False; the caller files what is left again.
+        """
         ...
 
     def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:

@@ -176,10 +176,22 @@ class Hierarchy:
     # -- mid-term ---------------------------------------------------------------------
 
     def to_midterm(self, user_id: str, seqs: Sequence[int]) -> None:
-        """File exchanges that left working memory into the closest topic segment, or a new one."""
+        """File exchanges that left working memory into the closest topic segment, or a new one.
+
+        A turn already filed (a retried job, or the same job run by two workers) is not
+        filed again. When another worker files one of them between the check and the write,
+        the write stores nothing and what is left is filed afresh.
+        """
+        for _ in range(len(seqs) + 1):  # each lost race files at least one turn elsewhere
+            left = sorted(set(seqs) - self._store.filed_turns(seqs))
+            if not left or self._file(user_id, left):
+                return
+
+    def _file(self, user_id: str, seqs: Sequence[int]) -> bool:
+        """Files ``seqs`` into one segment; False, storing nothing, if one was filed meanwhile."""
         turns = self._store.get_by_seqs(list(seqs), user_id)
         if not turns:
-            return
+            return True
         order = sorted(turns)
         vectors = self._store.vectors_for(self._embedder.model_id, order)
         rows = [vectors[seq] for seq in order if seq in vectors]
@@ -239,8 +251,10 @@ class Hierarchy:
             ),
         )
         centroid_vector = _mean_direction(list(member_vectors.values()), self._embedder.dimension)
-        self._store.save_segment(updated, centroid_vector.tobytes(), order)
+        if not self._store.save_segment(updated, centroid_vector.tobytes(), order):
+            return False
         self._evict(user_id, now)
+        return True
 
     def _evict(self, user_id: str, now: datetime) -> None:
         heats = {

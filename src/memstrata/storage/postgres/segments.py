@@ -55,10 +55,26 @@ class SegmentsMixin(Connected):
         )
         return [int(row[0]) for row in rows]
 
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
-        """Create or update a segment, link its new turns, and refresh its search item."""
+    def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
+        """Those of these turns that some segment (active or archived) already holds."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT DISTINCT turn_seq FROM segment_turns WHERE turn_seq = ANY(%s::bigint[])",
+                ([int(seq) for seq in turn_seqs],),
+            ).fetchall()
+        )
+        return {int(row[0]) for row in rows}
 
-        def work(connection: Connection) -> None:
+    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> bool:
+        """Create or update a segment, link its new turns, refresh its search item; False if one is filed already."""
+
+        def work(connection: Connection) -> bool:
+            # Under the user's writer lock: two filings of one exchange never both link it.
+            if connection.execute(
+                "SELECT 1 FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]) AND segment_id <> %s LIMIT 1",
+                ([int(seq) for seq in new_turn_seqs], segment.id),
+            ).fetchone():
+                return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
                 " promoted_at, created_at, last_activity, centroid)"
@@ -104,8 +120,9 @@ class SegmentsMixin(Connected):
                 segment.created_at,
                 is_current=segment.state == "active",
             )
+            return True
 
-        self._write(work)
+        return self._write(work, lock_users=[segment.user_id])
 
     def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
         """Record visits and the recomputed heat."""

@@ -55,10 +55,33 @@ class SegmentsMixin:
         )
         return [int(row[0]) for row in rows]
 
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> None:
-        """Create or update a segment, link its new turns, and refresh its search item."""
+    def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
+        """Those of these turns that some segment (active or archived) already holds."""
+        seqs = [int(seq) for seq in turn_seqs]
+        if not seqs:
+            return set()
+        marks = ",".join("?" * len(seqs))
+        rows = self._read(
+            lambda connection: connection.execute(
+                f"SELECT DISTINCT turn_seq FROM segment_turns WHERE turn_seq IN ({marks})", seqs
+            ).fetchall()
+        )
+        return {int(row[0]) for row in rows}
 
-        def work(connection: sqlite3.Connection) -> None:
+    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> bool:
+        """Create or update a segment, link its new turns, refresh its search item; False if one is filed already."""
+
+        def work(connection: sqlite3.Connection) -> bool:
+            seqs = [int(seq) for seq in new_turn_seqs]
+            marks = ",".join("?" * len(seqs))
+            if (
+                seqs
+                and connection.execute(
+                    f"SELECT 1 FROM segment_turns WHERE turn_seq IN ({marks}) AND segment_id != ? LIMIT 1",
+                    (*seqs, segment.id),
+                ).fetchone()
+            ):
+                return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
                 " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -100,8 +123,9 @@ class SegmentsMixin:
                 segment.created_at,
                 is_current=segment.state == "active",
             )
+            return True
 
-        self._write(work)
+        return bool(self._write(work))
 
     def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
         """Record visits and the recomputed heat."""
