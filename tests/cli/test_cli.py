@@ -312,6 +312,16 @@ def test_inspect_json_and_table(home: Path) -> None:
     assert "long-term cells" in table and "Lisbon" in table
 
 
+def test_read_commands_leave_queued_tier_work_alone(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("I live in Porto.", user_id="bob")  # bob's job stays queued: nothing runs it
+    for command in (["search", "Porto", "--user", "ana"], ["history", "--user", "ana"], ["info"]):
+        ok(run_cli(*command, home=home))
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        assert memory.inspect(user_id="bob").pending_jobs >= 1, "a read command ran bob's queued job"
+        assert memory.profile(user_id="bob") == {}
+
+
 def test_failed_jobs_show_in_inspect_and_retry_jobs_runs_them(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Porto.", user_id="ana")

@@ -63,9 +63,14 @@ def console_error(message: str) -> None:
 
 
 @contextmanager
-def open_memory(home: Path | None) -> Iterator[Memory]:
-    """Open the Memory for a command and close it afterwards."""
-    memory = Memory(home) if home is not None else Memory()
+def open_memory(home: Path | None, *, run_jobs: bool = True) -> Iterator[Memory]:
+    """Open the Memory for a command and close it afterwards.
+
+    ``run_jobs=False`` starts no background worker: a command that only reads (or deletes)
+    leaves queued tier work to ``serve``, ``chat`` or a later ``add`` / ``context``, instead
+    of picking up any user's job and waiting for it on exit.
+    """
+    memory = Memory(home) if run_jobs else Memory(home, background=False)
     try:
         yield memory
     finally:

@@ -87,7 +87,7 @@ def search(
 
     Example: memstrata search "where does she live?" --user ana --json
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         hits = memory.search(query, user_id=user, limit=limit, session_id=session, agent_id=agent, diversity=diversity)
     if as_json:
         print_json(hits)
@@ -173,7 +173,7 @@ def history(
 
     Example: memstrata history --user ana --session s1
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         turns = memory.history(
             user_id=user, session_id=session, agent_id=agent, limit=limit, offset=offset, newest_first=newest_first
         )
@@ -211,7 +211,7 @@ def forget(
     what = f"user {user!r}" + (f" session {session!r}" if session else "") + (f" agent {agent!r}" if agent else "")
     if not yes and not typer.confirm(f"Permanently delete every memory of {what}?"):
         raise typer.Exit(1)
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         deletion = memory.forget(user_id=user, session_id=session, agent_id=agent)
     if as_json:
         print_json(deletion)
@@ -230,7 +230,7 @@ def export(
 
     Example: memstrata export backup.jsonl --user ana
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         report = memory.export(path, user_id=user, embeddings=embeddings)
     if as_json:
         print_json(report)
@@ -265,7 +265,7 @@ def info(home: HomeOption = None, as_json: JsonOption = False) -> None:
 
     Example: memstrata info --json
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         details = memory.info()
     if as_json:
         print_json(details)
@@ -290,7 +290,7 @@ def reindex(
 
     Example: memstrata reindex --fulltext
     """
-    with open_memory(home) as memory, Progress(console=console, transient=True) as progress:
+    with open_memory(home, run_jobs=False) as memory, Progress(console=console, transient=True) as progress:
         task = progress.add_task("embedding", total=None)
         done = memory.reindex(
             lambda finished, total: progress.update(task, completed=finished, total=total), fulltext=fulltext
