@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     timezone: str = Field(
         default="UTC",
         description="IANA time zone in which dates are read: the day a turn was said, today's date behind "
-        "'yesterday' or 'last week' in a query, the date lines of context().",
+        "'yesterday' or 'last week' in a query, the date lines of context(), the dates summaries resolve.",
     )
     working_capacity: int = Field(
         default=10, ge=1, le=10_000, description="Exchanges kept per session in working memory."

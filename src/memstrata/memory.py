@@ -132,6 +132,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             consolidation=ConsolidationPolicy(
                 every_turns=settings.consolidate_every, token_threshold=settings.consolidate_tokens
             ),
+            timezone=settings.zone,
         )
         store_with_tiers = cast(TierStore, self._store)
         self._hierarchy = Hierarchy(store_with_tiers, self._embedder, self._llm, policy, self._ids)

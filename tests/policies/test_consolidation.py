@@ -195,6 +195,21 @@ def test_summary_prefers_the_central_text_and_keeps_order() -> None:
     assert extractive_summary(texts, vectors, max_sentences=2) == "Cats purr. Alice flew to Oslo in May."
 
 
+def test_restated_sentences_are_picked_as_said_and_fit_as_restated() -> None:
+    texts = ["Ana: We sailed yesterday to the islands.", "Ana: Harbour fees went up this year."]
+    vectors = np.array([[1.0, 0.0], [0.9, 0.1]])
+
+    def dated(index: int, sentence: str) -> str:
+        return f"{sentence} [yesterday = 7 May 2023]" if "yesterday" in sentence else sentence
+
+    plain = extractive_summary(texts, vectors, max_sentences=2)
+    restated = extractive_summary(texts, vectors, max_sentences=2, restate=dated)
+    assert restated == plain.replace("islands.", "islands. [yesterday = 7 May 2023]")
+    # What must fit is the restated sentence: with room for the plain one only, the other is kept.
+    room = len(texts[0]) + 5
+    assert extractive_summary(texts, vectors, max_chars=room, restate=dated) == texts[1]
+
+
 def test_short_exclamations_give_way_to_sentences_that_state_something() -> None:
     texts = [
         "Melanie: Wow, Caroline! I finally signed up for the pottery class on Monday.",

@@ -470,6 +470,21 @@ def test_offline_summaries_are_extractive(tiered: Memory) -> None:
     assert segment.summary and any(part in segment.summary for part in ("regatta", "Noted"))
 
 
+def test_summaries_say_what_relative_dates_meant(home: Path) -> None:
+    said = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1) as memory:
+        for n in range(4):
+            _exchange(
+                memory, f"The garden shed roof leaked again yesterday, repair attempt {n} failed.", timestamp=said
+            )
+        memory.flush()
+        summaries = [segment.summary for segment in memory.inspect(user_id=USER).segments]
+        summaries += [item.summary for item in memory.consolidate(user_id=USER)]
+    dated = [summary for summary in summaries if "yesterday" in summary]
+    assert dated and all("yesterday, repair" in summary for summary in dated), summaries
+    assert all(summary.count("yesterday") == 2 * summary.count("[yesterday = 7 May 2023]") for summary in dated)
+
+
 def test_worker_thread_stops_on_close(home: Path) -> None:
     memory = Memory(home, embedder=HashEmbedder())
     memory.add("hello there", user_id=USER)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +270,21 @@ def test_llm_writes_consolidation_summaries(home: Path) -> None:
     for item, call in zip(made, calls, strict=True):
         assert all(turns[turn_id] in call.prompt for turn_id in item.source_turn_ids)
         assert 0.0 <= item.tes <= 1.0
+
+
+def test_the_model_reads_what_relative_dates_meant(home: Path) -> None:
+    llm = FakeLLM({"consolidate": [{"summary": f"Summary {n}."} for n in range(10)]})
+    with _open(home, llm, working_capacity=2) as memory:
+        for n in range(4):
+            memory.add(
+                f"The garden shed roof leaked yesterday, repair attempt {n} failed.",
+                user_id=USER,
+                session_id="s1",
+                timestamp=datetime(2023, 5, 8, 13, 0, tzinfo=UTC),
+            )
+        assert memory.consolidate(user_id=USER)
+    prompts = [call.prompt for call in llm.calls_for("consolidate")]
+    assert prompts and all("[yesterday = 7 May 2023]" in prompt for prompt in prompts)
 
 
 def test_an_unusable_consolidation_reply_falls_back_to_an_extractive_summary(

@@ -117,7 +117,14 @@ def _truncate(sentence: str, max_chars: int) -> str:
     return head + "…"
 
 
-def extractive_summary(texts: Sequence[str], vectors: Matrix, *, max_sentences: int = 3, max_chars: int = 600) -> str:
+def extractive_summary(
+    texts: Sequence[str],
+    vectors: Matrix,
+    *,
+    max_sentences: int = 3,
+    max_chars: int = 600,
+    restate: Callable[[int, str], str] | None = None,
+) -> str:
     """Pick the sentences whose source text lies closest to the cluster centroid, in original order.
 
     Each sentence scores the cosine between its text's vector and the centroid, plus a small
@@ -127,6 +134,9 @@ def extractive_summary(texts: Sequence[str], vectors: Matrix, *, max_sentences: 
     The best sentences that fit ``max_chars`` (joined by spaces) are kept, skipping
     near-duplicates. If no sentence fits at all, the best one is truncated at a word boundary
     and ends in "…". Empty input (or only blank texts) gives "".
+    ``restate(index, sentence)`` says how a sentence of ``texts[index]`` is quoted (for example
+    with its relative dates resolved, as "yesterday" means nothing once the summary is read
+    later); what it returns is what ``max_chars`` counts.
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences!r}")
@@ -148,23 +158,30 @@ def extractive_summary(texts: Sequence[str], vectors: Matrix, *, max_sentences: 
         # Ties go to the earlier sentence so the output is deterministic.
         return len(_WORD.findall(body)) < _MIN_INFORMATIVE_WORDS, -score, position
 
+    def quoted(position: int) -> str:
+        source, sentence = candidates[position]
+        return restate(source, sentence) if restate is not None else sentence
+
     ranked = sorted(range(len(candidates)), key=rank_key)
-    chosen: list[int] = []
+    chosen: dict[int, str] = {}
     chosen_words: list[set[str]] = []
     used = -1  # characters used so far, counting the space before the first sentence as -1
     for position in ranked:
-        sentence = candidates[position][1]
-        words = set(_WORD.findall(_without_label(sentence).casefold()))
-        if used + 1 + len(sentence) > max_chars or _is_near_duplicate(words, chosen_words):
+        # Ranked and compared on what was said; the restated form is what must fit.
+        words = set(_WORD.findall(_without_label(candidates[position][1]).casefold()))
+        if _is_near_duplicate(words, chosen_words):
             continue
-        chosen.append(position)
+        sentence = quoted(position)
+        if used + 1 + len(sentence) > max_chars:
+            continue
+        chosen[position] = sentence
         chosen_words.append(words)
         used += 1 + len(sentence)
         if len(chosen) == max_sentences:
             break
-    if not chosen:
+    if not chosen:  # cut as said: a cut restatement would end in a broken "[yesterday = …"
         return _truncate(candidates[ranked[0]][1], max_chars)
-    return " ".join(candidates[position][1] for position in sorted(chosen))
+    return " ".join(chosen[position] for position in sorted(chosen))
 
 
 def _labelled_sentences(text: str) -> list[str]:

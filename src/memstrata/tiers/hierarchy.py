@@ -6,13 +6,14 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, tzinfo
 
 import numpy as np
 
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
 from memstrata.extraction.entities import entity_names, extract_entities
 from memstrata.extraction.patterns import observe_patterns
+from memstrata.extraction.time_expressions import annotate
 from memstrata.ids import IdGenerator
 from memstrata.llms.base import LLM
 from memstrata.models import Cell, Consolidation, Role, Segment, Turn
@@ -44,6 +45,8 @@ class HierarchyPolicy:
     max_cluster_turns: int = 20
     job_lease_seconds: float = 120.0
     max_attempts: int = 3
+    #: The zone in which a turn's day is read when a summary resolves its relative dates.
+    timezone: tzinfo = UTC
 
 
 class Hierarchy:
@@ -234,7 +237,15 @@ class Hierarchy:
         matrix = np.stack([member_vectors[seq] for seq in members if seq in member_vectors]) if member_vectors else None
         new_texts = [indexed_text(turns[seq]) for seq in order]
         speakers = {name for turn in member_turns.values() if (name := turn.name)}
-        summary, words = self.steps.segment_summary(segment, new_texts, texts, matrix, speakers)
+        summary, words = self.steps.segment_summary(
+            segment,
+            new_texts,
+            texts,
+            matrix,
+            speakers,
+            said=[self._day(member_turns[seq]) for seq in members if seq in member_turns],
+            new_said=[self._day(turns[seq]) for seq in order],
+        )
         last_activity = max(segment.last_activity, latest)
         updated = replace(
             segment,
@@ -290,10 +301,14 @@ class Hierarchy:
                 promoted = replace(segment, visits=visits, heat=heat, summary=summary)
                 self._store.promote_segment(promoted, self._ids.new(), title, now)
 
+    def _day(self, turn: Turn) -> date:
+        """The day ``turn`` was said, in the configured zone: what its "yesterday" counts from."""
+        return turn.created_at.astimezone(self.policy.timezone).date()
+
     def _segment_texts(self, user_id: str, segment_id: str) -> list[str]:
         seqs = self._store.segment_turn_seqs(segment_id)
         turns = self._store.get_by_seqs(seqs, user_id)
-        return [indexed_text(turns[seq]) for seq in seqs if seq in turns]
+        return [annotate(indexed_text(turns[seq]), self._day(turns[seq])) for seq in seqs if seq in turns]
 
     # -- consolidation ----------------------------------------------------------------
 
@@ -338,7 +353,8 @@ class Hierarchy:
             texts = [indexed_text(turns[seq]) for seq in members]
             member_vectors = np.stack([vectors[seq] for seq in members])
             cluster = f"the cluster from turn {turns[members[0]].id}"
-            summary = self.steps.consolidation_summary(texts, member_vectors, label=cluster)
+            said = [self._day(turns[seq]) for seq in members]
+            summary = self.steps.consolidation_summary(texts, member_vectors, label=cluster, said=said)
             efficiency = token_efficiency(texts, summary, entities=entity_names)
             consolidation = Consolidation(
                 id=self._ids.new(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import date
 from typing import TypeVar
 
 from memstrata.embeddings.base import Embedder, Vectors
@@ -22,6 +23,7 @@ from memstrata.extraction.llm_cells import extract_cells_with_llm
 from memstrata.extraction.profile import update_profile
 from memstrata.extraction.summaries import summarize_cluster, summarize_scene, summarize_segment
 from memstrata.extraction.supersession import choose_superseded
+from memstrata.extraction.time_expressions import annotate
 from memstrata.llms.base import LLM
 from memstrata.models import Cell, Segment, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy, extractive_summary
@@ -120,10 +122,14 @@ class MemorySteps:
         texts: Sequence[str],
         vectors: Vectors | None,
         speakers: Collection[str] = (),
+        said: Sequence[date] | None = None,
+        new_said: Sequence[date] | None = None,
     ) -> tuple[str, tuple[str, ...]]:
         """Summary and keywords of a segment whose member turns are ``texts``, ``new_texts`` among them.
 
         ``speakers`` are the names of those turns' speakers, which the keywords leave out.
+        ``said`` and ``new_said`` are the days those turns were said, so the summary can say
+        what their relative dates ("yesterday", "last week") meant.
         """
         if self.uses_llm and texts:
             # Incremental: the model folds the new turns into the summary so far, so a long
@@ -134,7 +140,7 @@ class MemorySteps:
                 lambda: summarize_segment(
                     self._llm,
                     previous_summary=segment.summary,
-                    new_turns=new_texts or texts,
+                    new_turns=_dated(new_texts, new_said) if new_texts else _dated(texts, said),
                     keyword_count=KEYWORDS_PER_SEGMENT,
                 ),
             )
@@ -142,7 +148,7 @@ class MemorySteps:
                 names = {name.casefold() for name in speakers}
                 chosen = tuple(word for word in reply.keywords if word.casefold() not in names)
                 return reply.summary, chosen or keywords(texts, speakers=speakers)
-        return self._extractive(texts, vectors), keywords(texts, speakers=speakers)
+        return self._extractive(texts, vectors, said), keywords(texts, speakers=speakers)
 
     def scene(self, segment: Segment, texts: Sequence[str]) -> tuple[str, str]:
         """Title and summary of a segment promoted to a scene."""
@@ -156,21 +162,33 @@ class MemorySteps:
                 return reply.title, reply.summary
         return ", ".join(segment.keywords[:3]) or "conversation", segment.summary
 
-    def consolidation_summary(self, texts: Sequence[str], vectors: Vectors | None, label: str) -> str:
-        """A "sleep" summary of one cluster of turns: abstractive with a model, extractive otherwise."""
+    def consolidation_summary(
+        self, texts: Sequence[str], vectors: Vectors | None, label: str, said: Sequence[date] | None = None
+    ) -> str:
+        """A "sleep" summary of one cluster of turns: abstractive with a model, extractive otherwise.
+
+        ``said``: the day each turn was said, which the summary uses to resolve relative dates.
+        """
         if self.uses_llm and texts:
-            summary = self._attempt("consolidate", label, lambda: summarize_cluster(self._llm, texts))
+            summary = self._attempt("consolidate", label, lambda: summarize_cluster(self._llm, _dated(texts, said)))
             if summary is not None:
                 return summary
-        return self._extractive(texts, vectors)
+        return self._extractive(texts, vectors, said)
 
-    def _extractive(self, texts: Sequence[str], vectors: Vectors | None) -> str:
+    def _extractive(self, texts: Sequence[str], vectors: Vectors | None, said: Sequence[date] | None) -> str:
         if not texts:
             return ""
         usable = vectors is not None and len(vectors) == len(texts)
         matrix = vectors if usable and vectors is not None else self._embedder.embed_documents(texts)
         policy = self._consolidation
-        return extractive_summary(texts, matrix, max_sentences=policy.max_sentences, max_chars=policy.max_chars)
+        days = said if said is not None and len(said) == len(texts) else None
+        return extractive_summary(
+            texts,
+            matrix,
+            max_sentences=policy.max_sentences,
+            max_chars=policy.max_chars,
+            restate=None if days is None else lambda index, sentence: annotate(sentence, days[index]),
+        )
 
     def _attempt(self, step: str, item: str, call: Callable[[], Result]) -> Result | None:
         """``call()``, or None after logging why the model's answer cannot be used."""
@@ -179,3 +197,10 @@ class MemorySteps:
         except ProviderError as exc:
             log.warning("%s fell back to its offline version for %s: %s", step, item, exc)
             return None
+
+
+def _dated(texts: Sequence[str], said: Sequence[date] | None) -> list[str]:
+    """``texts`` with their relative dates resolved against the day each was said, when known."""
+    if said is None or len(said) != len(texts):
+        return list(texts)
+    return [annotate(text, day) for text, day in zip(texts, said, strict=True)]
