@@ -222,6 +222,11 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     assert store.save_segment(_segment("seg3", heat=7.0), centroid, seqs[1:]) is False
     assert [s.id for s in store.segments("ana")] == ["seg2", "seg1"]
     assert store.save_segment(_segment("seg1", heat=3.0), centroid, seqs) is True  # its own turns again
+    # A filing that read the segment before another filing (or a delete) changed it stores nothing.
+    assert store.save_segment(_segment("seg1", heat=4.0), centroid, [], known_turns=1) is False
+    assert store.save_segment(_segment("gone", heat=4.0), centroid, [], known_turns=0) is False
+    assert store.save_segment(_segment("seg1", heat=3.0), centroid, [], known_turns=2) is True
+    assert [s.id for s in store.segments("ana")] == ["seg2", "seg1"]
 
     later = T0 + timedelta(days=1)
     store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)

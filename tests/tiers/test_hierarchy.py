@@ -81,6 +81,55 @@ def test_an_exchange_filed_twice_at_once_lands_in_one_segment(tiered: Memory, mo
     assert raced and filed == [sorted(seqs)]
 
 
+def test_a_filing_that_read_a_segment_before_another_filing_changed_it_is_redone(
+    tiered: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _exchange(tiered, "We sailed to Cascais for the regatta.")
+    first = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
+    hierarchy, store = tiered._hierarchy, tiered._store
+    hierarchy.to_midterm(USER, first)
+    _exchange(tiered, "The regatta in Cascais was windy, we sailed again.")
+    _exchange(tiered, "Cascais regatta sailing: we won the second race.")
+    second, third = (seqs := [seq for seq in store.working_seqs(USER) if seq not in first])[:2], seqs[2:]
+    held_then = store.segment_turn_seqs
+    raced: list[bool] = []
+
+    def stale_links(segment_id: str) -> list[int]:
+        # Another worker files the third exchange into the same segment right after this read.
+        found = held_then(segment_id)
+        if not raced:
+            raced.append(True)
+            monkeypatch.setattr(store, "segment_turn_seqs", held_then)
+            hierarchy.to_midterm(USER, third)
+        return found
+
+    monkeypatch.setattr(store, "segment_turn_seqs", stale_links)
+    hierarchy.to_midterm(USER, second)
+    [segment] = store.segments(USER, limit=100)
+    assert raced and sorted(store.segment_turn_seqs(segment.id)) == sorted([*first, *second, *third])
+    assert segment.turn_count == 6, "the summary and count cover every linked turn"
+
+
+def test_turns_in_an_archived_segment_are_not_filed_again(tiered: Memory) -> None:
+    _exchange(tiered, "We sailed to Cascais for the regatta.")
+    seqs = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
+    tiered._hierarchy.to_midterm(USER, seqs)
+    [segment] = tiered._store.segments(USER, limit=100)
+    tiered._store.archive_segments(USER, [segment.id], {segment.id: 0.0})
+    tiered._hierarchy.to_midterm(USER, seqs)  # a late retry of the same job
+    assert [item.state for item in tiered._store.segments(USER, limit=100)] == ["archived"]
+
+
+def test_summaries_read_the_day_in_the_configured_time_zone(home: Path) -> None:
+    said = datetime(2023, 5, 7, 23, 30, tzinfo=UTC)  # already 8 May in Tokyo
+    with Memory(home, embedder=HashEmbedder(), background=False, timezone="Asia/Tokyo") as memory:
+        for n in range(4):
+            _exchange(memory, f"The shed roof leaked again yesterday, repair attempt {n} failed.", timestamp=said)
+        summaries = [item.summary for item in memory.consolidate(user_id=USER)]
+    assert any("yesterday, repair" in summary for summary in summaries), summaries
+    assert all("[yesterday = 7 May 2023]" in summary for summary in summaries if "yesterday" in summary)
+
+
 def test_newer_fact_supersedes_only_the_same_attribute(tiered: Memory) -> None:
     _exchange(tiered, "I live in Porto.")
     _exchange(tiered, "I like hiking in the mountains.")

@@ -208,12 +208,17 @@ class TierStore(Store, Protocol):
         """Those of these turns that some segment (active or archived) already holds."""
         ...
 
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> bool:
+    def save_segment(
+        self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
+    ) -> bool:
         """Create or update a segment, link its new turns, and refresh its search item.
 
-        Invariant: a turn is filed in at most one segment. When one of ``new_turn_seqs``
-        already belongs to another segment (a filing job run twice at once), nothing is
-        stored and the answer is False; the caller files what is left again.
+        Invariant: a turn is filed in at most one segment, and a segment's summary covers
+        the turns it links. Nothing is stored, and the answer is False, when one of
+        ``new_turn_seqs`` already belongs to another segment (a filing job run twice at
+        once), or when ``known_turns`` (how many turns the segment held when the caller
+        read it) no longer holds: another filing or a delete came between. The caller
+        reads again and files what is left.
         """
         ...
 

@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime, tzinfo
 import numpy as np
 
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
+from memstrata.errors import StorageError
 from memstrata.extraction.entities import entity_names, extract_entities
 from memstrata.extraction.patterns import observe_patterns
 from memstrata.extraction.time_expressions import annotate
@@ -28,6 +29,10 @@ CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
 SLOT_CELLS_SCANNED = 500  # newest cells of one subject and attribute read to place a new one
+
+
+# Filing an exchange is read, then written; a write that lost a race to another worker is redone.
+FILING_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,16 +187,21 @@ class Hierarchy:
         """File exchanges that left working memory into the closest topic segment, or a new one.
 
         A turn already filed (a retried job, or the same job run by two workers) is not
-        filed again. When another worker files one of them between the check and the write,
-        the write stores nothing and what is left is filed afresh.
+        filed again. When another worker files one of them, or changes the chosen segment,
+        between the reads and the write, the write stores nothing and what is left is filed
+        afresh; a job that keeps losing such races fails, and is tried again later.
         """
-        for _ in range(len(seqs) + 1):  # each lost race files at least one turn elsewhere
+        for _ in range(FILING_ATTEMPTS):
             left = sorted(set(seqs) - self._store.filed_turns(seqs))
             if not left or self._file(user_id, left):
                 return
+        raise StorageError(
+            f"{len(seqs)} turns of user {user_id!r} could not be filed in mid-term: other workers kept"
+            " changing the segments they belong in; the job is tried again"
+        )
 
     def _file(self, user_id: str, seqs: Sequence[int]) -> bool:
-        """Files ``seqs`` into one segment; False, storing nothing, if one was filed meanwhile."""
+        """Files ``seqs`` into one segment; False, storing nothing, if another filing or a delete came between."""
         turns = self._store.get_by_seqs(list(seqs), user_id)
         if not turns:
             return True
@@ -230,7 +240,8 @@ class Hierarchy:
             last_activity=latest,
             session_id=turns[order[0]].session_id,
         )
-        members = sorted(set(self._store.segment_turn_seqs(segment.id)) | set(order))
+        held = self._store.segment_turn_seqs(segment.id) if chosen is not None else []
+        members = sorted(set(held) | set(order))
         member_turns = self._store.get_by_seqs(members, user_id)
         member_vectors = self._store.vectors_for(self._embedder.model_id, members)
         texts = [indexed_text(member_turns[seq]) for seq in members if seq in member_turns]
@@ -262,7 +273,8 @@ class Hierarchy:
             ),
         )
         centroid_vector = _mean_direction(list(member_vectors.values()), self._embedder.dimension)
-        if not self._store.save_segment(updated, centroid_vector.tobytes(), order):
+        known = len(held) if chosen is not None else None
+        if not self._store.save_segment(updated, centroid_vector.tobytes(), order, known_turns=known):
             return False
         self._evict(user_id, now)
         return True

@@ -131,9 +131,7 @@ class SharedWorkingMemory:
         def execute(job: Job) -> None:
             if job.kind == WORKING_JOB:
                 self._replay(job, run)
-            elif job.kind == "midterm" and "overflow" in job.payload:
-                self._file_once(job, run)
-            else:
+            else:  # a reclaimed overflow queued twice is filed once: to_midterm skips filed turns
                 run(job)
 
         return execute
@@ -202,16 +200,6 @@ class SharedWorkingMemory:
         if batch:
             with contextlib.suppress(StorageError):  # a leftover name only costs a few bytes
                 self._working.release(batch)
-
-    def _file_once(self, job: Job, run: Callable[[Job], None]) -> None:
-        """File an overflow to mid-term, skipping turns already filed (a reclaimed overflow may be queued twice)."""
-        seqs = [int(seq) for seq in job.payload.get("seqs", [])]
-        filed: set[int] = set()
-        for segment in self._store.segments_of_turns(job.user_id, seqs):
-            filed.update(self._store.segment_turn_seqs(segment.id))
-        fresh = [seq for seq in seqs if seq not in filed]
-        if fresh:
-            run(Job(job.id, "midterm", job.user_id, {"seqs": fresh}, job.attempts))
 
     def _stored(self, user_id: str, ids: Sequence[str]) -> list[tuple[int, Turn]]:
         """(seq, turn) of the stored turns among ``ids``, read only (a deleted turn is not written back)."""

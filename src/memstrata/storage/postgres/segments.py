@@ -65,11 +65,15 @@ class SegmentsMixin(Connected):
         )
         return {int(row[0]) for row in rows}
 
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> bool:
-        """Create or update a segment, link its new turns, refresh its search item; False if one is filed already."""
+    def save_segment(
+        self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
+    ) -> bool:
+        """Create or update a segment, link its new turns, refresh its search item; False if it changed meanwhile."""
 
         def work(connection: Connection) -> bool:
-            # Under the user's writer lock: two filings of one exchange never both link it.
+            # Under the user's writer lock: two filings of one user's turns never interleave.
+            if known_turns is not None and known_turns != _held(connection, segment.id):
+                return False
             if connection.execute(
                 "SELECT 1 FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]) AND segment_id <> %s LIMIT 1",
                 ([int(seq) for seq in new_turn_seqs], segment.id),
@@ -330,3 +334,12 @@ def _segment(row: Sequence[Any]) -> Segment:
         session_id=row[10],
         promoted_at=optional_utc(row[11]),
     )
+
+
+def _held(connection: Connection, segment_id: str) -> int | None:
+    """How many turns a segment holds; None when it does not exist (any more)."""
+    row = connection.execute(
+        "SELECT (SELECT COUNT(*) FROM segment_turns WHERE segment_id = s.id) FROM segments s WHERE s.id = %s",
+        (segment_id,),
+    ).fetchone()
+    return None if row is None else int(row[0])

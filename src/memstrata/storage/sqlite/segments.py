@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.models import Segment, format_time
+from memstrata.storage.sqlite.rows import chunks
 from memstrata.storage.sqlite.shared import optional_time, put_derived, tier_event
 
 _SEGMENT_COLUMNS = (
@@ -57,31 +58,30 @@ class SegmentsMixin:
 
     def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
         """Those of these turns that some segment (active or archived) already holds."""
-        seqs = [int(seq) for seq in turn_seqs]
-        if not seqs:
-            return set()
-        marks = ",".join("?" * len(seqs))
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT DISTINCT turn_seq FROM segment_turns WHERE turn_seq IN ({marks})", seqs
-            ).fetchall()
-        )
-        return {int(row[0]) for row in rows}
 
-    def save_segment(self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int]) -> bool:
-        """Create or update a segment, link its new turns, refresh its search item; False if one is filed already."""
+        def read(connection: sqlite3.Connection) -> set[int]:
+            found: set[int] = set()
+            for part in chunks([int(seq) for seq in turn_seqs]):
+                marks = ",".join("?" * len(part))
+                sql = f"SELECT DISTINCT turn_seq FROM segment_turns WHERE turn_seq IN ({marks})"
+                found.update(int(row[0]) for row in connection.execute(sql, part))
+            return found
+
+        return set(self._read(read))
+
+    def save_segment(
+        self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
+    ) -> bool:
+        """Create or update a segment, link its new turns, refresh its search item; False if it changed meanwhile."""
 
         def work(connection: sqlite3.Connection) -> bool:
-            seqs = [int(seq) for seq in new_turn_seqs]
-            marks = ",".join("?" * len(seqs))
-            if (
-                seqs
-                and connection.execute(
-                    f"SELECT 1 FROM segment_turns WHERE turn_seq IN ({marks}) AND segment_id != ? LIMIT 1",
-                    (*seqs, segment.id),
-                ).fetchone()
-            ):
+            if known_turns is not None and known_turns != _held(connection, segment.id):
                 return False
+            for part in chunks([int(seq) for seq in new_turn_seqs]):
+                marks = ",".join("?" * len(part))
+                sql = f"SELECT 1 FROM segment_turns WHERE turn_seq IN ({marks}) AND segment_id != ? LIMIT 1"
+                if connection.execute(sql, (*part, segment.id)).fetchone():
+                    return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
                 " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -211,4 +211,13 @@ def _segment(row: Sequence[Any]) -> Segment:
         last_activity=datetime.fromisoformat(row[9]),
         session_id=row[10],
         promoted_at=datetime.fromisoformat(row[11]) if row[11] else None,
+    )
+
+
+def _held(connection: sqlite3.Connection, segment_id: str) -> int | None:
+    """How many turns a segment holds; None when it does not exist (any more)."""
+    if connection.execute("SELECT 1 FROM segments WHERE id = ?", (segment_id,)).fetchone() is None:
+        return None
+    return int(
+        connection.execute("SELECT COUNT(*) FROM segment_turns WHERE segment_id = ?", (segment_id,)).fetchone()[0]
     )
