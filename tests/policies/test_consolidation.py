@@ -208,6 +208,9 @@ def test_restated_sentences_are_picked_as_said_and_fit_as_restated() -> None:
     # What must fit is the restated sentence: with room for the plain one only, the other is kept.
     room = len(texts[0]) + 5
     assert extractive_summary(texts, vectors, max_chars=room, restate=dated) == texts[1]
+    # When no restatement fits, the best sentence is kept as said, whole if it fits.
+    assert extractive_summary(texts[:1], vectors[:1], max_chars=len(texts[0]), restate=dated) == texts[0]
+    assert extractive_summary(texts[:1], vectors[:1], max_chars=25, restate=dated) == "Ana: We sailed yesterday…"
 
 
 def test_short_exclamations_give_way_to_sentences_that_state_something() -> None:

@@ -179,8 +179,10 @@ def extractive_summary(
         used += 1 + len(sentence)
         if len(chosen) == max_sentences:
             break
-    if not chosen:  # cut as said: a cut restatement would end in a broken "[yesterday = …"
-        return _truncate(candidates[ranked[0]][1], max_chars)
+    if not chosen:
+        # As said, whole if that fits: a cut restatement would end in a broken "[yesterday = …".
+        said = candidates[ranked[0]][1]
+        return said if len(said) <= max_chars else _truncate(said, max_chars)
     return " ".join(chosen[position] for position in sorted(chosen))
 
 
