@@ -315,7 +315,15 @@ def test_inspect_json_and_table(home: Path) -> None:
 def test_read_commands_leave_queued_tier_work_alone(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Porto.", user_id="bob")  # bob's job stays queued: nothing runs it
-    for command in (["search", "Porto", "--user", "ana"], ["history", "--user", "ana"], ["info"]):
+    commands = [
+        ["search", "Porto", "--user", "ana"],
+        ["history", "--user", "ana"],
+        ["info"],
+        ["export", str(home / "backup.jsonl")],
+        ["forget", "--user", "ana", "--yes"],
+        ["reindex", "--fulltext"],
+    ]
+    for command in commands:
         ok(run_cli(*command, home=home))
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         assert memory.inspect(user_id="bob").pending_jobs >= 1, "a read command ran bob's queued job"
