@@ -227,6 +227,17 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     assert store.save_segment(_segment("gone", heat=4.0), centroid, [], known_turns=0) is False
     assert store.save_segment(_segment("seg1", heat=3.0), centroid, [], known_turns=2) is True
     assert [s.id for s in store.segments("ana")] == ["seg2", "seg1"]
+    snapshot = store.active_segment("seg1")
+    assert snapshot is not None and snapshot[0].id == "seg1" and snapshot[1] == seqs
+    assert store.active_segment("nope") is None
+    # A turn deleted since the filing read it is not linked: the filing is redone without it.
+    [late] = store.insert_turns([_turn("t9", "said and deleted before it was filed")], None, MODEL)
+    store.delete("t9", "ana")
+    assert store.save_segment(_segment("seg1", heat=3.0), centroid, [late], known_turns=2) is False
+    # A filing keeps the segment's visits: a visit may land between its read and its write.
+    store.update_segment_heat("seg1", visits=7, heat=9.5, last_activity=T0)
+    assert store.save_segment(_segment("seg1", heat=3.0), centroid, [], known_turns=2) is True
+    assert next(s for s in store.segments("ana") if s.id == "seg1").visits == 7
 
     later = T0 + timedelta(days=1)
     store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)
@@ -241,13 +252,15 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
 
     store.archive_segments("ana", ["seg2"], {"seg2": 0.1})
     assert [s.id for s, _ in store.active_segments("ana")] == ["seg1"]
+    assert store.active_segment("seg2") is None, "archived"
+    assert store.save_segment(_segment("seg2"), centroid, [], known_turns=0) is False, "evicted meanwhile"
     assert [s.state for s in store.segments("ana")] == ["active", "archived"]
     remaining = store.derived_items(
         [seq for seq, _ in store.derived_fulltext('"sailing"', "ana", 10, ("midterm",))], "ana"
     )
     assert [item[0] for item in remaining.values()] == ["seg1"]
     kinds = [event.kind for event in store.events("ana")]
-    assert kinds == ["eviction", "promotion"]
+    assert kinds == ["eviction", "promotion", "delete"]
     counts = store.tier_counts("ana")
     assert (counts["midterm_active"], counts["midterm_archived"], counts["scenes"]) == (1, 1, 1)
 

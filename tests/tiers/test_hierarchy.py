@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata import InvalidInput, Memory
+from memstrata import InvalidInput, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Consolidation
 from tests.fakes import FakeLLM
@@ -91,23 +91,33 @@ def test_a_filing_that_read_a_segment_before_another_filing_changed_it_is_redone
     _exchange(tiered, "The regatta in Cascais was windy, we sailed again.")
     _exchange(tiered, "Cascais regatta sailing: we won the second race.")
     second, third = (seqs := [seq for seq in store.working_seqs(USER) if seq not in first])[:2], seqs[2:]
-    held_then = store.segment_turn_seqs
+    read_then = store.active_segment
     raced: list[bool] = []
 
-    def stale_links(segment_id: str) -> list[int]:
+    def stale_snapshot(segment_id: str) -> object:
         # Another worker files the third exchange into the same segment right after this read.
-        found = held_then(segment_id)
+        found = read_then(segment_id)
         if not raced:
             raced.append(True)
-            monkeypatch.setattr(store, "segment_turn_seqs", held_then)
+            monkeypatch.setattr(store, "active_segment", read_then)
             hierarchy.to_midterm(USER, third)
         return found
 
-    monkeypatch.setattr(store, "segment_turn_seqs", stale_links)
+    monkeypatch.setattr(store, "active_segment", stale_snapshot)
     hierarchy.to_midterm(USER, second)
     [segment] = store.segments(USER, limit=100)
     assert raced and sorted(store.segment_turn_seqs(segment.id)) == sorted([*first, *second, *third])
     assert segment.turn_count == 6, "the summary and count cover every linked turn"
+
+
+def test_a_filing_that_keeps_losing_races_fails_so_its_job_is_tried_again(
+    tiered: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _exchange(tiered, "We sailed to Cascais for the regatta.")
+    monkeypatch.setattr("memstrata.tiers.hierarchy.FILING_PAUSE_SECONDS", 0.0)
+    monkeypatch.setattr(tiered._store, "save_segment", lambda *args, **kwargs: False)
+    with pytest.raises(StorageError, match="could not be filed"):
+        tiered._hierarchy.to_midterm(USER, tiered._store.working_seqs(USER))  # type: ignore[attr-defined]
 
 
 def test_turns_in_an_archived_segment_are_not_filed_again(tiered: Memory) -> None:

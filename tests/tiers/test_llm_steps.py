@@ -221,6 +221,44 @@ def test_segment_summaries_fold_new_turns_into_the_summary_so_far(home: Path) ->
     assert segment.keywords and "regatta" in segment.keywords  # no keywords in the reply: the offline ones
 
 
+def test_a_segment_summary_extends_the_summary_of_every_turn_filed_so_far(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replies = [
+        {"summary": "FIRST: the regatta in Cascais.", "keywords": ["regatta"]},
+        {"summary": "FIRST and THIRD: we won.", "keywords": ["regatta"]},
+        {"summary": "FIRST, THIRD and SECOND: windy.", "keywords": ["regatta"]},
+    ]
+    llm = FakeLLM({"segment_summary": replies})
+    with _open(home, llm, working_capacity=100, segment_similarity=-1.0) as memory:
+        store, hierarchy = memory._store, memory._hierarchy
+        _exchange(memory, "We sailed to Cascais for the regatta.")
+        first = store.working_seqs(USER)
+        hierarchy.to_midterm(USER, first)
+        _exchange(memory, "The regatta in Cascais was windy.")
+        _exchange(memory, "We won the second race.")
+        rest = [seq for seq in store.working_seqs(USER) if seq not in first]
+        segments_then = store.active_segments
+        raced: list[bool] = []
+
+        def stale_segments(user_id: str) -> object:
+            # Another worker files the third exchange into the segment right after this read.
+            found = segments_then(user_id)
+            if not raced:
+                raced.append(True)
+                monkeypatch.setattr(store, "active_segments", segments_then)
+                hierarchy.to_midterm(USER, rest[2:])
+            return found
+
+        monkeypatch.setattr(store, "active_segments", stale_segments)
+        hierarchy.to_midterm(USER, rest[:2])
+        [segment] = store.segments(USER, limit=10)
+        assert sorted(store.segment_turn_seqs(segment.id)) == sorted([*first, *rest])
+    last = llm.calls_for("segment_summary")[-1].prompt
+    assert raced and "FIRST and THIRD: we won." in last, "the summary folded in is the one covering the third"
+    assert segment.summary == "FIRST, THIRD and SECOND: windy." and segment.turn_count == 6
+
+
 @pytest.mark.parametrize("reply", [{"summary": "", "keywords": ["x"]}, {"summary": "y" * 5000, "keywords": []}, "ok"])
 def test_an_unusable_segment_summary_falls_back_to_the_extractive_one(
     home: Path, caplog: pytest.LogCaptureFixture, reply: Mapping[str, Any] | str

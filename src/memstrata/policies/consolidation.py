@@ -132,8 +132,9 @@ def extractive_summary(
     A text that starts with a speaker label ("Caroline: …") lends it to each of its sentences,
     so a picked sentence says who said it; the label counts neither as words nor as a name.
     The best sentences that fit ``max_chars`` (joined by spaces) are kept, skipping
-    near-duplicates. If no sentence fits at all, the best one is truncated at a word boundary
-    and ends in "…". Empty input (or only blank texts) gives "".
+    near-duplicates. If no sentence fits at all, the best one is kept as said: whole if it
+    fits without its restatement, else truncated at a word boundary and ended in "…". Empty
+    input (or only blank texts) gives "".
     ``restate(index, sentence)`` says how a sentence of ``texts[index]`` is quoted (for example
     with its relative dates resolved, as "yesterday" means nothing once the summary is read
     later); what it returns is what ``max_chars`` counts.

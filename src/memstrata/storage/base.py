@@ -204,6 +204,10 @@ class TierStore(Store, Protocol):
         """Turns that make up a segment, oldest first."""
         ...
 
+    def active_segment(self, segment_id: str) -> tuple[Segment, list[int]] | None:
+        """An active segment and its turns, oldest first, read together (one snapshot); None if gone or archived."""
+        ...
+
     def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
         """Those of these turns that some segment (active or archived) already holds."""
         ...
@@ -216,9 +220,11 @@ class TierStore(Store, Protocol):
         Invariant: a turn is filed in at most one segment, and a segment's summary covers
         the turns it links. Nothing is stored, and the answer is False, when one of
         ``new_turn_seqs`` already belongs to another segment (a filing job run twice at
-        once), or when ``known_turns`` (how many turns the segment held when the caller
-        read it) no longer holds: another filing or a delete came between. The caller
-        reads again and files what is left.
+        once) or no longer exists, or when ``known_turns`` (how many turns the segment held
+        when the caller read it) no longer holds, or the segment was archived: another
+        filing, a delete or an eviction came between. The caller reads again and files what
+        is left. An existing segment keeps its visits and state: those are not the filing's
+        to set.
         """
         ...
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import random
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
@@ -33,6 +35,7 @@ SLOT_CELLS_SCANNED = 500  # newest cells of one subject and attribute read to pl
 
 # Filing an exchange is read, then written; a write that lost a race to another worker is redone.
 FILING_ATTEMPTS = 5
+FILING_PAUSE_SECONDS = 0.05  # at most this many seconds times the attempt number between two
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +194,9 @@ class Hierarchy:
         between the reads and the write, the write stores nothing and what is left is filed
         afresh; a job that keeps losing such races fails, and is tried again later.
         """
-        for _ in range(FILING_ATTEMPTS):
+        for attempt in range(FILING_ATTEMPTS):
+            if attempt:  # two workers that keep colliding drift apart
+                time.sleep(random.uniform(0, FILING_PAUSE_SECONDS * attempt))
             left = sorted(set(seqs) - self._store.filed_turns(seqs))
             if not left or self._file(user_id, left):
                 return
@@ -227,6 +232,14 @@ class Hierarchy:
         now = datetime.now(UTC)
         latest = max(turns[seq].created_at for seq in order)
         chosen = best[1] if best[0] >= self.policy.segment_similarity else None
+        held: list[int] = []
+        if chosen is not None:
+            # The summary to extend and the turns it covers, read together: a filing that
+            # lands between two separate reads would otherwise drop out of the summary.
+            snapshot = self._store.active_segment(chosen.id)
+            if snapshot is None:
+                return False  # archived or dropped since it was chosen
+            chosen, held = snapshot
         segment = chosen or Segment(
             id=self._ids.new(),
             user_id=user_id,
@@ -240,7 +253,6 @@ class Hierarchy:
             last_activity=latest,
             session_id=turns[order[0]].session_id,
         )
-        held = self._store.segment_turn_seqs(segment.id) if chosen is not None else []
         members = sorted(set(held) | set(order))
         member_turns = self._store.get_by_seqs(members, user_id)
         member_vectors = self._store.vectors_for(self._embedder.model_id, members)

@@ -55,6 +55,17 @@ class SegmentsMixin(Connected):
         )
         return [int(row[0]) for row in rows]
 
+    def active_segment(self, segment_id: str) -> tuple[Segment, list[int]] | None:
+        """An active segment and its turns, oldest first, read together; None if it is gone or archived."""
+        row = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS}, ARRAY(SELECT turn_seq FROM segment_turns WHERE segment_id = s.id"
+                " ORDER BY turn_seq) FROM segments s WHERE s.id = %s AND s.state = 'active'",
+                (segment_id,),
+            ).fetchone()
+        )
+        return None if row is None else (_segment(row), [int(seq) for seq in row[12]])
+
     def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
         """Those of these turns that some segment (active or archived) already holds."""
         rows = self._read(
@@ -74,18 +85,24 @@ class SegmentsMixin(Connected):
             # Under the user's writer lock: two filings of one user's turns never interleave.
             if known_turns is not None and known_turns != _held(connection, segment.id):
                 return False
+            seqs = sorted({int(seq) for seq in new_turn_seqs})
             if connection.execute(
                 "SELECT 1 FROM segment_turns WHERE turn_seq = ANY(%s::bigint[]) AND segment_id <> %s LIMIT 1",
-                ([int(seq) for seq in new_turn_seqs], segment.id),
+                (seqs, segment.id),
             ).fetchone():
+                return False
+            # A turn deleted since it was read: file again without it.
+            count = connection.execute("SELECT COUNT(*) FROM turns WHERE seq = ANY(%s::bigint[])", (seqs,)).fetchone()
+            if count is None or int(count[0]) != len(seqs):
                 return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
                 " promoted_at, created_at, last_activity, centroid)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                # Visits and state are not the filing's to set: a visit or an eviction may land meanwhile.
                 " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
-                " visits = excluded.visits, turn_count = excluded.turn_count, heat = excluded.heat,"
-                " state = excluded.state, last_activity = excluded.last_activity, centroid = excluded.centroid",
+                " turn_count = excluded.turn_count, heat = excluded.heat,"
+                " last_activity = excluded.last_activity, centroid = excluded.centroid",
                 (
                     segment.id,
                     segment.user_id,
@@ -337,9 +354,10 @@ def _segment(row: Sequence[Any]) -> Segment:
 
 
 def _held(connection: Connection, segment_id: str) -> int | None:
-    """How many turns a segment holds; None when it does not exist (any more)."""
+    """How many turns an active segment holds; None when it is gone or archived."""
     row = connection.execute(
-        "SELECT (SELECT COUNT(*) FROM segment_turns WHERE segment_id = s.id) FROM segments s WHERE s.id = %s",
+        "SELECT (SELECT COUNT(*) FROM segment_turns WHERE segment_id = s.id) FROM segments s"
+        " WHERE s.id = %s AND s.state = 'active'",
         (segment_id,),
     ).fetchone()
     return None if row is None else int(row[0])

@@ -56,6 +56,18 @@ class SegmentsMixin:
         )
         return [int(row[0]) for row in rows]
 
+    def active_segment(self, segment_id: str) -> tuple[Segment, list[int]] | None:
+        """An active segment and its turns, oldest first, read together; None if it is gone or archived."""
+        row = self._read(
+            lambda connection: connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS}, (SELECT json_group_array(turn_seq) FROM"
+                " (SELECT turn_seq FROM segment_turns WHERE segment_id = segments.id ORDER BY turn_seq))"
+                " FROM segments WHERE id = ? AND state = 'active'",
+                (segment_id,),
+            ).fetchone()
+        )
+        return None if row is None else (_segment(row), [int(seq) for seq in json.loads(row[12])])
+
     def filed_turns(self, turn_seqs: Sequence[int]) -> set[int]:
         """Those of these turns that some segment (active or archived) already holds."""
 
@@ -77,17 +89,22 @@ class SegmentsMixin:
         def work(connection: sqlite3.Connection) -> bool:
             if known_turns is not None and known_turns != _held(connection, segment.id):
                 return False
-            for part in chunks([int(seq) for seq in new_turn_seqs]):
+            for part in chunks(sorted({int(seq) for seq in new_turn_seqs})):
                 marks = ",".join("?" * len(part))
                 sql = f"SELECT 1 FROM segment_turns WHERE turn_seq IN ({marks}) AND segment_id != ? LIMIT 1"
                 if connection.execute(sql, (*part, segment.id)).fetchone():
                     return False
+                # A turn deleted since it was read: file again without it.
+                sql = f"SELECT COUNT(*) FROM turns WHERE seq IN ({marks})"
+                if connection.execute(sql, part).fetchone()[0] != len(part):
+                    return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
                 " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                # Visits and state are not the filing's to set: a visit or an eviction may land meanwhile.
                 " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
-                " visits = excluded.visits, turn_count = excluded.turn_count, heat = excluded.heat,"
-                " state = excluded.state, last_activity = excluded.last_activity, centroid = excluded.centroid",
+                " turn_count = excluded.turn_count, heat = excluded.heat,"
+                " last_activity = excluded.last_activity, centroid = excluded.centroid",
                 (
                     segment.id,
                     segment.user_id,
@@ -215,8 +232,8 @@ def _segment(row: Sequence[Any]) -> Segment:
 
 
 def _held(connection: sqlite3.Connection, segment_id: str) -> int | None:
-    """How many turns a segment holds; None when it does not exist (any more)."""
-    if connection.execute("SELECT 1 FROM segments WHERE id = ?", (segment_id,)).fetchone() is None:
+    """How many turns an active segment holds; None when it is gone or archived."""
+    if connection.execute("SELECT 1 FROM segments WHERE id = ? AND state = 'active'", (segment_id,)).fetchone() is None:
         return None
     return int(
         connection.execute("SELECT COUNT(*) FROM segment_turns WHERE segment_id = ?", (segment_id,)).fetchone()[0]
