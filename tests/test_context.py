@@ -110,9 +110,13 @@ def test_recent_exchanges_stay_with_their_agent(memory: Memory) -> None:
 
 
 def test_flush_can_wait_for_one_user(memory: Memory) -> None:
+    memory.add("I live in Porto.", user_id="bob")  # queued before Ana's, and not hers to wait for
     memory.add("first things first", user_id="ana")
     memory.flush(user_id="ana")
     assert memory.inspect(user_id="ana").pending_jobs == 0
+    assert memory.inspect(user_id="bob").pending_jobs >= 1 and memory.profile(user_id="bob") == {}
+    memory.flush()
+    assert memory.profile(user_id="bob") == {"location": "Porto"}
     with pytest.raises(InvalidInput, match="user_id"):
         memory.flush(user_id="")
 

@@ -140,9 +140,15 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         claim: Callable[[], Job | None] = functools.partial(
             store_with_tiers.claim_job, policy.job_lease_seconds, policy.max_attempts
         )
+
+        def claim_users_job(user_id: str) -> Job | None:
+            return store_with_tiers.claim_job(policy.job_lease_seconds, policy.max_attempts, user_id=user_id)
+
+        claim_for: Callable[[str], Job | None] = claim_users_job
         run: Callable[[Job], None] = self._hierarchy.run
         if self._shared_working is not None:
             claim, run = self._shared_working.claimer(claim), self._shared_working.runner(run)
+            claim_for = self._shared_working.user_claimer(claim_for)
         self._worker = Worker(
             claim,
             run,
@@ -156,6 +162,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
                 job.id, attempt=job.attempts, lease_seconds=policy.job_lease_seconds
             ),
             renew_every=policy.job_lease_seconds / 3,
+            claim_for=claim_for,
         )
         if settings.background:
             self._worker.start()

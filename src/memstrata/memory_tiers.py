@@ -46,8 +46,10 @@ class TierViews:
     def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None) -> None:
         """Wait until background tier work queued so far is done: all of it, or with ``user_id`` that user's.
 
-        The queue runs in order, so a user's wait includes the work queued before theirs,
-        never what was queued after it. ``StorageError`` when ``timeout`` seconds pass first.
+        With a background worker the queue runs in order, so a user's wait includes the work
+        queued before theirs, never what was queued after it. Without one (``background =
+        false``), the caller runs that user's jobs alone, oldest first. ``StorageError`` when
+        ``timeout`` seconds pass first.
         """
         self._require_open()  # type: ignore[attr-defined]
         user = self._checked_user(user_id) if user_id is not None else None
@@ -61,7 +63,8 @@ class TierViews:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             # With a user, only until that user's jobs are done: work queued after them never holds it up.
             if not self.settings.background:
-                self._worker.drain(None if user is None else lambda: self._has_no_jobs(user))
+                # Only this user's jobs: the work of users queued earlier does not hold the caller up.
+                self._worker.drain(None if user is None else lambda: self._has_no_jobs(user), user_id=user)
             elif user is not None:
                 if not self._worker.wait_until(lambda: self._has_no_jobs(user), remaining):
                     raise StorageError(

@@ -322,11 +322,13 @@ def test_read_commands_leave_queued_tier_work_alone(home: Path) -> None:
         ["export", str(home / "backup.jsonl")],
         ["forget", "--user", "ana", "--yes"],
         ["reindex", "--fulltext"],
+        ["context", "Porto", "--user", "ana"],  # these two run Ana's queued work only
+        ["inspect", "--user", "ana"],
     ]
     for command in commands:
         ok(run_cli(*command, home=home))
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
-        assert memory.inspect(user_id="bob").pending_jobs >= 1, "a read command ran bob's queued job"
+        assert memory.inspect(user_id="bob").pending_jobs >= 1, "a command about Ana ran Bob's queued job"
         assert memory.profile(user_id="bob") == {}
 
 

@@ -98,6 +98,18 @@ def test_jobs_are_claimed_in_order_leased_finished_and_failed(store: TierStore) 
     assert store.count_jobs() == 0 and store.claim_job(60) is None
 
 
+def test_a_claim_for_one_user_takes_only_that_users_jobs_oldest_first(store: TierStore) -> None:
+    store.enqueue_job("process", "ana", {"seqs": [1]})
+    bobs = [store.enqueue_job("process", "bob", {"seqs": [n]}) for n in (2, 3)]
+    first = store.claim_job(60, user_id="bob")
+    assert first is not None and first.id == bobs[0] and first.user_id == "bob"
+    second = store.claim_job(60, user_id="bob")
+    assert second is not None and second.id == bobs[1]
+    assert store.claim_job(60, user_id="bob") is None and store.claim_job(60, user_id="carol") is None
+    anas = store.claim_job(60)
+    assert anas is not None and anas.user_id == "ana"
+
+
 def test_a_worker_whose_lease_was_taken_over_changes_nothing(store: TierStore) -> None:
     store.enqueue_job("process", "ana", {"seqs": [1]})
     stale = store.claim_job(0.01)

@@ -123,7 +123,7 @@ def context(
 
     Example: memstrata context "where does she live?" --user ana --budget 500
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         # Bad arguments fail before the wait below.
         check_text(query, "query", max_bytes=memory.settings.max_text_bytes)
         check_budget(budget, "--budget")
@@ -131,7 +131,8 @@ def context(
         check_identifier(session, "session_id", required=False)
         check_identifier(agent, "agent_id", required=False)
         try:
-            memory.flush(timeout=FLUSH_SECONDS, user_id=user)  # so what was added last has its facts in the block
+            # That user's queued work only, so what was added last has its facts in the block.
+            memory.flush(timeout=FLUSH_SECONDS, user_id=user)
         except StorageError as exc:
             raise StorageError(
                 f"the queued background work (facts, summaries) did not finish within {FLUSH_SECONDS:.0f} s;"

@@ -30,9 +30,9 @@ def inspect(
 
     Example: memstrata inspect --user ana --json
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         check_limit(limit)
-        memory.flush(user_id=user)  # checks the user before the wait, and waits for that user's work only
+        memory.flush(user_id=user)  # checks the user first, then runs that user's queued work only
         report = memory.inspect(user_id=user, limit=limit)
     if as_json:
         print_json(report)

@@ -354,8 +354,13 @@ class TierStore(Store, Protocol):
         """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
         ...
 
-    def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
+    def claim_job(
+        self, lease_seconds: float, max_attempts: int | None = None, *, user_id: str | None = None
+    ) -> Job | None:
         """Take the next job to run (or one a crashed worker left), leased for a while.
+
+        With ``user_id``, only that user's jobs are taken, oldest first, as the whole queue
+        would give them: a caller waiting on one user's work need not run everyone's.
 
         Each claim counts one attempt (``Job.attempts``). A job whose lease ran out after
         ``max_attempts`` claims is parked as failed rather than claimed again.

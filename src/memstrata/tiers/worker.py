@@ -77,8 +77,10 @@ class Worker:
         activity: Activity | None = None,
         renew: Callable[[Job], bool] | None = None,
         renew_every: float = 40.0,
+        claim_for: Callable[[str], Job | None] | None = None,
     ) -> None:
         self._claim, self._run, self._finish, self._fail = claim, run, finish, fail
+        self._claim_for = claim_for
         self._max_attempts = max_attempts
         self._activity = activity
         self._keeper = LeaseKeeper(renew, renew_every) if renew is not None else None
@@ -112,10 +114,20 @@ class Worker:
         if self._keeper is not None:
             self._keeper.stop()
 
-    def drain(self, until: Callable[[], bool] | None = None) -> int:
-        """Run jobs in the calling thread, in queue order, until none is left or ``until()`` holds; how many ran."""
+    def drain(self, until: Callable[[], bool] | None = None, *, user_id: str | None = None) -> int:
+        """Run jobs in the calling thread, in queue order, until none is left or ``until()`` holds; how many ran.
+
+        With ``user_id`` (and a ``claim_for``), only that user's jobs: the work others queued earlier waits.
+        """
+        claim = self._claim
+        if user_id is not None and self._claim_for is not None:
+            claim_for, user = self._claim_for, user_id
+
+            def claim() -> Job | None:
+                return claim_for(user)
+
         done = 0
-        while not (until is not None and until()) and (job := self._claim()) is not None:
+        while not (until is not None and until()) and (job := claim()) is not None:
             self._execute(job)
             done += 1
         return done

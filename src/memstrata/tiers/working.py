@@ -145,6 +145,15 @@ class SharedWorkingMemory:
 
         return take
 
+    def user_claimer(self, claim: Callable[[str], Job | None]) -> Callable[[str], Job | None]:
+        """The same for the claim of one user's jobs."""
+
+        def take(user_id: str) -> Job | None:
+            self.upkeep()
+            return claim(user_id)
+
+        return take
+
     def upkeep(self, *, force: bool = False) -> None:
         """Queue reclaimed overflows and idle sessions for mid-term; at most every ``upkeep_every_seconds``."""
         with self._lock:

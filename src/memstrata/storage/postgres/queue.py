@@ -27,6 +27,7 @@ _CLAIM = """
         WHERE state IN ('pending', 'running')
             AND ((state = 'pending' AND (lease_until IS NULL OR lease_until <= clock_timestamp()))
                 OR (state = 'running' AND lease_until < clock_timestamp()))
+            AND (%s::text IS NULL OR user_id = %s)
         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
     )
     RETURNING id, kind, user_id, payload, attempts
@@ -107,8 +108,10 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
 class QueueMixin(Connected):
     """Job and working-set methods of the PostgreSQL store."""
 
-    def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
-        """Take the next job to run (or one a crashed worker left), leased for a while.
+    def claim_job(
+        self, lease_seconds: float, max_attempts: int | None = None, *, user_id: str | None = None
+    ) -> Job | None:
+        """Take the next job to run (of ``user_id``, or anyone's; or one a crashed worker left), leased for a while.
 
         A job whose lease ran out after ``max_attempts`` claims is parked as failed instead: it
         stopped every worker that ran it.
@@ -117,7 +120,7 @@ class QueueMixin(Connected):
         def work(connection: Connection) -> Job | None:
             if max_attempts is not None:
                 connection.execute(_PARK, (max_attempts,))
-            row = connection.execute(_CLAIM, (lease_seconds,)).fetchone()
+            row = connection.execute(_CLAIM, (lease_seconds, user_id, user_id)).fetchone()
             if row is None:
                 return None
             return Job(int(row[0]), str(row[1]), str(row[2]), dict(row[3]), int(row[4]))

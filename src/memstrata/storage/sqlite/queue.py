@@ -71,9 +71,13 @@ def track_working(
 
 
 def claim(
-    connection: sqlite3.Connection, lease_seconds: float, now: datetime, max_attempts: int | None = None
+    connection: sqlite3.Connection,
+    lease_seconds: float,
+    now: datetime,
+    max_attempts: int | None = None,
+    user_id: str | None = None,
 ) -> Job | None:
-    """Take the oldest pending job, or one whose worker's lease ran out (it crashed).
+    """Take the oldest pending job (of ``user_id``, or anyone's), or one whose worker's lease ran out (it crashed).
 
     A job whose lease ran out after ``max_attempts`` claims is parked as failed instead: it
     stopped every worker that ran it.
@@ -87,10 +91,11 @@ def claim(
             (format_time(now), max_attempts),
         )
     # A pending job's lease_until is when a failed attempt may be tried again (none: at once).
+    mine, parameters = (" AND user_id = ?", (user_id,)) if user_id is not None else ("", ())
     row = connection.execute(
-        "SELECT id FROM jobs WHERE (state = 'pending' AND (lease_until IS NULL OR lease_until <= ?))"
-        " OR (state = 'running' AND lease_until < ?) ORDER BY id LIMIT 1",
-        (format_time(now), format_time(now)),
+        "SELECT id FROM jobs WHERE ((state = 'pending' AND (lease_until IS NULL OR lease_until <= ?))"
+        f" OR (state = 'running' AND lease_until < ?)){mine} ORDER BY id LIMIT 1",
+        (format_time(now), format_time(now), *parameters),
     ).fetchone()
     if row is None:
         return None

@@ -334,10 +334,14 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
 
     # -- background jobs --------------------------------------------------------------
 
-    def claim_job(self, lease_seconds: float, max_attempts: int | None = None) -> Job | None:
-        """Take the next job to run (or one a crashed worker left), leased for a while."""
+    def claim_job(
+        self, lease_seconds: float, max_attempts: int | None = None, *, user_id: str | None = None
+    ) -> Job | None:
+        """Take the next job to run (of ``user_id``, or anyone's; or one a crashed worker left), leased for a while."""
         # The time is read once the write lock is held: a wait for it does not shorten the lease.
-        return self._write(lambda connection: queue.claim(connection, lease_seconds, datetime.now(UTC), max_attempts))
+        return self._write(
+            lambda connection: queue.claim(connection, lease_seconds, datetime.now(UTC), max_attempts, user_id)
+        )
 
     def renew_job(self, job_id: int, *, attempt: int, lease_seconds: float) -> bool:
         """Extend the lease of a job this claim still holds; False if another worker took it over."""
