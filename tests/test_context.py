@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from memstrata import InvalidInput, Memory
+from memstrata import InvalidInput, Memory, StorageError
 from memstrata.retrieval.tokens import count_tokens
 
 
@@ -119,6 +121,23 @@ def test_flush_can_wait_for_one_user(memory: Memory) -> None:
     assert memory.profile(user_id="bob") == {"location": "Porto"}
     with pytest.raises(InvalidInput, match="user_id"):
         memory.flush(user_id="")
+
+
+def test_flush_for_one_user_keeps_its_timeout_while_more_of_their_work_arrives(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory.add("first things first", user_id="ana")
+    store = memory._store
+
+    def busy(job: object) -> None:  # as if another process kept adding Ana's turns
+        time.sleep(0.05)
+        store.enqueue_job("visit", "ana", {"searches": []})  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(memory._worker, "_run", busy)
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="did not finish in time"):
+        memory.flush(user_id="ana", timeout=0.5)
+    assert time.monotonic() - started < 5
 
 
 def test_relative_dates_in_excerpts_are_resolved_and_the_words_kept(memory: Memory) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -63,8 +64,9 @@ class TierViews:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             # With a user, only until that user's jobs are done: work queued after them never holds it up.
             if not self.settings.background:
-                # Only this user's jobs: the work of users queued earlier does not hold the caller up.
-                self._worker.drain(None if user is None else lambda: self._has_no_jobs(user), user_id=user)
+                # Only this user's jobs (the work of users queued earlier does not hold the caller up),
+                # and only until the deadline: another process may keep queueing more of them.
+                self._worker.drain(lambda: _settled(user, deadline, self._has_no_jobs), user_id=user)
             elif user is not None:
                 if not self._worker.wait_until(lambda: self._has_no_jobs(user), remaining):
                     raise StorageError(
@@ -97,7 +99,7 @@ class TierViews:
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
         user = self._checked_user(user_id)
-        self.flush(user_id=user)  # this user's queued work, and what was queued before it; nothing after
+        self.flush(user_id=user)  # this user's queued work (with a background worker, what came before it too)
         return self._hierarchy.consolidate(user)
 
     def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:
@@ -230,3 +232,10 @@ class TierViews:
         if tier == "episodic" and count:
             self._index.drop(user)  # type: ignore[attr-defined]
         return count
+
+
+def _settled(user_id: str | None, deadline: float | None, has_no_jobs: Callable[[str | None], bool]) -> bool:
+    """Whether a flush that runs the jobs itself may stop: the deadline passed, or the user has none left."""
+    if deadline is not None and time.monotonic() > deadline:
+        return True
+    return user_id is not None and has_no_jobs(user_id)

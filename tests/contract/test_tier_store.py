@@ -247,9 +247,11 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     store.delete("t9", "ana")
     assert store.save_segment(_segment("seg1", heat=3.0), centroid, [late], known_turns=2) is False
     # A filing keeps the segment's visits: a visit may land between its read and its write.
-    store.update_segment_heat("seg1", visits=7, heat=9.5, last_activity=T0)
+    visited = T0 + timedelta(days=2)
+    store.update_segment_heat("seg1", visits=7, heat=9.5, last_activity=visited)
     assert store.save_segment(_segment("seg1", heat=3.0), centroid, [], known_turns=2) is True
-    assert next(s for s in store.segments("ana") if s.id == "seg1").visits == 7
+    kept = next(s for s in store.segments("ana") if s.id == "seg1")
+    assert (kept.visits, kept.heat, kept.last_activity) == (7, 9.5, visited), "nor heat or activity back"
 
     later = T0 + timedelta(days=1)
     store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)

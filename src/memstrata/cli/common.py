@@ -66,9 +66,9 @@ def console_error(message: str) -> None:
 def open_memory(home: Path | None, *, run_jobs: bool = True) -> Iterator[Memory]:
     """Open the Memory for a command and close it afterwards.
 
-    ``run_jobs=False`` starts no background worker: a command that only reads (or deletes)
-    leaves queued tier work to ``serve``, ``chat`` or a later ``add`` / ``context``, instead
-    of picking up any user's job and waiting for it on exit.
+    ``run_jobs=False`` starts no background worker: queued tier work is left to ``serve``,
+    ``chat`` or a later ``add``, except what the command runs itself (``flush(user_id=…)``
+    runs that user's jobs only), instead of picking up any user's job and waiting for it on exit.
     """
     memory = Memory(home) if run_jobs else Memory(home, background=False)
     try:

@@ -101,8 +101,10 @@ class SegmentsMixin(Connected):
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 # Visits and state are not the filing's to set: a visit or an eviction may land meanwhile.
                 " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
-                " turn_count = excluded.turn_count, heat = excluded.heat,"
-                " last_activity = excluded.last_activity, centroid = excluded.centroid",
+                # Nor heat and activity back: a visit may have raised them since the read.
+                " turn_count = excluded.turn_count, heat = GREATEST(segments.heat, excluded.heat),"
+                " last_activity = GREATEST(segments.last_activity, excluded.last_activity),"
+                " centroid = excluded.centroid",
                 (
                     segment.id,
                     segment.user_id,
@@ -356,8 +358,9 @@ def _segment(row: Sequence[Any]) -> Segment:
 def _held(connection: Connection, segment_id: str) -> int | None:
     """How many turns an active segment holds; None when it is gone or archived."""
     row = connection.execute(
+        # The row stays locked until the filing commits: an eviction or a visit waits for it.
         "SELECT (SELECT COUNT(*) FROM segment_turns WHERE segment_id = s.id) FROM segments s"
-        " WHERE s.id = %s AND s.state = 'active'",
+        " WHERE s.id = %s AND s.state = 'active' FOR UPDATE OF s",
         (segment_id,),
     ).fetchone()
     return None if row is None else int(row[0])

@@ -103,8 +103,10 @@ class SegmentsMixin:
                 " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 # Visits and state are not the filing's to set: a visit or an eviction may land meanwhile.
                 " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
-                " turn_count = excluded.turn_count, heat = excluded.heat,"
-                " last_activity = excluded.last_activity, centroid = excluded.centroid",
+                # Nor heat and activity back: a visit may have raised them since the read.
+                " turn_count = excluded.turn_count, heat = max(segments.heat, excluded.heat),"
+                " last_activity = max(segments.last_activity, excluded.last_activity),"
+                " centroid = excluded.centroid",
                 (
                     segment.id,
                     segment.user_id,
