@@ -19,6 +19,7 @@ from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Consolidation
 from tests.fakes import FakeLLM
 from tests.inputs import distinct_words
+from tests.races import after_first_read
 
 USER = "ana"
 
@@ -62,19 +63,8 @@ def test_an_exchange_filed_twice_at_once_lands_in_one_segment(tiered: Memory, mo
     _exchange(tiered, "We sailed to Cascais for the regatta.")
     seqs = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
     hierarchy, store = tiered._hierarchy, tiered._store
-    segments_then = store.active_segments
-    raced: list[bool] = []
-
-    def stale_segments(user_id: str) -> object:
-        # Another worker files the same exchange right after this one read the segments.
-        found = segments_then(user_id)
-        if not raced:
-            raced.append(True)
-            monkeypatch.setattr(store, "active_segments", segments_then)
-            hierarchy.to_midterm(USER, seqs)
-        return found
-
-    monkeypatch.setattr(store, "active_segments", stale_segments)
+    # Another worker files the same exchange right after this one read the segments.
+    raced = after_first_read(monkeypatch, store, "active_segments", lambda: hierarchy.to_midterm(USER, seqs))
     hierarchy.to_midterm(USER, seqs)
     hierarchy.to_midterm(USER, seqs)  # and a retry later
     filed = [sorted(store.segment_turn_seqs(segment.id)) for segment in store.segments(USER, limit=100)]
@@ -91,19 +81,8 @@ def test_a_filing_that_read_a_segment_before_another_filing_changed_it_is_redone
     _exchange(tiered, "The regatta in Cascais was windy, we sailed again.")
     _exchange(tiered, "Cascais regatta sailing: we won the second race.")
     second, third = (seqs := [seq for seq in store.working_seqs(USER) if seq not in first])[:2], seqs[2:]
-    read_then = store.active_segment
-    raced: list[bool] = []
-
-    def stale_snapshot(segment_id: str) -> object:
-        # Another worker files the third exchange into the same segment right after this read.
-        found = read_then(segment_id)
-        if not raced:
-            raced.append(True)
-            monkeypatch.setattr(store, "active_segment", read_then)
-            hierarchy.to_midterm(USER, third)
-        return found
-
-    monkeypatch.setattr(store, "active_segment", stale_snapshot)
+    # Another worker files the third exchange into the same segment right after this read.
+    raced = after_first_read(monkeypatch, store, "active_segment", lambda: hierarchy.to_midterm(USER, third))
     hierarchy.to_midterm(USER, second)
     [segment] = store.segments(USER, limit=100)
     assert raced and sorted(store.segment_turn_seqs(segment.id)) == sorted([*first, *second, *third])

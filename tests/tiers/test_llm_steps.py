@@ -23,6 +23,7 @@ from memstrata.llms.none import NoLLM
 from memstrata.policies.consolidation import extractive_summary
 from memstrata.tiers.steps import keywords
 from tests.fakes import FakeLLM
+from tests.races import after_first_read
 
 USER = "ana"
 
@@ -238,19 +239,8 @@ def test_a_segment_summary_extends_the_summary_of_every_turn_filed_so_far(
         _exchange(memory, "The regatta in Cascais was windy.")
         _exchange(memory, "We won the second race.")
         rest = [seq for seq in store.working_seqs(USER) if seq not in first]
-        segments_then = store.active_segments
-        raced: list[bool] = []
-
-        def stale_segments(user_id: str) -> object:
-            # Another worker files the third exchange into the segment right after this read.
-            found = segments_then(user_id)
-            if not raced:
-                raced.append(True)
-                monkeypatch.setattr(store, "active_segments", segments_then)
-                hierarchy.to_midterm(USER, rest[2:])
-            return found
-
-        monkeypatch.setattr(store, "active_segments", stale_segments)
+        # Another worker files the third exchange into the segment right after this read.
+        raced = after_first_read(monkeypatch, store, "active_segments", lambda: hierarchy.to_midterm(USER, rest[2:]))
         hierarchy.to_midterm(USER, rest[:2])
         [segment] = store.segments(USER, limit=10)
         assert sorted(store.segment_turn_seqs(segment.id)) == sorted([*first, *rest])
