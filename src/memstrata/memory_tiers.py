@@ -47,10 +47,10 @@ class TierViews:
     def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None) -> None:
         """Wait until background tier work queued so far is done: all of it, or with ``user_id`` that user's.
 
-        With a background worker the queue runs in order, so a user's wait includes the work
-        queued before theirs, never what was queued after it. Without one (``background =
-        false``), the caller runs that user's jobs alone, oldest first. ``StorageError`` when
-        ``timeout`` seconds pass first.
+        With ``user_id``, that user's jobs run first, oldest first, so the wait never includes
+        other users' work (beyond a job of theirs already running): the background worker
+        takes them ahead of the queue meanwhile, and without one (``background = false``)
+        the caller runs them. ``StorageError`` when ``timeout`` seconds pass first.
         """
         self._require_open()  # type: ignore[attr-defined]
         user = self._checked_user(user_id) if user_id is not None else None
@@ -68,7 +68,7 @@ class TierViews:
                 # and only until the deadline: another process may keep queueing more of them.
                 self._worker.drain(lambda: _settled(user, deadline, self._has_no_jobs), user_id=user)
             elif user is not None:
-                if not self._worker.wait_until(lambda: self._has_no_jobs(user), remaining):
+                if not self._worker.wait_until(lambda: self._has_no_jobs(user), remaining, user_id=user):
                     raise StorageError(
                         f"the background work of user {user!r} did not finish in time; call flush() again or raise"
                         " timeout (another process may hold the jobs)"
@@ -99,7 +99,7 @@ class TierViews:
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
         user = self._checked_user(user_id)
-        self.flush(user_id=user)  # this user's queued work (with a background worker, what came before it too)
+        self.flush(user_id=user)  # this user's queued work, run ahead of other users'
         return self._hierarchy.consolidate(user)
 
     def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, StorageError, memory_search
+from memstrata.storage.base import Job
 from tests.inputs import distinct_words
 
 T0 = datetime(2024, 3, 1, 12, tzinfo=UTC)
@@ -510,6 +511,29 @@ def test_flushing_one_user_with_the_background_worker_waits_for_that_users_work(
     memory.flush(user_id="ana", timeout=60)
     assert memory.inspect(user_id="ana").pending_jobs == 0
     assert memory.profile(user_id="ana").get("location") == "Porto"
+
+
+def test_flushing_one_user_with_the_background_worker_runs_that_users_work_first(
+    open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = open_memory(background=True, working_capacity=1)
+    run = memory._worker._run
+
+    def slow_for_bob(job: Job) -> None:  # Bob's backlog takes a while
+        if job.user_id == "bob":
+            time.sleep(0.3)
+        run(job)
+
+    monkeypatch.setattr(memory._worker, "_run", slow_for_bob)
+    for _ in range(6):  # queued before Ana's work
+        memory._store.enqueue_job("visit", "bob", {"searches": []})  # type: ignore[attr-defined]
+    _exchange(memory, "I live in Porto.")
+    memory.flush(user_id="ana", timeout=60)
+    assert memory.profile(user_id="ana").get("location") == "Porto"
+    # At most the job of Bob's already running when the flush began (and the one before it) ran first.
+    assert memory.inspect(user_id="bob").pending_jobs >= 4
+    memory.flush(timeout=60)
+    assert memory.inspect(user_id="bob").pending_jobs == 0
 
 
 def test_info_names_the_store_without_secrets(memory: Memory, storage_url: str) -> None:

@@ -15,6 +15,7 @@ import pytest
 from memstrata import ConfigError, IdConflict, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.models import Cell
 from memstrata.storage import open_store
+from memstrata.storage.sqlite import queue
 from memstrata.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 from memstrata.storage.sqlite.retrieval import _SPEAKERS as SPEAKERS_QUERY
 from memstrata.storage.sqlite.store import SQLiteStore, open_sqlite
@@ -102,6 +103,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
     with _raw(db_path) as connection:  # the store as version 5 left it: counts, no occurrence rows
         connection.execute("DROP TABLE pattern_observations")
         connection.execute("DROP TABLE sleep_marks")
+        connection.execute("DROP INDEX jobs_open_by_user")  # version 7's
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
         connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)
@@ -342,6 +344,19 @@ def test_speakers_are_read_by_seeking_through_the_speaker_index(store: SQLiteSto
         plan = [row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + SPEAKERS_QUERY, ("ana", 200))]
     searches = [step for step in plan if "turns" in step and step.startswith(("SEARCH", "SCAN"))]
     assert searches and all("INDEX turns_by_speaker (user_id=? AND name>?)" in step for step in searches), plan
+
+
+def test_one_users_claim_reads_the_index_of_open_jobs_by_user(store: SQLiteStore, db_path: Path) -> None:
+    # Done jobs stay in the table: a flush for one user must not walk everyone's open jobs, nor the done ones.
+    store.enqueue_job("visit", "ana", {})
+    statements: list[str] = []
+    with closing(sqlite3.connect(db_path)) as raw:
+        raw.set_trace_callback(statements.append)
+        assert queue.claim(raw, 60, datetime.now(UTC), None, "ana") is not None
+        raw.rollback()
+        select = next(sql for sql in statements if sql.lstrip().startswith("SELECT id FROM jobs"))
+        plan = [row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + select)]
+    assert plan == ["SEARCH jobs USING INDEX jobs_open_by_user (user_id=?)"], plan
 
 
 def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:

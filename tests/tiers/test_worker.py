@@ -59,6 +59,38 @@ def test_waiting_for_some_jobs_ends_when_they_are_done_though_more_keep_arriving
     assert [job.id for job in queue.done[:3]] == [1, 2, 3]
 
 
+class BacklogFirst(EndlessQueue):
+    """Bob's backlog never runs dry and sits ahead of Ana's jobs in queue order."""
+
+    def claim(self) -> Job | None:
+        with self._lock:
+            job = self._job("bob")
+            self.claimed[job.id] = job
+            return job
+
+    def claim_for(self, user: str) -> Job | None:
+        with self._lock:
+            job = next((job for job in self.pending if job.user_id == user), None)
+            if job is not None:
+                self.pending.remove(job)
+                self.claimed[job.id] = job
+            return job
+
+
+def test_a_wait_for_one_users_work_runs_it_ahead_of_everyone_elses() -> None:
+    queue = BacklogFirst(ana_jobs=3)
+    worker = Worker(queue.claim, queue.run, queue.finish, queue.fail, claim_for=queue.claim_for)
+    worker.start()
+    try:
+        # Queue order alone would never reach Ana's jobs.
+        assert not worker.wait_until(lambda: queue.unfinished("ana") == 0, timeout=0.2)
+        assert worker.wait_until(lambda: queue.unfinished("ana") == 0, timeout=30, user_id="ana")
+    finally:
+        worker.stop()
+    assert [job.id for job in queue.done if job.user_id == "ana"] == [1, 2, 3]
+    assert worker._awaited == []  # nobody waits any more: the queue runs in order again
+
+
 def test_waiting_times_out_when_the_work_never_finishes() -> None:
     queue = EndlessQueue(ana_jobs=0)
     worker = Worker(queue.claim, queue.run, queue.finish, queue.fail)

@@ -63,7 +63,9 @@ class Worker:
     expiring lease, and whichever worker looks next (in any process) takes it again. While
     a job runs, ``renew`` (if given) extends its lease every ``renew_every`` seconds, so a
     slow job is not taken over; ``finish`` and ``fail`` get the job as claimed, so a store can
-    ignore a worker whose lease another took over.
+    ignore a worker whose lease another took over. While someone waits for one user's work
+    (``wait_until`` with a ``user_id``), the thread takes that user's jobs first, through
+    ``claim_for``, so the wait is not as long as the whole queue before them.
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class Worker:
         self._keeper = LeaseKeeper(renew, renew_every) if renew is not None else None
         self._urgent = threading.Event()  # set while anyone waits on the work: no yielding then
         self._waiters = 0
+        self._awaited: list[str] = []  # users someone waits on, once per waiter, first wait first
         self._waiters_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -137,14 +140,16 @@ class Worker:
         with self._hurried():
             return self._idle.wait(timeout)
 
-    def wait_until(self, done: Callable[[], bool], timeout: float | None) -> bool:
+    def wait_until(self, done: Callable[[], bool], timeout: float | None, *, user_id: str | None = None) -> bool:
         """Block until ``done()`` holds, checked every ``POLL_SECONDS``; False on timeout.
 
         Work runs at once meanwhile, in queue order. Unlike ``wait_idle`` this returns as
         soon as the work it waits for is finished, however much else was queued after it.
+        With ``user_id`` (and a ``claim_for``), the thread runs that user's jobs before anyone
+        else's while this waits: other users' earlier work does not hold the wait up.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._hurried():
+        with self._hurried(user_id):
             while not done():
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -153,17 +158,21 @@ class Worker:
         return True
 
     @contextmanager
-    def _hurried(self) -> Iterator[None]:
-        """While someone waits, the thread runs jobs without yielding to the foreground."""
+    def _hurried(self, user_id: str | None = None) -> Iterator[None]:
+        """While someone waits, the thread runs jobs without yielding to the foreground (``user_id``'s first)."""
         with self._waiters_lock:
             self._waiters += 1
             self._urgent.set()
+            if user_id is not None:
+                self._awaited.append(user_id)
         try:
             self.wake()
             yield
         finally:
             with self._waiters_lock:
                 self._waiters -= 1
+                if user_id is not None:
+                    self._awaited.remove(user_id)
                 if self._waiters == 0:
                     self._urgent.clear()
 
@@ -182,7 +191,7 @@ class Worker:
         while not self._stop.is_set():
             self._yield_to_foreground()
             try:
-                job = self._claim()
+                job = self._next_job()
             except StorageError as exc:  # e.g. the store was closed under us
                 log.warning("worker cannot claim jobs: %s", exc)
                 job = None
@@ -193,6 +202,17 @@ class Worker:
                 self._wake.clear()
                 continue
             self._execute(job)
+
+    def _next_job(self) -> Job | None:
+        """The oldest job of a user someone waits on (the first wait first), else the oldest of all."""
+        if self._claim_for is not None:
+            with self._waiters_lock:
+                awaited = list(dict.fromkeys(self._awaited))
+            for user in awaited:
+                job = self._claim_for(user)
+                if job is not None:
+                    return job
+        return self._claim()
 
     def _execute(self, job: Job) -> None:
         with self._keeper.holding(job) if self._keeper is not None else contextlib.nullcontext():

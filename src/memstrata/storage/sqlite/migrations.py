@@ -382,6 +382,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    # A flush of one user's work claims that user's jobs first; without this index the claim and
+    # the count of what is left walked every open job of every user.
+    Migration(
+        7,
+        "open jobs by user",
+        """
+        CREATE INDEX jobs_open_by_user ON jobs (user_id, id) WHERE state IN ('pending', 'running');
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -91,7 +91,10 @@ def claim(
             (format_time(now), max_attempts),
         )
     # A pending job's lease_until is when a failed attempt may be tried again (none: at once).
-    mine, parameters = (" AND user_id = ?", (user_id,)) if user_id is not None else ("", ())
+    # One user's: by the index of open jobs by user (the state term lets SQLite use that partial index).
+    mine, parameters = (
+        (" AND user_id = ? AND state IN ('pending', 'running')", (user_id,)) if user_id is not None else ("", ())
+    )
     row = connection.execute(
         "SELECT id FROM jobs WHERE ((state = 'pending' AND (lease_until IS NULL OR lease_until <= ?))"
         f" OR (state = 'running' AND lease_until < ?)){mine} ORDER BY id LIMIT 1",
