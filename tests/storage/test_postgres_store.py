@@ -382,6 +382,23 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(
         upgraded.close()
 
 
+def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_before(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    finished = store.enqueue_job("visit", "ana", {})
+    store.enqueue_job("visit", "bob", {})
+    claimed = store.claim_job(60, user_id="ana")
+    assert claimed is not None and claimed.id == finished
+    store.finish_job(finished, attempt=claimed.attempts)
+    assert _query(postgres_url, "SELECT user_id, state FROM jobs ORDER BY id") == [("bob", "pending")]
+    store.close()
+    # What versions before 9 kept: a finished job's row.
+    _query(postgres_url, "INSERT INTO jobs (kind, user_id, state, created_at) VALUES ('visit', 'ana', 'done', now())")
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 9")
+    open_postgres(postgres_url).close()
+    assert _query(postgres_url, "SELECT user_id, state FROM jobs ORDER BY id") == [("bob", "pending")]
+
+
 def _as_of_version_5(postgres_url: str) -> None:
     """Take a migrated database back to the schema of version 5 (before term counts and later steps)."""
     for statement in (

@@ -359,6 +359,32 @@ def test_one_users_claim_reads_the_index_of_open_jobs_by_user(store: SQLiteStore
     assert plan == ["SEARCH jobs USING INDEX jobs_open_by_user (user_id=?)"], plan
 
 
+def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_before(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    finished, parked = store.enqueue_job("visit", "ana", {}), store.enqueue_job("visit", "ana", {})
+    store.enqueue_job("visit", "bob", {})
+    for job_id, done in ((finished, True), (parked, False)):
+        claimed = store.claim_job(60, user_id="ana")
+        assert claimed is not None and claimed.id == job_id
+        if done:
+            store.finish_job(job_id, attempt=claimed.attempts)
+        else:
+            store.fail_job(job_id, "boom", retry=False, attempt=claimed.attempts)
+    store.close()
+    with _raw(db_path) as connection:
+        assert connection.execute("SELECT user_id, state FROM jobs ORDER BY id").fetchall() == [
+            ("ana", "failed"),  # kept, to be retried
+            ("bob", "pending"),
+        ]
+        # What versions before 7 kept: a finished job's row.
+        connection.execute("INSERT INTO jobs (kind, user_id, state, created_at) VALUES ('visit', 'ana', 'done', 'x')")
+        connection.execute("DROP INDEX jobs_open_by_user")
+        connection.execute("DELETE FROM schema_migrations WHERE version >= 7")
+    SQLiteStore(db_path).close()
+    with _raw(db_path) as connection:
+        assert [row[0] for row in connection.execute("SELECT state FROM jobs ORDER BY id")] == ["failed", "pending"]
+
+
 def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:
     store.insert_turns([_turn("a", "original")], None, MODEL)
     with pytest.raises(IdConflict):

@@ -372,7 +372,8 @@ class TierStore(Store, Protocol):
         ...
 
     def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
-        """Mark a job done.
+        """A job ran to its end: its row is deleted (a finished job has nothing left to say, and
+        one row per write kept forever grew the store without bound).
 
         With ``attempt`` (the claim's ``Job.attempts``) only while that claim still holds the
         job: a worker whose lease another took over changes nothing.

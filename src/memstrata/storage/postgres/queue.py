@@ -142,13 +142,10 @@ class QueueMixin(Connected):
         )
 
     def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
-        """Mark a job done (with ``attempt``: only if that claim still holds it)."""
+        """Delete a finished job (with ``attempt``: only if that claim still holds it)."""
         fence, parameters = _fence(attempt)
         self._write(
-            lambda connection: connection.execute(
-                f"UPDATE jobs SET state = 'done', finished_at = %s, lease_until = NULL WHERE id = %s{fence}",
-                (datetime.now(UTC), job_id, *parameters),
-            )
+            lambda connection: connection.execute(f"DELETE FROM jobs WHERE id = %s{fence}", (job_id, *parameters))
         )
 
     def fail_job(

@@ -356,13 +356,10 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         return bool(self._write(work))
 
     def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
-        """Mark a job done (with ``attempt``: only if that claim still holds it)."""
+        """Delete a finished job (with ``attempt``: only if that claim still holds it)."""
         fence, parameters = _fence(attempt)
         self._write(
-            lambda connection: connection.execute(
-                f"UPDATE jobs SET state = 'done', finished_at = ?, lease_until = NULL WHERE id = ?{fence}",
-                (format_time(datetime.now(UTC)), job_id, *parameters),
-            )
+            lambda connection: connection.execute(f"DELETE FROM jobs WHERE id = ?{fence}", (job_id, *parameters))
         )
 
     def fail_job(
