@@ -1,4 +1,4 @@
-"""SQL for the mid-term tier: topic segments, their heat, eviction and promotion to scenes."""
+"""SQL for the mid-term tier and sleep: topic segments, their heat, eviction, promotion to scenes, consolidations."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memstrata.models import Segment, format_time
+from memstrata.models import Consolidation, Segment, format_time
 from memstrata.storage.sqlite.rows import chunks
 from memstrata.storage.sqlite.shared import optional_time, put_derived, tier_event
 
@@ -214,6 +214,134 @@ class SegmentsMixin:
             )
 
         self._write(work)
+
+    # -- consolidation ----------------------------------------------------------------
+
+    def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
+        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT seq FROM turns WHERE user_id = ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)"
+                " ORDER BY seq DESC LIMIT ?",
+                (user_id, limit),
+            ).fetchall()
+        )
+        return sorted(int(row[0]) for row in rows)
+
+    def unconsolidated_size(self, user_id: str, *, after_seq: int = 0) -> tuple[int, int]:
+        """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``; in SQL."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT COUNT(*), COALESCE(SUM(length(trim(content)) - length(replace(trim(content), ' ', '')) + 1), 0)"
+                " FROM turns WHERE user_id = ? AND seq > ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)",
+                (user_id, after_seq),
+            ).fetchone()
+        )
+        return int(row[0]), int(row[1])
+
+    def slept_through(self, user_id: str) -> int:
+        """The newest turn seq the user's last sleep looked at (0: none yet)."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT through_seq FROM sleep_marks WHERE user_id = ?", (user_id,)
+            ).fetchone()
+        )
+        return int(row[0]) if row else 0
+
+    def mark_slept(self, user_id: str, through_seq: int) -> None:
+        """Record that a sleep of the user looked at the turns up to ``through_seq`` (never moves back)."""
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT INTO sleep_marks (user_id, through_seq) VALUES (?, ?) ON CONFLICT (user_id)"
+                " DO UPDATE SET through_seq = MAX(through_seq, excluded.through_seq)",
+                (user_id, through_seq),
+            )
+        )
+
+    def add_consolidation(self, consolidation: Consolidation, turn_seqs: Sequence[int]) -> bool:
+        """Store a consolidation summary with links to its source turns; False if one of them has one already."""
+
+        def work(connection: sqlite3.Connection) -> bool:
+            # Another sleep of this user (another process, or a job run twice) may have taken them.
+            marks = ",".join("?" * len(turn_seqs))
+            if (
+                turn_seqs
+                and connection.execute(
+                    f"SELECT 1 FROM consolidation_turns WHERE turn_seq IN ({marks}) LIMIT 1", list(turn_seqs)
+                ).fetchone()
+            ):
+                return False
+            connection.execute(
+                "INSERT INTO consolidations (id, user_id, summary, compression_ratio, entity_preservation, tes,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    consolidation.id,
+                    consolidation.user_id,
+                    consolidation.summary,
+                    consolidation.compression_ratio,
+                    consolidation.entity_preservation,
+                    consolidation.tes,
+                    format_time(consolidation.created_at),
+                ),
+            )
+            connection.executemany(
+                "INSERT INTO consolidation_turns (consolidation_id, turn_seq) VALUES (?, ?)",
+                [(consolidation.id, seq) for seq in turn_seqs],
+            )
+            put_derived(
+                connection,
+                consolidation.id,
+                consolidation.user_id,
+                "consolidation",
+                consolidation.summary,
+                list(turn_seqs),
+                consolidation.created_at,
+            )
+            tier_event(
+                connection,
+                "consolidation",
+                consolidation.user_id,
+                {"id": consolidation.id, "turns": len(turn_seqs), "tes": round(consolidation.tes, 4)},
+            )
+
+            return True
+
+        return bool(self._write(work))
+
+    def consolidations(self, user_id: str, *, limit: int = 20) -> list[Consolidation]:
+        """Recent consolidations of a user, newest first."""
+
+        def work(connection: sqlite3.Connection) -> list[Consolidation]:
+            rows = connection.execute(
+                "SELECT id, user_id, summary, compression_ratio, entity_preservation, tes, created_at"
+                " FROM consolidations WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                (user_id, limit),
+            ).fetchall()
+            result = []
+            for row in rows:
+                sources = tuple(
+                    str(s[0])
+                    for s in connection.execute(
+                        "SELECT t.id FROM consolidation_turns c JOIN turns t ON t.seq = c.turn_seq"
+                        " WHERE c.consolidation_id = ? ORDER BY t.seq",
+                        (row[0],),
+                    )
+                )
+                result.append(
+                    Consolidation(
+                        str(row[0]),
+                        str(row[1]),
+                        str(row[2]),
+                        sources,
+                        float(row[3]),
+                        float(row[4]),
+                        float(row[5]),
+                        datetime.fromisoformat(row[6]),
+                    )
+                )
+            return result
+
+        return list(self._read(work))
 
 
 def _segment(row: Sequence[Any]) -> Segment:

@@ -8,14 +8,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
-from memstrata.storage.base import Job, Vectors
+from memstrata.storage.base import Vectors
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
@@ -24,6 +24,7 @@ from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
+from memstrata.storage.sqlite.queue import QueueMixin
 from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector
 from memstrata.storage.sqlite.rows import CHUNK, TURN_COLUMNS, chunks, turn_from_row, turn_row
 from memstrata.storage.sqlite.segments import SegmentsMixin
@@ -51,7 +52,7 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
 
 
-class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin):
+class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
@@ -332,74 +333,6 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         """
         return [str(row[0]) for row in self._fetch_all(_USERS_WITH_PREFIX, [prefix, len(prefix)])]
 
-    # -- background jobs --------------------------------------------------------------
-
-    def claim_job(
-        self, lease_seconds: float, max_attempts: int | None = None, *, user_id: str | None = None
-    ) -> Job | None:
-        """Take the next job to run (of ``user_id``, or anyone's; or one a crashed worker left), leased for a while."""
-        # The time is read once the write lock is held: a wait for it does not shorten the lease.
-        return self._write(
-            lambda connection: queue.claim(connection, lease_seconds, datetime.now(UTC), max_attempts, user_id)
-        )
-
-    def renew_job(self, job_id: int, *, attempt: int, lease_seconds: float) -> bool:
-        """Extend the lease of a job this claim still holds; False if another worker took it over."""
-
-        def work(connection: sqlite3.Connection) -> int:
-            lease = format_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))  # read under the lock
-            return connection.execute(
-                "UPDATE jobs SET lease_until = ? WHERE id = ? AND state = 'running' AND attempts = ?",
-                (lease, job_id, attempt),
-            ).rowcount
-
-        return bool(self._write(work))
-
-    def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
-        """Delete a finished job (with ``attempt``: only if that claim still holds it)."""
-        fence, parameters = _fence(attempt)
-        self._write(
-            lambda connection: connection.execute(f"DELETE FROM jobs WHERE id = ?{fence}", (job_id, *parameters))
-        )
-
-    def fail_job(
-        self, job_id: int, error: str, *, retry: bool, attempt: int | None = None, retry_after: float = 0.0
-    ) -> None:
-        """Record a failure; the job is tried again ``retry_after`` seconds later, or parked as failed.
-
-        With ``attempt``: see finish_job.
-        """
-        state = "pending" if retry else "failed"
-        not_before = format_time(datetime.now(UTC) + timedelta(seconds=retry_after)) if retry and retry_after else None
-        fence, parameters = _fence(attempt)
-        self._write(
-            lambda connection: connection.execute(
-                f"UPDATE jobs SET state = ?, error = ?, lease_until = ? WHERE id = ?{fence}",
-                (state, error[:2000], not_before, job_id, *parameters),
-            )
-        )
-
-    def count_failed_jobs(self, user_id: str | None = None) -> int:
-        """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
-        sql, parameters = _of_user("SELECT COUNT(*) FROM jobs WHERE state = 'failed'", user_id)
-        return int(self._fetch_all(sql, parameters)[0][0])
-
-    def retry_failed_jobs(self, user_id: str | None = None) -> int:
-        """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
-        sql, parameters = _of_user(
-            "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'", user_id
-        )
-        return int(self._write(lambda connection: connection.execute(sql, parameters).rowcount))
-
-    def count_jobs(self, user_id: str | None = None) -> int:
-        """Jobs not finished yet (pending or running)."""
-        sql, parameters = _of_user("SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')", user_id)
-        return int(self._fetch_all(sql, parameters)[0][0])
-
-    def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
-        """Queue background work durably."""
-        return self._write(lambda connection: queue.enqueue(connection, kind, user_id, payload, datetime.now(UTC)))
-
     def counts(self) -> dict[str, int]:
         """Totals for ``info``."""
 
@@ -439,18 +372,6 @@ def _fetch_by_ids(
         for row in connection.execute(sql, parameters):
             result[row[1]] = (int(row[0]), turn_from_row(row))
     return result
-
-
-def _of_user(sql: str, user_id: str | None) -> tuple[str, list[Any]]:
-    """``sql`` (with a WHERE clause) limited to one user's rows when ``user_id`` is given."""
-    return (sql, []) if user_id is None else (f"{sql} AND user_id = ?", [user_id])
-
-
-def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
-    """The clause that limits a job update to the claim numbered ``attempt`` (none without one)."""
-    if attempt is None:
-        return "", ()
-    return " AND state = 'running' AND attempts = ?", (attempt,)
 
 
 def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[int]) -> None:
