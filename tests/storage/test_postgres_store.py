@@ -15,6 +15,7 @@ import pytest
 from memstrata import InvalidInput, Memory, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import ConfigError, MissingDependency
+from memstrata.models import Segment
 from memstrata.storage import focus, open_store
 from tests.inputs import distinct_words
 from tests.postgres_server import require_driver
@@ -22,6 +23,7 @@ from tests.postgres_server import require_driver
 psycopg = require_driver()
 
 from memstrata.storage.postgres import retrieval  # noqa: E402
+from memstrata.storage.postgres import segments as pg_segments  # noqa: E402
 from memstrata.storage.postgres.connection import redact  # noqa: E402
 from memstrata.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS  # noqa: E402
 from memstrata.storage.postgres.retrieval import _SPEAKERS, approximate_statement, match_terms  # noqa: E402
@@ -397,6 +399,47 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 9")
     open_postgres(postgres_url).close()
     assert _query(postgres_url, "SELECT user_id, state FROM jobs ORDER BY id") == [("bob", "pending")]
+
+
+def test_an_eviction_waits_for_a_filing_that_holds_its_segment(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = store.insert_turns(
+        [_turn("t0", "we sailed the regatta"), _turn("t1", "and sailed again")], None, MODEL
+    )
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    segment = Segment("seg1", "ana", "sailing", ("sailing",), 0, 1, 1.0, "active", moment, moment, "s")
+    centroid = np.ones(4, np.float32).tobytes()
+    assert store.save_segment(segment, centroid, [first])
+    holding, release = threading.Event(), threading.Event()
+    held = pg_segments._held
+
+    def paused(connection: object, segment_id: str) -> int | None:  # a filing between its check and its write
+        count = held(connection, segment_id)  # type: ignore[arg-type]
+        holding.set()
+        assert release.wait(30)
+        return count
+
+    monkeypatch.setattr(pg_segments, "_held", paused)
+    filed: list[bool] = []
+    grown = replace(segment, turn_count=2)
+    filing = threading.Thread(target=lambda: filed.append(store.save_segment(grown, centroid, [second], known_turns=1)))
+    filing.start()
+    evicting = threading.Thread(target=store.archive_segments, args=("ana", ["seg1"], {"seg1": 0.1}))
+    try:
+        assert holding.wait(30)
+        evicting.start()
+        evicting.join(0.5)
+        assert evicting.is_alive(), "the eviction did not wait for the filing's lock on the segment"
+    finally:
+        release.set()
+        filing.join(30)
+        if evicting.ident is not None:  # started
+            evicting.join(30)
+    assert filed == [True]
+    # The eviction landed after the filing: archived, and its search item no longer current.
+    assert [(s.id, s.state, s.turn_count) for s in store.segments("ana")] == [("seg1", "archived", 2)]
+    assert store.derived_fulltext('"sailing"', "ana", 10, ("midterm",)) == []
 
 
 def _as_of_version_5(postgres_url: str) -> None:
