@@ -159,5 +159,17 @@ def test_relative_dates_in_facts_are_resolved_against_the_day_they_were_said(mem
     context = memory.context("camping plans", user_id="mel", token_budget=2000)
     facts = [line for line in context.text.splitlines() if line.startswith("- ") and "camping" in line]
     assert facts and all(line.endswith("next month. [next month = June 2023]") for line in facts)
+    # search returns the facts dated the same way (in the timezone asked for), the stored cells as said.
+    found = [hit for hit in memory.search("camping", user_id="mel", tiers=["longterm"]) if hit.tier == "longterm"]
+    assert found and all(hit.content.endswith("next month. [next month = June 2023]") for hit in found)
+    memory.add("We're thinking about going camping next month.", user_id="kai", timestamp="2023-05-31T13:00:00Z")
+    memory.flush()
+    for zone, month in (("UTC", "June"), ("Pacific/Kiritimati", "July")):  # already 1 June there
+        hits = memory.search("camping", user_id="kai", tiers=["longterm"], timezone=zone)
+        dated = [hit.content for hit in hits if hit.tier == "longterm"]
+        assert dated and all(text.endswith(f"[next month = {month} 2023]") for text in dated), (zone, dated)
+    assert all(
+        cell.content.endswith("next month.") for cell in memory.cells(user_id="mel") if "camping" in cell.content
+    )
     history = memory.context("favourite colour", user_id="mel", token_budget=2000, include_superseded=True)
     assert "as of last week. [last week = the week before 10 January 2023] (until 2023-02-01" in history.text

@@ -7,7 +7,7 @@ from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
-from memstrata.extraction.time_expressions import annotate, may_mention_relative_time
+from memstrata.extraction.time_expressions import annotate
 from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
@@ -186,7 +186,7 @@ class ContextViews:
 
     def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool, zone: tzinfo) -> list[Candidate]:
         hits = [hit for hit in derived if hit.tier == "longterm"]
-        said = self._said_on(hits, user, zone)
+        said = self._facade._facts_said_on(hits, user, zone)
         found = [
             Candidate(
                 "cell",
@@ -224,26 +224,6 @@ class ContextViews:
                 if _same_slot(older, current) and not older.is_current
             )
         return history
-
-    def _said_on(self, hits: Sequence[Hit], user: str, zone: tzinfo) -> dict[str, datetime]:
-        """When the turn behind each fact that says "next month" or the like was said, read in ``zone``.
-
-        A fact quotes its sentence ("going camping next month"); read later, the phrase is
-        wrong unless it is resolved against that date, as excerpts are.
-        """
-        sources = {
-            hit.id: hit.source_turn_ids[0]
-            for hit in hits
-            if hit.source_turn_ids and may_mention_relative_time(hit.content)
-        }
-        if not sources:
-            return {}
-        turns = self._store_tiers.get_by_ids(sorted(set(sources.values())), user)
-        return {
-            cell_id: turns[turn_id].created_at.astimezone(zone)
-            for cell_id, turn_id in sources.items()
-            if turn_id in turns
-        }
 
     def _graph(self, text: str, user: str) -> list[Candidate]:
         subgraph = self._facade.graph(user_id=user, query=text, limit=10)

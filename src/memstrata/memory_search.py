@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
-from memstrata.extraction.time_expressions import resolve_time_expressions
+from memstrata.extraction.time_expressions import annotate, may_mention_relative_time, resolve_time_expressions
 from memstrata.models import Hit, Role, Scope, SearchFilters, Turn
 from memstrata.retrieval.diversify import maximal_marginal_relevance
 from memstrata.retrieval.fulltext import fts_query
@@ -121,8 +121,9 @@ class SearchViews:
         said then; it ranks, it never excludes (``after``/``before`` do). Dates are read in
         ``timezone`` (an IANA name such as "Europe/Paris"; default the ``timezone`` setting):
         today's date, and the day each turn was said. Query text is never parsed as search
-        syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. Segments whose turns are
-        found get a visit (their heat rises).
+        syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. A fact hit that says "next
+        month" or the like ends with what it meant when it was said ("[next month = June
+        2023]"), read in ``timezone``. Segments whose turns are found get a visit (their heat rises).
         """
         with self._activity:
             if mode not in SEARCH_MODES:
@@ -156,7 +157,7 @@ class SearchViews:
             )
             if spread > 0:
                 fused = self._diversify(fused, spread, count)
-            hits = self._load_hits(fused, count, scope.user_id, loaded)
+            hits = self._dated_facts(self._load_hits(fused, count, scope.user_id, loaded), scope.user_id, zone)
             self._note_hit_visits(scope.user_id, hits)
             return hits
 
@@ -314,6 +315,31 @@ class SearchViews:
                 item_id, tier, content, sources = derived[seq]
                 hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks), seq))
         return hits[:count]
+
+    def _dated_facts(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> list[Hit]:
+        """``hits`` with each fact's relative phrases resolved against the day its turn was said, in ``zone``."""
+        said = self._facts_said_on(hits, user_id, zone)
+        return [replace(hit, content=annotate(hit.content, said[hit.id])) if hit.id in said else hit for hit in hits]
+
+    def _facts_said_on(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> dict[str, datetime]:
+        """When the turn behind each fact (a ``longterm`` hit) that says "next month" or the like was said.
+
+        A fact quotes its sentence ("going camping next month"); read later, the phrase is
+        wrong unless it is resolved against that date, as excerpts are.
+        """
+        sources = {
+            hit.id: hit.source_turn_ids[0]
+            for hit in hits
+            if hit.tier == "longterm" and hit.source_turn_ids and may_mention_relative_time(hit.content)
+        }
+        if not sources:
+            return {}
+        turns = self._store.get_by_ids(sorted(set(sources.values())), user_id)
+        return {
+            fact_id: turns[turn_id].created_at.astimezone(zone)
+            for fact_id, turn_id in sources.items()
+            if turn_id in turns
+        }
 
     def _note_hit_visits(self, user_id: str, hits: Sequence[Hit]) -> None:
         visited = [hit.seq for hit in hits if hit.turn is not None and hit.seq is not None]
