@@ -347,7 +347,7 @@ def test_speakers_are_read_by_seeking_through_the_speaker_index(store: SQLiteSto
 
 
 def test_one_users_claim_reads_the_index_of_open_jobs_by_user(store: SQLiteStore, db_path: Path) -> None:
-    # Done jobs stay in the table: a flush for one user must not walk everyone's open jobs, nor the done ones.
+    # A flush for one user must not walk everyone's open jobs (nor, in stores from before version 7, done ones).
     store.enqueue_job("visit", "ana", {})
     statements: list[str] = []
     with closing(sqlite3.connect(db_path)) as raw:

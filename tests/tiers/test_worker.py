@@ -6,6 +6,8 @@ import itertools
 import threading
 from collections import deque
 
+import pytest
+
 from memstrata.storage.base import Job
 from memstrata.tiers.worker import Worker
 
@@ -89,6 +91,56 @@ def test_a_wait_for_one_users_work_runs_it_ahead_of_everyone_elses() -> None:
         worker.stop()
     assert [job.id for job in queue.done if job.user_id == "ana"] == [1, 2, 3]
     assert worker._awaited == []  # nobody waits any more: the queue runs in order again
+
+
+class Chatty:
+    """Bob's jobs keep coming, whoever asks; Ana has one, first in queue order or behind all of Bob's."""
+
+    def __init__(self, *, anas_first: bool) -> None:
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._anas_first = anas_first
+        self.anas: list[Job] = [Job(next(self._ids), "step", "ana", {}, 0)]
+        self.done: list[Job] = []
+
+    def claim(self) -> Job | None:
+        with self._lock:
+            if self._anas_first and self.anas:
+                return self.anas.pop()
+            return Job(next(self._ids), "step", "bob", {}, 0)
+
+    def claim_for(self, user: str) -> Job | None:
+        with self._lock:
+            if user == "bob":
+                return Job(next(self._ids), "step", "bob", {}, 0)
+            return self.anas.pop() if self.anas else None
+
+    def finish(self, job: Job) -> None:
+        with self._lock:
+            self.done.append(job)
+
+    def anas_done(self) -> bool:
+        with self._lock:
+            return any(job.user_id == "ana" for job in self.done)
+
+
+@pytest.mark.parametrize("anas_first", [True, False], ids=["in-queue-order", "also-awaited"])
+def test_a_wait_on_a_user_whose_work_keeps_coming_starves_no_one(anas_first: bool) -> None:
+    queue = Chatty(anas_first=anas_first)
+    worker = Worker(queue.claim, lambda job: None, queue.finish, lambda *_: None, claim_for=queue.claim_for)
+    stop_waiting = threading.Event()
+    bobs_wait = threading.Thread(target=worker.wait_until, args=(stop_waiting.is_set, 30), kwargs={"user_id": "bob"})
+    bobs_wait.start()
+    try:
+        while not worker._awaited:  # a flush of Bob's work waits first, and his jobs never run out
+            threading.Event().wait(0.01)
+        worker.start()
+        # Ana's job runs all the same: in queue order, or in turn with Bob's when she waits for it too.
+        assert worker.wait_until(queue.anas_done, timeout=10, user_id=None if anas_first else "ana")
+    finally:
+        stop_waiting.set()
+        bobs_wait.join(30)
+        worker.stop()
 
 
 def test_waiting_times_out_when_the_work_never_finishes() -> None:

@@ -21,6 +21,9 @@ POLL_SECONDS = 0.05
 # database restarting, a lock held for a while) does not use up its attempts at once.
 FIRST_RETRY_DELAY_SECONDS = 2.0
 MAX_RETRY_DELAY_SECONDS = 300.0
+#: While someone waits on a user's work, every this-many-th job is still taken in queue order,
+#: so other users' work (and another waiter's) goes on however much the awaited user queues.
+QUEUE_ORDER_EVERY = 4
 
 
 def retry_delay(attempts: int) -> float:
@@ -65,7 +68,9 @@ class Worker:
     slow job is not taken over; ``finish`` and ``fail`` get the job as claimed, so a store can
     ignore a worker whose lease another took over. While someone waits for one user's work
     (``wait_until`` with a ``user_id``), the thread takes that user's jobs first, through
-    ``claim_for``, so the wait is not as long as the whole queue before them.
+    ``claim_for``, so the wait is not as long as the whole queue before them; with several
+    such users it takes their jobs in turn, and one job in ``QUEUE_ORDER_EVERY`` still in
+    queue order, so no user's work stops while another's is awaited.
     """
 
     def __init__(
@@ -89,6 +94,7 @@ class Worker:
         self._urgent = threading.Event()  # set while anyone waits on the work: no yielding then
         self._waiters = 0
         self._awaited: list[str] = []  # users someone waits on, once per waiter, first wait first
+        self._hurried_claims = 0  # claims made while anyone waited on a user: whose turn it is
         self._waiters_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -145,8 +151,9 @@ class Worker:
 
         Work runs at once meanwhile, in queue order. Unlike ``wait_idle`` this returns as
         soon as the work it waits for is finished, however much else was queued after it.
-        With ``user_id`` (and a ``claim_for``), the thread runs that user's jobs before anyone
-        else's while this waits: other users' earlier work does not hold the wait up.
+        With ``user_id`` (and a ``claim_for``), the thread mostly runs that user's jobs ahead
+        of the queue while this waits (see the class): other users' earlier work holds the
+        wait up little.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._hurried(user_id):
@@ -204,14 +211,21 @@ class Worker:
             self._execute(job)
 
     def _next_job(self) -> Job | None:
-        """The oldest job of a user someone waits on (the first wait first), else the oldest of all."""
+        """The oldest job of a user someone waits on (each such user in turn), else the oldest of all.
+
+        Every ``QUEUE_ORDER_EVERY``-th claim while anyone waits is taken in queue order.
+        """
         if self._claim_for is not None:
             with self._waiters_lock:
                 awaited = list(dict.fromkeys(self._awaited))
-            for user in awaited:
-                job = self._claim_for(user)
-                if job is not None:
-                    return job
+            if awaited:
+                self._hurried_claims += 1
+                if self._hurried_claims % QUEUE_ORDER_EVERY:
+                    first = self._hurried_claims % len(awaited)
+                    for user in awaited[first:] + awaited[:first]:
+                        job = self._claim_for(user)
+                        if job is not None:
+                            return job
         return self._claim()
 
     def _execute(self, job: Job) -> None:

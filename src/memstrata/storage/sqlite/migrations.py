@@ -389,8 +389,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         7,
         "open jobs by user; finished jobs deleted",
         """
-        CREATE INDEX jobs_open_by_user ON jobs (user_id, id) WHERE state IN ('pending', 'running');
         DELETE FROM jobs WHERE state = 'done';
+        CREATE INDEX jobs_open_by_user ON jobs (user_id, id) WHERE state IN ('pending', 'running');
         """,
     ),
 )
