@@ -319,7 +319,12 @@ class SearchViews:
     def _dated_facts(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> list[Hit]:
         """``hits`` with each fact's relative phrases resolved against the day its turn was said, in ``zone``."""
         said = self._facts_said_on(hits, user_id, zone)
-        return [replace(hit, content=annotate(hit.content, said[hit.id])) if hit.id in said else hit for hit in hits]
+        return [
+            replace(hit, content=annotate(hit.content, said[hit.id]))
+            if hit.tier == "longterm" and hit.id in said
+            else hit
+            for hit in hits
+        ]
 
     def _facts_said_on(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> dict[str, datetime]:
         """When the turn behind each fact (a ``longterm`` hit) that says "next month" or the like was said.

@@ -47,10 +47,11 @@ class TierViews:
     def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None) -> None:
         """Wait until background tier work queued so far is done: all of it, or with ``user_id`` that user's.
 
-        With ``user_id``, that user's jobs run first, oldest first, so the wait never includes
-        other users' work (beyond a job of theirs already running): the background worker
-        takes them ahead of the queue meanwhile, and without one (``background = false``)
-        the caller runs them. ``StorageError`` when ``timeout`` seconds pass first.
+        With ``user_id``, that user's jobs run first, oldest first, so other users' work holds
+        the wait up little: the background worker takes them ahead of the queue meanwhile
+        (after a job of another user already running, and with one job in four still taken
+        in queue order so no one else's work stops), and without one (``background =
+        false``) the caller runs them alone. ``StorageError`` when ``timeout`` seconds pass first.
         """
         self._require_open()  # type: ignore[attr-defined]
         user = self._checked_user(user_id) if user_id is not None else None

@@ -518,8 +518,10 @@ def test_flushing_one_user_with_the_background_worker_runs_that_users_work_first
 ) -> None:
     memory = open_memory(background=True, working_capacity=1)
     run = memory._worker._run
+    started: list[str] = []
 
     def slow_for_bob(job: Job) -> None:  # Bob's backlog takes a while
+        started.append(job.user_id)
         if job.user_id == "bob":
             time.sleep(0.3)
         run(job)
@@ -530,8 +532,9 @@ def test_flushing_one_user_with_the_background_worker_runs_that_users_work_first
     _exchange(memory, "I live in Porto.")
     memory.flush(user_id="ana", timeout=60)
     assert memory.profile(user_id="ana").get("location") == "Porto"
-    # Of Bob's, only the job already running when the flush began and one in four claims (queue order) ran.
-    assert memory.inspect(user_id="bob").pending_jobs >= 4
+    # In queue order all six of Bob's would run first; only those the worker took before the
+    # flush began (one, or two on a slow machine) may.
+    assert "ana" in started and started.index("ana") <= 2, started
     memory.flush(timeout=60)
     assert memory.inspect(user_id="bob").pending_jobs == 0
 

@@ -143,6 +143,26 @@ def test_a_wait_on_a_user_whose_work_keeps_coming_starves_no_one(anas_first: boo
         worker.stop()
 
 
+def test_users_whose_work_is_awaited_take_turns_and_queue_order_keeps_its_share() -> None:
+    claimed: list[str] = []
+
+    def job_of(user: str) -> Job:
+        claimed.append(user)
+        return Job(len(claimed), "step", user, {}, 0)
+
+    worker = Worker(lambda: job_of("queue"), lambda job: None, lambda job: None, lambda *_: None, claim_for=job_of)
+    worker._awaited.extend(["u0", "u1", "u2", "u3"])  # four flushes wait, and everyone always has work
+    for _ in range(400):
+        worker._next_job()
+    assert {user: claimed.count(user) for user in sorted(set(claimed))} == {
+        "queue": 100,
+        "u0": 75,
+        "u1": 75,
+        "u2": 75,
+        "u3": 75,
+    }
+
+
 def test_waiting_times_out_when_the_work_never_finishes() -> None:
     queue = EndlessQueue(ana_jobs=0)
     worker = Worker(queue.claim, queue.run, queue.finish, queue.fail)

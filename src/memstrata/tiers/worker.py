@@ -94,7 +94,8 @@ class Worker:
         self._urgent = threading.Event()  # set while anyone waits on the work: no yielding then
         self._waiters = 0
         self._awaited: list[str] = []  # users someone waits on, once per waiter, first wait first
-        self._hurried_claims = 0  # claims made while anyone waited on a user: whose turn it is
+        self._claims_while_awaited = 0  # since someone began waiting on a user: every 4th follows queue order
+        self._next_awaited = 0  # which awaited user's job the next such claim tries first
         self._waiters_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -218,10 +219,13 @@ class Worker:
         if self._claim_for is not None:
             with self._waiters_lock:
                 awaited = list(dict.fromkeys(self._awaited))
-            if awaited:
-                self._hurried_claims += 1
-                if self._hurried_claims % QUEUE_ORDER_EVERY:
-                    first = self._hurried_claims % len(awaited)
+            if not awaited:
+                self._claims_while_awaited = 0
+            else:
+                self._claims_while_awaited += 1
+                if self._claims_while_awaited % QUEUE_ORDER_EVERY:
+                    first = self._next_awaited % len(awaited)
+                    self._next_awaited += 1
                     for user in awaited[first:] + awaited[:first]:
                         job = self._claim_for(user)
                         if job is not None:
