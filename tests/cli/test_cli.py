@@ -119,6 +119,26 @@ def test_search_json_and_table(home: Path) -> None:
     )
 
 
+def test_search_covers_derived_tiers_with_dated_facts(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder()) as memory:
+        memory.add("We're thinking about going camping next month.", user_id="mel", timestamp="2023-05-31T13:00:00Z")
+        memory.flush()
+
+    def facts(*options: str) -> list[str]:
+        hits = json.loads(ok(run_cli("search", "camping", "--user", "mel", "--json", *options, home=home)))
+        return [hit["content"] for hit in hits if hit["tier"] == "longterm"]
+
+    assert facts() == []  # the messages only, by default
+    dated = facts("--tiers", "longterm")
+    assert dated and all(text.endswith("[next month = June 2023]") for text in dated)
+    late = facts("--tiers", " longterm,", "--timezone", "Pacific/Kiritimati")  # already 1 June there
+    assert late and all(text.endswith("[next month = July 2023]") for text in late)
+    assert "tiers" in assert_one_line_error(run_cli("search", "x", "--user", "mel", "--tiers", "nope", home=home), 2)
+    assert "timezone" in assert_one_line_error(
+        run_cli("search", "x", "--user", "mel", "--timezone", "Mars/Olympus", home=home), 2
+    )
+
+
 def test_context_prints_the_block_and_its_size(home: Path) -> None:
     ids = seed(home, ["I live in Lisbon near the river", "My cat is called [bold]Miso[/bold]", "I work at a startup"])
 

@@ -80,15 +80,36 @@ def search(
     diversity: Annotated[
         float, typer.Option(help="0 ranks by relevance; up to 1 favours results unlike each other (MMR).")
     ] = 0.0,
+    tiers: Annotated[
+        str,
+        typer.Option(
+            help="Derived tiers to search too, comma-separated: longterm, scene, midterm, consolidation"
+            " (default none: the messages only)."
+        ),
+    ] = "",
+    timezone: Annotated[
+        str | None,
+        typer.Option(help='IANA time zone dates are read in: "yesterday" in the query, notes on facts.'),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Find the memories most relevant to a query.
 
-    Example: memstrata search "where does she live?" --user ana --json
+    Example: memstrata search "where does she live?" --user ana --tiers longterm --json
     """
+    wanted = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
     with open_memory(home, run_jobs=False) as memory:
-        hits = memory.search(query, user_id=user, limit=limit, session_id=session, agent_id=agent, diversity=diversity)
+        hits = memory.search(
+            query,
+            user_id=user,
+            limit=limit,
+            session_id=session,
+            agent_id=agent,
+            diversity=diversity,
+            tiers=wanted,
+            timezone=timezone,
+        )
     if as_json:
         print_json(hits)
         return
