@@ -99,9 +99,11 @@ def test_superseded_facts_only_when_asked(memory: Memory) -> None:
     with_history = memory.context("favourite colour", user_id="cy", token_budget=2000, include_superseded=True)
     assert "My favourite colour is blue. (until 2024-02-01, then replaced)" in with_history.text
     assert "then replaced" not in current.text
-    # Facts say whose they are; the profile and facts read as words, not keys.
-    assert "- user · favourite color: green — My favourite colour is green." in current.text
+    # Facts say whose they are; the profile and facts read as words, not keys. The current fact
+    # heads its history, and is not repeated when its own turn is shown as an excerpt.
+    assert "- user · favourite color: green — My favourite colour is green." in with_history.text
     assert "- favourite color: green" in current.text and "favourite:color" not in current.text
+    assert current.text.count("My favourite colour is green.") == 1
 
 
 def test_recent_exchanges_stay_with_their_agent(memory: Memory) -> None:
@@ -157,8 +159,11 @@ def test_relative_dates_in_facts_are_resolved_against_the_day_they_were_said(mem
     memory.flush()
     assert any("next month" in cell.content for cell in memory.cells(user_id="mel"))
     context = memory.context("camping plans", user_id="mel", token_budget=2000)
-    facts = [line for line in context.text.splitlines() if line.startswith("- ") and "camping" in line]
-    assert facts and all(line.endswith("next month. [next month = June 2023]") for line in facts)
+    # The fact is the excerpt's words: said once, as the excerpt, dated the same way.
+    assert context.text.count("going camping next month. [next month = June 2023]") == 1
+    history = memory.context("favourite colour", user_id="mel", token_budget=2000, include_superseded=True)
+    older = [line for line in history.text.splitlines() if line.startswith("- ") and "blue" in line]
+    assert older and all("as of last week. [last week = the week before 10 January 2023]" in line for line in older)
     # search returns the facts dated the same way (in the timezone asked for), the stored cells as said.
     found = [hit for hit in memory.search("camping", user_id="mel", tiers=["longterm"]) if hit.tier == "longterm"]
     assert found and all(hit.content.endswith("next month. [next month = June 2023]") for hit in found)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
@@ -196,6 +197,7 @@ class ContextViews:
                 annotate(hit.content, said.get(hit.id)),
                 hit.score,
                 hit.source_turn_ids,
+                restates_sources=True,  # left out when its turn is shown as an excerpt
             )
             for hit in hits
         ]
@@ -205,11 +207,11 @@ class ContextViews:
         by_id = {cell.id: cell for cell in every}
         history: list[Candidate] = []
         for candidate in found:
-            history.append(candidate)
             current = by_id.get(candidate.id)
             if current is None:
+                history.append(candidate)
                 continue
-            history.extend(
+            replaced = [
                 Candidate(
                     "cell",
                     "cell",
@@ -222,7 +224,9 @@ class ContextViews:
                 )
                 for older in every
                 if _same_slot(older, current) and not older.is_current
-            )
+            ]
+            # A fact heading its own history stays, even when its turn is shown as an excerpt.
+            history.extend([replace(candidate, restates_sources=not replaced), *replaced])
         return history
 
     def _graph(self, text: str, user: str) -> list[Candidate]:

@@ -75,6 +75,25 @@ def test_an_item_offered_twice_appears_once() -> None:
     assert [item.id for item in context.items] == ["t0"]
 
 
+def test_a_fact_restating_a_shown_excerpt_gives_its_tokens_to_another_excerpt() -> None:
+    episodes = _episodes(40)
+    said = Candidate(
+        "cell", "cell", "longterm", "c0", "Ana · fact: " + episodes[0].text, 1.0, ("t0",), restates_sources=True
+    )
+    unseen = Candidate("cell", "cell", "longterm", "c1", "Ana · fact: tea", 0.9, ("t39",), restates_sources=True)
+    history = Candidate(
+        "cell", "cell", "longterm", "c2", "Ana · city: Porto (until 2023-05-01, then replaced)", 0.8, ("t0",)
+    )
+    without = assemble("q", "ana", {"episode": episodes, "cell": [unseen, history]}, 300)
+    context = assemble("q", "ana", {"episode": episodes, "cell": [said, unseen, history]}, 300)
+    kept = [item.id for item in context.items]
+    assert "t0" in kept and "c0" not in kept  # said once, as the dated excerpt
+    assert "c1" in kept and "c2" in kept  # its turn is not shown; a history line says more than its turn
+    assert kept == [item.id for item in without.items]  # the tokens went back to the excerpts
+    assert context.omitted == 43 - len(kept)
+    assert context.tokens == count_tokens(context.text) <= 300
+
+
 def test_nothing_to_say_is_an_empty_block() -> None:
     context = assemble("q", "ana", {}, 500)
     assert context.text == "" and context.tokens == 0 and context.items == ()
@@ -90,7 +109,10 @@ def test_never_over_budget(budget: int, sizes: list[int]) -> None:
         Candidate("episode", "episode", "episodic", f"t{i}", "Bo: " + "x y, " * size, 1.0, (f"t{i}",), START)
         for i, size in enumerate(sizes)
     ]
-    cells = [Candidate("cell", "cell", "longterm", f"c{i}", "z " * size, 1.0) for i, size in enumerate(sizes)]
+    cells = [
+        Candidate("cell", "cell", "longterm", f"c{i}", "z " * size, 1.0, (f"t{i}",), restates_sources=i % 2 == 0)
+        for i, size in enumerate(sizes)
+    ]
     context = assemble("q", "u", {"episode": episodes, "cell": cells}, budget)
     assert context.tokens == count_tokens(context.text) <= budget
 

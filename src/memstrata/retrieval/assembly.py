@@ -4,7 +4,9 @@ Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come in a 
 order, the most stable first (profile, habits, facts, entities, summaries, then the
 conversation excerpts that change with every query), so a provider's prefix cache keeps
 the head of the block. Each section may use up to its share of the budget first; the
-episodes take the rest; whatever is still free goes back to the other sections.
+episodes take the rest; whatever is still free goes back to the other sections. A fact
+that only restates turns the block already shows as excerpts is left out, and its tokens
+go to further excerpts: the block never says the same thing twice.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class Candidate:
     score: float = 0.0
     source_turn_ids: tuple[str, ...] = ()
     when: datetime | None = None
+    #: The text says nothing its source turns do not: left out when the excerpts show all of them.
+    restates_sources: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +101,25 @@ def assemble(
                 days.add(day)
             used += cost
 
+    def drop_restated() -> bool:
+        """Leave out what only restates excerpts already chosen; whether anything was."""
+        nonlocal used
+        shown = {item.id for section in DATED_SECTIONS for item in chosen[section]}
+        dropped = False
+        for section in SECTION_ORDER:
+            for item in [i for i in chosen[section] if i.restates_sources and i.source_turn_ids]:
+                if set(item.source_turn_ids) <= shown:
+                    chosen[section].remove(item)  # it stays in ``taken``: not offered again
+                    used -= costs[id(item)] + (0 if chosen[section] else section_cost[section])
+                    dropped = True
+        return dropped
+
     for section in SECTION_ORDER:
         if section != "episode":
             take(section, min(budget, used + int(rules.shares.get(section, 0.0) * budget)))
     take("episode", budget)
+    while drop_restated():
+        take("episode", budget)  # the freed tokens go to further excerpts
     for section in SECTION_ORDER:
         take(section, budget)
     lines, items = _render(chosen)
