@@ -248,18 +248,19 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     assert store.save_segment(_segment("seg1", heat=3.0), centroid, [late], known_turns=2) is False
     # A filing keeps the segment's visits: a visit may land between its read and its write.
     visited = T0 + timedelta(days=2)
-    store.update_segment_heat("seg1", visits=7, heat=9.5, last_activity=visited)
+    job = store.enqueue_job("visit", "ana", {})
+    store.count_visits(job, "ana", [seqs[:1]] * 7, visited, lambda visits, turns: 9.5)
     assert store.save_segment(_segment("seg1", heat=3.0), centroid, [], known_turns=2) is True
     kept = next(s for s in store.segments("ana") if s.id == "seg1")
     assert (kept.visits, kept.heat, kept.last_activity) == (7, 9.5, visited), "nor heat or activity back"
 
     later = T0 + timedelta(days=1)
-    store.update_segment_heat("seg1", visits=3, heat=9.0, last_activity=later)
+    store.count_visits(store.enqueue_job("visit", "ana", {}), "ana", [seqs], later, lambda visits, turns: 9.0)
     store.promote_segment(store.segments("ana")[0], "scene1", "sailing, regatta", later)
     # A second worker that read the segment before the promotion makes no second scene.
     store.promote_segment(store.segments("ana")[0], "scene2", "sailing again", later + timedelta(hours=1))
     promoted = next(s for s in store.segments("ana") if s.id == "seg1")
-    assert (promoted.visits, promoted.heat, promoted.last_activity, promoted.promoted_at) == (3, 9.0, later, later)
+    assert (promoted.visits, promoted.heat, promoted.last_activity, promoted.promoted_at) == (8, 9.0, later, later)
     scene_hits = store.derived_fulltext('"regatta"', "ana", 10, ("scene",))
     [(scene_id, tier, content, sources)] = store.derived_items([seq for seq, _ in scene_hits], "ana").values()
     assert (scene_id, tier, sources) == ("scene1", "scene", ("t0", "t1")) and content.startswith("sailing, regatta:")
@@ -277,6 +278,53 @@ def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierS
     assert kinds == ["eviction", "promotion", "delete"]
     counts = store.tier_counts("ana")
     assert (counts["midterm_active"], counts["midterm_archived"], counts["scenes"]) == (1, 1, 1)
+
+
+def test_a_visit_job_counts_once_and_concurrent_ones_all_count(open_tier_store: Callable[[], TierStore]) -> None:
+    store = open_tier_store()
+    seqs = store.insert_turns([_turn(f"t{n}", f"sailing day {n}") for n in range(4)], None, MODEL)
+    centroid = np.zeros(4, dtype=np.float32).tobytes()
+    store.save_segment(_segment("seg1"), centroid, seqs[:2])
+    store.save_segment(_segment("seg2"), centroid, seqs[2:3])
+    store.save_segment(_segment("bobs", user_id="bob"), centroid, [])
+
+    def heat(visits: int, turns: int) -> float:
+        return visits * 10.0 + turns
+
+    job = store.enqueue_job("visit", "ana", {})
+    # A search is one visit to each segment it touched, however many of its turns it found.
+    searches = [[seqs[0], seqs[1]], [seqs[1], seqs[2]], [seqs[3]], [10**9]]
+    touched = {s.id: s for s in store.count_visits(job, "ana", searches, T0 + timedelta(days=1), heat)}
+    assert {key: (s.visits, s.heat, s.last_activity) for key, s in touched.items()} == {
+        "seg1": (2, 22.0, T0 + timedelta(days=1)),
+        "seg2": (1, 12.0, T0 + timedelta(days=1)),
+    }
+    # Run again (a retry after a crash before the job was finished): nothing counted twice,
+    # and the segments come back as they are, so the caller can still promote them.
+    again = {s.id: (s.visits, s.heat) for s in store.count_visits(job, "ana", searches, T0, heat)}
+    assert again == {"seg1": (2, 22.0), "seg2": (1, 12.0)}
+    store.finish_job(job)
+    assert store.count_visits(job, "ana", searches, T0, heat) != [], "a finished job counts nothing"
+    assert store.count_visits(store.enqueue_job("visit", "ana", {}), "bob", searches, T0, heat) == []
+    assert {s.id: s.visits for s in store.segments("ana")} == {"seg1": 2, "seg2": 1}
+
+    # Two stores (two processes) counting at once lose none of each other's visits.
+    stores = [store, open_tier_store()]
+    jobs = [[stores[0].enqueue_job("visit", "ana", {}) for _ in range(15)] for _ in stores]
+    start = threading.Barrier(2)
+
+    def count(index: int) -> None:
+        start.wait()
+        for job_id in jobs[index]:
+            stores[index].count_visits(job_id, "ana", [seqs[:1]], T0, heat)
+
+    threads = [threading.Thread(target=count, args=(index,)) for index in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    [seg1] = [s for s in store.segments("ana") if s.id == "seg1"]
+    assert (seg1.visits, seg1.heat) == (32, 322.0)
 
 
 def test_rebuild_fulltext_rewrites_cell_text_an_older_version_stored(store: TierStore, storage_url: str) -> None:

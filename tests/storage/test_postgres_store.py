@@ -350,6 +350,7 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
     _query(postgres_url, "DROP TABLE pattern_observations")
     _query(postgres_url, "DROP TABLE sleep_marks")
     _query(postgres_url, "DROP INDEX jobs_failed_by_user")
+    _query(postgres_url, "ALTER TABLE jobs DROP COLUMN counted")
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 7")
     before = toast_bytes()
     reopened = open_postgres(postgres_url)
@@ -372,6 +373,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(
     _query(postgres_url, "DROP TABLE pattern_observations")  # as version 7 left it: a count, no rows
     _query(postgres_url, "DROP TABLE sleep_marks")
     _query(postgres_url, "DROP INDEX jobs_failed_by_user")
+    _query(postgres_url, "ALTER TABLE jobs DROP COLUMN counted")
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version > 7")
     _query(postgres_url, "UPDATE patterns SET count = 4")
     upgraded = open_postgres(postgres_url)
@@ -396,6 +398,7 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
     store.close()
     # What versions before 9 kept: a finished job's row.
     _query(postgres_url, "INSERT INTO jobs (kind, user_id, state, created_at) VALUES ('visit', 'ana', 'done', now())")
+    _query(postgres_url, "ALTER TABLE jobs DROP COLUMN counted")
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 9")
     open_postgres(postgres_url).close()
     assert _query(postgres_url, "SELECT user_id, state FROM jobs ORDER BY id") == [("bob", "pending")]
@@ -455,6 +458,7 @@ def _as_of_version_5(postgres_url: str) -> None:
         "DROP TABLE pattern_observations",
         "DROP TABLE sleep_marks",
         "DROP INDEX jobs_failed_by_user",
+        "ALTER TABLE jobs DROP COLUMN counted",
         "DELETE FROM schema_migrations WHERE version > 5",
     ):
         _query(postgres_url, statement)

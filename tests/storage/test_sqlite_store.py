@@ -104,6 +104,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
         connection.execute("DROP TABLE pattern_observations")
         connection.execute("DROP TABLE sleep_marks")
         connection.execute("DROP INDEX jobs_open_by_user")  # version 7's
+        connection.execute("ALTER TABLE jobs DROP COLUMN counted")  # version 8's
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
         connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)
@@ -379,10 +380,12 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
         # What versions before 7 kept: a finished job's row.
         connection.execute("INSERT INTO jobs (kind, user_id, state, created_at) VALUES ('visit', 'ana', 'done', 'x')")
         connection.execute("DROP INDEX jobs_open_by_user")
+        connection.execute("ALTER TABLE jobs DROP COLUMN counted")  # version 8's
         connection.execute("DELETE FROM schema_migrations WHERE version >= 7")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:
-        assert [row[0] for row in connection.execute("SELECT state FROM jobs ORDER BY id")] == ["failed", "pending"]
+        rows = connection.execute("SELECT state, counted FROM jobs ORDER BY id").fetchall()
+        assert rows == [("failed", 0), ("pending", 0)]  # a job queued before counts its visits
 
 
 def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:

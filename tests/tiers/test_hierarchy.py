@@ -260,6 +260,34 @@ def test_visits_heat_up_segments_until_promotion(home: Path) -> None:
         assert "promotion" in [event.kind for event in report.events]
 
 
+def test_a_visit_job_run_again_counts_its_visits_once_and_still_promotes(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, promote_heat=3.0) as memory:
+        _exchange(memory, "The sailing regatta in Cascais starts at nine.")
+        _exchange(memory, "Unrelated: buy printer toner.")
+        memory.flush()
+        store = memory._store
+        [segment] = [s for s in memory.inspect(user_id=USER).segments if "sailing" in s.summary]
+        seqs = store.segment_turn_seqs(segment.id)  # type: ignore[attr-defined]
+        store.enqueue_job("visit", USER, {"searches": [seqs, seqs[:1]]})  # type: ignore[attr-defined]
+        job = store.claim_job(0.01)  # type: ignore[attr-defined]
+        assert job is not None and job.kind == "visit"
+
+        def dies(*_: object) -> None:
+            raise RuntimeError("died")
+
+        monkeypatch.setattr(memory._hierarchy.steps, "scene", dies)
+        with pytest.raises(RuntimeError, match="died"):
+            memory._hierarchy.run(job)  # counted, then the worker died before promoting
+        monkeypatch.undo()
+        time.sleep(0.05)
+        memory.flush()  # the lease expired: the same job runs again
+        [after] = [s for s in memory.inspect(user_id=USER).segments if s.id == segment.id]
+        assert after.visits == segment.visits + 2, "two searches, counted once"
+        assert after.promoted_at is not None and memory.inspect(user_id=USER).counts["scenes"] == 1
+
+
 def test_eviction_archives_cold_segments_but_keeps_episodes(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, midterm_capacity=1) as memory:
         for topic, reply in (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -228,8 +228,23 @@ class TierStore(Store, Protocol):
         """
         ...
 
-    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
-        """Record visits and the recomputed heat."""
+    def count_visits(
+        self,
+        job_id: int,
+        user_id: str,
+        searches: Sequence[Sequence[int]],
+        now: datetime,
+        heat: Callable[[int, int], float],
+    ) -> list[Segment]:
+        """Count the visits of the visit job ``job_id``: once, and none lost to another writer.
+
+        Each search is one visit to every active segment holding one of its turns. In one
+        transaction the job is marked counted, each such segment's visits grow by its
+        count, its last activity becomes ``now`` and its heat ``heat(visits, turn_count)``.
+        A job counted before (a retry after a crash, or a worker that took the job over) or
+        no longer queued counts nothing. Returns the active segments the searches touched,
+        as stored after, so the caller can promote the hot ones either way.
+        """
         ...
 
     def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:

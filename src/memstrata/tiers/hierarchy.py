@@ -81,8 +81,8 @@ class Hierarchy:
             elif job.kind == "consolidate":
                 self.consolidate(job.user_id)
             elif job.kind == "visit":
-                for searched in job.payload.get("searches", []):
-                    self._visit(job.user_id, [int(seq) for seq in searched])
+                searches = [[int(seq) for seq in searched] for searched in job.payload.get("searches", [])]
+                self._visit(job.id, job.user_id, searches)
             else:
                 raise ValueError(f"unknown job kind {job.kind!r}")
 
@@ -306,24 +306,24 @@ class Hierarchy:
         if evicted:
             self._store.archive_segments(user_id, evicted, {key: heats[key] for key in evicted})
 
-    def _visit(self, user_id: str, turn_seqs: Sequence[int]) -> None:
-        """Retrieval touched these turns: their segments get a visit, and hot ones are promoted."""
+    def _visit(self, job_id: int, user_id: str, searches: Sequence[Sequence[int]]) -> None:
+        """Retrieval touched these turns: their segments get a visit per search, and hot ones are promoted.
+
+        The store counts a job's visits once, however often it runs; the promotion is checked
+        every time, so a run that died after counting still promotes on its retry.
+        """
         now = datetime.now(UTC)
-        for segment in self._store.segments_of_turns(user_id, turn_seqs):
-            visits = segment.visits + 1
-            heat = segment_heat(
-                visits=visits,
-                interaction_length=segment.turn_count,
-                last_activity=now,
-                now=now,
-                policy=self.policy.heat,
+
+        def heat(visits: int, turns: int) -> float:
+            return segment_heat(
+                visits=visits, interaction_length=turns, last_activity=now, now=now, policy=self.policy.heat
             )
-            self._store.update_segment_heat(segment.id, visits=visits, heat=heat, last_activity=now)
-            if segment.promoted_at is None and should_promote(heat, self.policy.heat):
+
+        for segment in self._store.count_visits(job_id, user_id, searches, now, heat):
+            if segment.promoted_at is None and should_promote(segment.heat, self.policy.heat):
                 texts = self._segment_texts(user_id, segment.id) if self.steps.uses_llm else []
                 title, summary = self.steps.scene(segment, texts)
-                promoted = replace(segment, visits=visits, heat=heat, summary=summary)
-                self._store.promote_segment(promoted, self._ids.new(), title, now)
+                self._store.promote_segment(replace(segment, summary=summary), self._ids.new(), title, now)
 
     def _day(self, turn: Turn) -> date:
         """The day ``turn`` was said, in the configured zone: what its "yesterday" counts from."""

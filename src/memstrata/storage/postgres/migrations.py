@@ -471,6 +471,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         DELETE FROM jobs WHERE state = 'done';
         """,
     ),
+    # As SQLite's step 8: a visit job is counted once. A constant default makes this a change
+    # of the catalogue only (PostgreSQL 11+), with no rewrite of the table.
+    Migration(
+        10,
+        "visit jobs counted once",
+        """
+        ALTER TABLE jobs ADD COLUMN counted boolean NOT NULL DEFAULT false;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

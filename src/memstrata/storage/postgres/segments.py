@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from memstrata.models import Consolidation, Segment
+from memstrata.policies.heat import visits_per_segment
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
@@ -147,14 +149,48 @@ class SegmentsMixin(Connected):
 
         return self._write(work, lock_users=[segment.user_id])
 
-    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
-        """Record visits and the recomputed heat."""
-        self._write(
-            lambda connection: connection.execute(
-                "UPDATE segments SET visits = %s, heat = %s, last_activity = %s WHERE id = %s",
-                (visits, heat, last_activity, segment_id),
-            )
-        )
+    def count_visits(
+        self,
+        job_id: int,
+        user_id: str,
+        searches: Sequence[Sequence[int]],
+        now: datetime,
+        heat: Callable[[int, int], float],
+    ) -> list[Segment]:
+        """Count a visit job's visits once; see ``TierStore.count_visits``."""
+        seqs = sorted({int(seq) for search in searches for seq in search})
+
+        def work(connection: Connection) -> list[Segment]:
+            # The job's row first, then the segments' rows in id order: a second worker on the
+            # same job waits here and then finds it counted; one on other jobs waits per segment.
+            counting = connection.execute("UPDATE jobs SET counted = true WHERE id = %s AND NOT counted", (job_id,))
+            rows = connection.execute(
+                f"SELECT {_SEGMENT_COLUMNS}, ARRAY(SELECT st.turn_seq FROM segment_turns st"
+                " WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) FROM segments s"
+                " WHERE s.user_id = %s AND s.state = 'active' AND EXISTS (SELECT 1 FROM segment_turns st"
+                " WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.id FOR UPDATE OF s",
+                (seqs, user_id, seqs),
+            ).fetchall()
+            found = {str(row[0]): _segment(row) for row in rows}
+            if counting.rowcount != 1:
+                return list(found.values())
+            holding: dict[int, list[str]] = {}
+            for row in rows:
+                for seq in row[12]:
+                    holding.setdefault(int(seq), []).append(str(row[0]))
+            for segment_id, count in visits_per_segment(searches, holding).items():
+                before = found[segment_id]
+                visits = before.visits + count
+                after = replace(before, visits=visits, heat=heat(visits, before.turn_count), last_activity=now)
+                connection.execute(
+                    "UPDATE segments SET visits = %s, heat = %s, last_activity = %s WHERE id = %s",
+                    (after.visits, after.heat, now, segment_id),
+                )
+                found[segment_id] = after
+            return list(found.values())
+
+        result: list[Segment] = self._write(work)
+        return result
 
     def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
         """Active segments containing any of these turns."""

@@ -393,6 +393,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX jobs_open_by_user ON jobs (user_id, id) WHERE state IN ('pending', 'running');
         """,
     ),
+    # A visit job marks itself counted in the transaction that adds its visits, so a retry
+    # (after a crash between the two) does not count them again.
+    Migration(
+        8,
+        "visit jobs counted once",
+        """
+        ALTER TABLE jobs ADD COLUMN counted INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

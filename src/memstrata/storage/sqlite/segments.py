@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from memstrata.models import Consolidation, Segment, format_time
+from memstrata.policies.heat import visits_per_segment
 from memstrata.storage.sqlite.rows import chunks
 from memstrata.storage.sqlite.shared import optional_time, put_derived, tier_event
 
@@ -146,14 +148,47 @@ class SegmentsMixin:
 
         return bool(self._write(work))
 
-    def update_segment_heat(self, segment_id: str, *, visits: int, heat: float, last_activity: datetime) -> None:
-        """Record visits and the recomputed heat."""
-        self._write(
-            lambda connection: connection.execute(
-                "UPDATE segments SET visits = ?, heat = ?, last_activity = ? WHERE id = ?",
-                (visits, heat, format_time(last_activity), segment_id),
-            )
-        )
+    def count_visits(
+        self,
+        job_id: int,
+        user_id: str,
+        searches: Sequence[Sequence[int]],
+        now: datetime,
+        heat: Callable[[int, int], float],
+    ) -> list[Segment]:
+        """Count a visit job's visits once; see ``TierStore.count_visits``."""
+        seqs = sorted({int(seq) for search in searches for seq in search})
+        columns = ", ".join("s." + column.strip() for column in _SEGMENT_COLUMNS.split(","))
+
+        def work(connection: sqlite3.Connection) -> list[Segment]:
+            # The write lock is held from here: no other writer reads the visits this adds to.
+            counting = connection.execute("UPDATE jobs SET counted = 1 WHERE id = ? AND counted = 0", (job_id,))
+            holding: dict[int, list[str]] = {}
+            found: dict[str, Segment] = {}
+            for part in chunks(seqs):
+                rows = connection.execute(
+                    f"SELECT st.turn_seq, {columns} FROM segment_turns st JOIN segments s ON s.id = st.segment_id"
+                    f" WHERE s.user_id = ? AND s.state = 'active' AND st.turn_seq IN ({','.join('?' * len(part))})",
+                    (user_id, *part),
+                ).fetchall()
+                for row in rows:
+                    segment = found.setdefault(str(row[1]), _segment(row[1:]))
+                    holding.setdefault(int(row[0]), []).append(segment.id)
+            if counting.rowcount != 1:
+                return list(found.values())
+            for segment_id, count in visits_per_segment(searches, holding).items():
+                before = found[segment_id]
+                visits = before.visits + count
+                after = replace(before, visits=visits, heat=heat(visits, before.turn_count), last_activity=now)
+                connection.execute(
+                    "UPDATE segments SET visits = ?, heat = ?, last_activity = ? WHERE id = ?",
+                    (after.visits, after.heat, format_time(now), segment_id),
+                )
+                found[segment_id] = after
+            return list(found.values())
+
+        result: list[Segment] = self._write(work)
+        return result
 
     def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
         """Active segments containing any of these turns."""
