@@ -188,6 +188,7 @@ class ContextViews:
     def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool, zone: tzinfo) -> list[Candidate]:
         hits = [hit for hit in derived if hit.tier == "longterm"]
         said = self._facade._facts_said_on(hits, user, zone)
+        quoting = self._quoting(hits, user)
         found = [
             Candidate(
                 "cell",
@@ -197,7 +198,7 @@ class ContextViews:
                 annotate(hit.content, said.get(hit.id)),
                 hit.score,
                 hit.source_turn_ids,
-                restates_sources=True,  # left out when its turn is shown as an excerpt
+                restates_sources=hit.id in quoting,  # then left out when its turn is shown as an excerpt
             )
             for hit in hits
         ]
@@ -228,6 +229,25 @@ class ContextViews:
             # A fact heading its own history stays, even when its turn is shown as an excerpt.
             history.extend([replace(candidate, restates_sources=not replaced), *replaced])
         return history
+
+    def _quoting(self, hits: Sequence[Hit], user: str) -> set[str]:
+        """Facts that quote their one source turn word for word: an excerpt of it says all they do.
+
+        A fact reads "Caroline · plan: show my paintings — I'm putting together an LGBTQ art
+        show…"; one whose sentence is not in its turn as said (an LLM's rewording, or no
+        sentence at all) may say more than the excerpt, and stays.
+        """
+        single = [hit for hit in hits if len(hit.source_turn_ids) == 1]
+        if not single:
+            return set()
+        turns = self._store_tiers.get_by_ids(sorted({hit.source_turn_ids[0] for hit in single}), user)
+        quoting: set[str] = set()
+        for hit in single:
+            _, dash, sentence = hit.content.rpartition(" — ")
+            turn = turns.get(hit.source_turn_ids[0])
+            if dash and sentence.strip() and turn is not None and sentence in turn.content:
+                quoting.add(hit.id)
+        return quoting
 
     def _graph(self, text: str, user: str) -> list[Candidate]:
         subgraph = self._facade.graph(user_id=user, query=text, limit=10)

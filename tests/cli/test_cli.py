@@ -158,7 +158,9 @@ def test_context_prints_the_block_and_its_size(home: Path) -> None:
     # The work the adds queued (still pending when their Memory closed) ran first: the fact from
     # the last one is in the block.
     assert "employer: startup" in block
-    assert any(item["kind"] == "cell" for item in built["items"])
+    assert any(item["kind"] == "profile" for item in built["items"])
+    # Its fact quotes a turn the block shows as an excerpt, so it is not said twice.
+    assert block.count("I work at a startup") == 1
 
     nobody = run_cli("context", "Where do I live?", "--user", "bob", home=home)
     assert ok(nobody) == "" and "nothing in memory" in nobody.stderr

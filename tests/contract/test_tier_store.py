@@ -304,25 +304,30 @@ def test_a_visit_job_counts_once_and_concurrent_ones_all_count(open_tier_store: 
     again = {s.id: (s.visits, s.heat) for s in store.count_visits(job, "ana", searches, T0, heat)}
     assert again == {"seg1": (2, 22.0), "seg2": (1, 12.0)}
     store.finish_job(job)
-    assert store.count_visits(job, "ana", searches, T0, heat) != [], "a finished job counts nothing"
+    assert store.count_visits(job, "ana", searches, T0, heat) != []
     assert store.count_visits(store.enqueue_job("visit", "ana", {}), "bob", searches, T0, heat) == []
-    assert {s.id: s.visits for s in store.segments("ana")} == {"seg1": 2, "seg2": 1}
+    assert {s.id: s.visits for s in store.segments("ana")} == {"seg1": 2, "seg2": 1}, "a finished job counts nothing"
 
     # Two stores (two processes) counting at once lose none of each other's visits.
     stores = [store, open_tier_store()]
     jobs = [[stores[0].enqueue_job("visit", "ana", {}) for _ in range(15)] for _ in stores]
     start = threading.Barrier(2)
+    failures: list[BaseException] = []
 
     def count(index: int) -> None:
         start.wait()
-        for job_id in jobs[index]:
-            stores[index].count_visits(job_id, "ana", [seqs[:1]], T0, heat)
+        try:
+            for job_id in jobs[index]:
+                stores[index].count_visits(job_id, "ana", [seqs[:1]], T0, heat)
+        except BaseException as error:  # seen by the assertion below, not lost in the thread
+            failures.append(error)
 
     threads = [threading.Thread(target=count, args=(index,)) for index in (0, 1)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
+    assert failures == [] and not any(thread.is_alive() for thread in threads)
     [seg1] = [s for s in store.segments("ana") if s.id == "seg1"]
     assert (seg1.visits, seg1.heat) == (32, 322.0)
 

@@ -77,9 +77,7 @@ def test_an_item_offered_twice_appears_once() -> None:
 
 def test_a_fact_restating_a_shown_excerpt_gives_its_tokens_to_another_excerpt() -> None:
     episodes = _episodes(40)
-    said = Candidate(
-        "cell", "cell", "longterm", "c0", "Ana · fact: " + episodes[0].text, 1.0, ("t0",), restates_sources=True
-    )
+    said = Candidate("cell", "cell", "longterm", "c0", "Ana · fact: message 0", 1.0, ("t0",), restates_sources=True)
     unseen = Candidate("cell", "cell", "longterm", "c1", "Ana · fact: tea", 0.9, ("t39",), restates_sources=True)
     history = Candidate(
         "cell", "cell", "longterm", "c2", "Ana · city: Porto (until 2023-05-01, then replaced)", 0.8, ("t0",)
@@ -90,8 +88,21 @@ def test_a_fact_restating_a_shown_excerpt_gives_its_tokens_to_another_excerpt() 
     assert "t0" in kept and "c0" not in kept  # said once, as the dated excerpt
     assert "c1" in kept and "c2" in kept  # its turn is not shown; a history line says more than its turn
     assert kept == [item.id for item in without.items]  # the tokens went back to the excerpts
-    assert context.omitted == 43 - len(kept)
+    assert context.omitted == 43 - len(kept) - 1  # c0 was not left out for want of room
     assert context.tokens == count_tokens(context.text) <= 300
+
+
+def test_with_budget_to_spare_no_fact_restates_a_shown_excerpt() -> None:
+    episodes = _episodes(3)
+    cells = [
+        Candidate(
+            "cell", "cell", "longterm", f"c{i}", f"Ana · fact {i}: word", 1.0, (f"t{i % 3}",), restates_sources=True
+        )
+        for i in range(12)
+    ]
+    context = assemble("q", "ana", {"episode": episodes, "cell": cells}, 1000)
+    assert [item.id for item in context.items] == ["t2", "t1", "t0"]
+    assert context.omitted == 0, "left out on purpose, not for want of room"
 
 
 def test_nothing_to_say_is_an_empty_block() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -518,6 +519,21 @@ def test_an_upgrade_that_cannot_lock_turns_says_so_and_changes_nothing(postgres_
     assert "kept the turns table busy" in str(failures[0])
     assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(5,)]
     assert _query(postgres_url, "SELECT to_regclass('user_term_counts')") == [(None,)]
+
+
+def test_an_upgrade_that_cannot_alter_jobs_says_so_and_changes_nothing(postgres_url: str) -> None:
+    open_postgres(postgres_url).close()
+    _query(postgres_url, "ALTER TABLE jobs DROP COLUMN counted")  # as version 9 left it
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 10")
+    with psycopg.connect(postgres_url) as idle:
+        idle.execute("SELECT count(*) FROM jobs").fetchall()  # a session idle in its transaction
+        started = time.monotonic()
+        with pytest.raises(StorageError, match=r"step 10, visit jobs counted once.*kept a table busy for 0.5 s"):
+            open_postgres(postgres_url, busy_timeout_seconds=0.5)
+        assert time.monotonic() - started < 20
+    assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(9,)]
+    open_postgres(postgres_url).close()  # once the session is gone, the upgrade goes through
+    assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(LATEST_VERSION,)]
 
 
 def _assert_same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:

@@ -97,6 +97,17 @@ def test_llm_cells_are_checked_one_by_one_and_keep_their_source_turn(
     assert "unknown type 'opinion'" in warnings and "salience" in warnings and "missing attribute" in warnings
 
 
+def test_a_fact_the_model_worded_stays_in_the_context_beside_its_turn(home: Path) -> None:
+    llm = FakeLLM({"extract_cells": [{"cells": [_cell("Home City", "Lisbon", subject="I", scene="moving house")]}]})
+    with _open(home, llm) as memory:
+        memory.add("I moved to Lisbon and I love fado.", user_id=USER)
+        memory.flush()
+        lines = memory.context("moved to Lisbon", user_id=USER, token_budget=500).text.splitlines()
+    # Its sentence is not the turn's as said, so it may say more than the excerpt: both are shown.
+    assert "- user · home city: Lisbon — moving house: I moved to Lisbon and I love fado." in lines
+    assert "user: I moved to Lisbon and I love fado." in lines
+
+
 def test_llm_extractor_is_shown_the_attributes_already_known(home: Path) -> None:
     llm = FakeLLM({"extract_cells": [{"cells": [_cell("residence", "Porto")]}, {"cells": []}]})
     with _open(home, llm) as memory:

@@ -101,9 +101,11 @@ def assemble(
                 days.add(day)
             used += cost
 
+    restated = 0
+
     def drop_restated() -> bool:
         """Leave out what only restates excerpts already chosen; whether anything was."""
-        nonlocal used
+        nonlocal used, restated
         shown = {item.id for section in DATED_SECTIONS for item in chosen[section]}
         dropped = False
         for section in SECTION_ORDER:
@@ -111,17 +113,22 @@ def assemble(
                 if set(item.source_turn_ids) <= shown:
                     chosen[section].remove(item)  # it stays in ``taken``: not offered again
                     used -= costs[id(item)] + (0 if chosen[section] else section_cost[section])
+                    restated += 1
                     dropped = True
         return dropped
+
+    def fill() -> None:
+        """The excerpts take what is left, then any budget still free goes back to the other sections."""
+        take("episode", budget)
+        for section in SECTION_ORDER:
+            take(section, budget)
 
     for section in SECTION_ORDER:
         if section != "episode":
             take(section, min(budget, used + int(rules.shares.get(section, 0.0) * budget)))
-    take("episode", budget)
-    while drop_restated():
-        take("episode", budget)  # the freed tokens go to further excerpts
-    for section in SECTION_ORDER:
-        take(section, budget)
+    fill()
+    while drop_restated():  # ends: an item dropped is not offered again
+        fill()  # the freed tokens go to further excerpts first
     lines, items = _render(chosen)
     tokens = count_joined(lines)
     # Joining lines can cost a token or two more than the parts; drop the weakest episode until it fits.
@@ -131,7 +138,8 @@ def assemble(
         lines, items = _render(chosen)
         tokens = count_joined(lines)
     offered = len({item.id for items in candidates.values() for item in items})
-    return Context(query, user_id, "\n".join(lines), tokens, budget, tuple(items), omitted=offered - len(items))
+    omitted = offered - len(items) - restated  # what did not fit; a restatement was left out on purpose
+    return Context(query, user_id, "\n".join(lines), tokens, budget, tuple(items), omitted=omitted)
 
 
 def render_line(item: Candidate) -> str:

@@ -242,8 +242,9 @@ class TierStore(Store, Protocol):
         transaction the job is marked counted, each such segment's visits grow by its
         count, its last activity becomes ``now`` and its heat ``heat(visits, turn_count)``.
         A job counted before (a retry after a crash, or a worker that took the job over) or
-        no longer queued counts nothing. Returns the active segments the searches touched,
-        as stored after, so the caller can promote the hot ones either way.
+        no longer in the queue (finished, or its user forgotten) counts nothing. Returns the
+        active segments the searches touched, as stored after, so the caller can promote the
+        hot ones either way.
         """
         ...
 

@@ -509,8 +509,20 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
             pending = [migration for migration in MIGRATIONS if migration.version > current]
             if current >= 1 and any(migration.locks_turns for migration in pending):  # migration 1 made turns
                 _lock_turns(connection, location, lock_timeout_ms)
+            if current >= 1 and pending:
+                # Any other table a step alters (``jobs``) waits as long at most: a session idle in a
+                # transaction must not hold the upgrade, and every writer queued behind it, forever.
+                connection.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_ms))}")
             for migration in pending:
-                connection.execute(migration.sql)
+                try:
+                    connection.execute(migration.sql)
+                except errors.LockNotAvailable as exc:
+                    raise StorageError(
+                        f"cannot upgrade the schema of {location} (step {migration.version}, {migration.name}):"
+                        f" another session kept a table busy for {lock_timeout_ms / 1000:g} s; stop other"
+                        " memstrata processes (or end long transactions) and open it again, or raise"
+                        " busy_timeout_seconds"
+                    ) from exc
                 connection.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (migration.version, migration.name)
                 )
