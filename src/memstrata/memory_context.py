@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
@@ -124,7 +124,7 @@ class ContextViews:
                     for p in memory.patterns(user_id=user, query=text, limit=8)
                     if p.count >= PATTERN_MIN_COUNT
                 ],
-                "cell": self._cells(derived, user, include_superseded, zone),
+                "cell": self._cells(derived, user, include_superseded, zone, loaded),
                 "graph": self._graph(text, user),
                 "summary": [
                     Candidate("summary", hit.tier, hit.tier, hit.id, hit.content, hit.score, hit.source_turn_ids)
@@ -185,10 +185,18 @@ class ContextViews:
         )
         return head + [item for item in tail if item.key not in seen]
 
-    def _cells(self, derived: Sequence[Hit], user: str, include_superseded: bool, zone: tzinfo) -> list[Candidate]:
+    def _cells(
+        self,
+        derived: Sequence[Hit],
+        user: str,
+        include_superseded: bool,
+        zone: tzinfo,
+        excerpted: Mapping[int, Turn],
+    ) -> list[Candidate]:
+        """Fact candidates; ``excerpted`` holds the turns that may be shown as excerpts."""
         hits = [hit for hit in derived if hit.tier == "longterm"]
         said = self._facade._facts_said_on(hits, user, zone)
-        quoting = self._quoting(hits, user)
+        quoting = _quoting(hits, {turn.id: turn for turn in excerpted.values()})
         found = [
             Candidate(
                 "cell",
@@ -230,25 +238,6 @@ class ContextViews:
             history.extend([replace(candidate, restates_sources=not replaced), *replaced])
         return history
 
-    def _quoting(self, hits: Sequence[Hit], user: str) -> set[str]:
-        """Facts that quote their one source turn word for word: an excerpt of it says all they do.
-
-        A fact reads "Caroline · plan: show my paintings — I'm putting together an LGBTQ art
-        show…"; one whose sentence is not in its turn as said (an LLM's rewording, or no
-        sentence at all) may say more than the excerpt, and stays.
-        """
-        single = [hit for hit in hits if len(hit.source_turn_ids) == 1]
-        if not single:
-            return set()
-        turns = self._store_tiers.get_by_ids(sorted({hit.source_turn_ids[0] for hit in single}), user)
-        quoting: set[str] = set()
-        for hit in single:
-            _, dash, sentence = hit.content.rpartition(" — ")
-            turn = turns.get(hit.source_turn_ids[0])
-            if dash and sentence.strip() and turn is not None and sentence in turn.content:
-                quoting.add(hit.id)
-        return quoting
-
     def _graph(self, text: str, user: str) -> list[Candidate]:
         subgraph = self._facade.graph(user_id=user, query=text, limit=10)
         return [
@@ -287,6 +276,23 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
     said = turn.created_at.astimezone(zone)
     text = f"{speaker}: {annotate(turn.content, said)}"
     return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said)
+
+
+def _quoting(hits: Sequence[Hit], turns: Mapping[str, Turn]) -> set[str]:
+    """Facts that quote their one source turn, one of ``turns``, word for word: its excerpt says all they do.
+
+    A fact reads "Caroline · plan: show my paintings — I'm putting together an LGBTQ art
+    show…"; one whose sentence is not in its turn as said (an LLM's rewording, or no
+    sentence at all) may say more than the excerpt, and stays. A fact whose turn is not
+    among ``turns`` cannot be restated by an excerpt, so its turn is not read.
+    """
+    quoting: set[str] = set()
+    for hit in hits:
+        turn = turns.get(hit.source_turn_ids[0]) if len(hit.source_turn_ids) == 1 else None
+        _, dash, sentence = hit.content.rpartition(" — ")
+        if turn is not None and dash and sentence.strip() and sentence in turn.content:
+            quoting.add(hit.id)
+    return quoting
 
 
 def _same_slot(older: Cell, current: Cell) -> bool:
