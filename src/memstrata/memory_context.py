@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import date, datetime, tzinfo
@@ -29,6 +30,7 @@ MAX_EPISODE_CANDIDATES = 300
 SUMMARY_TIERS = ("scene", "midterm", "consolidation")
 CONTEXT_TIERS = ("longterm", *SUMMARY_TIERS)
 PATTERN_MIN_COUNT = 2
+_WORD = re.compile(r"\w+")
 
 
 def check_budget(value: object, name: str = "token_budget") -> int:
@@ -114,6 +116,7 @@ class ContextViews:
             derived = memory._load_hits(
                 fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
             )
+            recent = self._recent_turns(user, scope.session_id, scope.agent_id)
             candidates: dict[str, list[Candidate]] = {
                 "profile": [
                     Candidate("profile", "profile", "longterm", f"profile:{key}", f"{readable_key(key)}: {value}")
@@ -124,7 +127,7 @@ class ContextViews:
                     for p in memory.patterns(user_id=user, query=text, limit=8)
                     if p.count >= PATTERN_MIN_COUNT
                 ],
-                "cell": self._cells(derived, user, include_superseded, zone, loaded),
+                "cell": self._cells(derived, user, include_superseded, zone, [*loaded.values(), *recent.values()]),
                 "graph": self._graph(text, user),
                 "summary": [
                     Candidate("summary", hit.tier, hit.tier, hit.id, hit.content, hit.score, hit.source_turn_ids)
@@ -132,7 +135,7 @@ class ContextViews:
                     if hit.tier in SUMMARY_TIERS
                 ],
                 "episode": [_episode(hit, "episode", zone) for hit in episodes],
-                "recent": self._recent(user, scope.session_id, scope.agent_id, zone),
+                "recent": _recent(recent, zone),
             }
             built = assemble(text, user, candidates, budget, self.assembly_policy)
             included = {item.id for item in built.items if item.kind == "episode"}
@@ -191,12 +194,12 @@ class ContextViews:
         user: str,
         include_superseded: bool,
         zone: tzinfo,
-        excerpted: Mapping[int, Turn],
+        showable: Sequence[Turn],
     ) -> list[Candidate]:
-        """Fact candidates; ``excerpted`` holds the turns that may be shown as excerpts."""
+        """Fact candidates; ``showable`` holds the turns the block may show (excerpts, this session's)."""
         hits = [hit for hit in derived if hit.tier == "longterm"]
         said = self._facade._facts_said_on(hits, user, zone)
-        quoting = _quoting(hits, {turn.id: turn for turn in excerpted.values()})
+        quoting = _quoting(hits, {turn.id: turn for turn in showable})
         found = [
             Candidate(
                 "cell",
@@ -235,7 +238,9 @@ class ContextViews:
                 if _same_slot(older, current) and not older.is_current
             ]
             # A fact heading its own history stays, even when its turn is shown as an excerpt.
-            history.extend([replace(candidate, restates_sources=not replaced), *replaced])
+            history.extend(
+                [replace(candidate, restates_sources=candidate.restates_sources and not replaced), *replaced]
+            )
         return history
 
     def _graph(self, text: str, user: str) -> list[Candidate]:
@@ -247,25 +252,28 @@ class ContextViews:
             for e in subgraph.edges
         ]
 
-    def _recent(self, user: str, session_id: str | None, agent_id: str | None, zone: tzinfo) -> list[Candidate]:
+    def _recent_turns(self, user: str, session_id: str | None, agent_id: str | None) -> dict[int, Turn]:
+        """This session's working set (of ``agent_id``, if given), by seq."""
         if session_id is None:
-            return []
-        store = self._store_tiers
-        found = store.get_by_seqs(self._working_seqs(user, session_id), user)  # type: ignore[attr-defined]
-        turns = {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
-        # Newest first, so the budget keeps the latest exchanges; rendering restores time order.
-        return [
-            Candidate(
-                "recent",
-                "episode",
-                "working",
-                t.id,
-                f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
-                when=t.created_at.astimezone(zone),
-                source_turn_ids=(t.id,),
-            )
-            for _, t in sorted(turns.items(), reverse=True)
-        ]
+            return {}
+        found = self._store_tiers.get_by_seqs(self._working_seqs(user, session_id), user)  # type: ignore[attr-defined]
+        return {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
+
+
+def _recent(turns: Mapping[int, Turn], zone: tzinfo) -> list[Candidate]:
+    """This session's latest exchanges, newest first so the budget keeps them; rendering restores time order."""
+    return [
+        Candidate(
+            "recent",
+            "episode",
+            "working",
+            t.id,
+            f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
+            when=t.created_at.astimezone(zone),
+            source_turn_ids=(t.id,),
+        )
+        for _, t in sorted(turns.items(), reverse=True)
+    ]
 
 
 def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
@@ -279,18 +287,23 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
 
 
 def _quoting(hits: Sequence[Hit], turns: Mapping[str, Turn]) -> set[str]:
-    """Facts that quote their one source turn, one of ``turns``, word for word: its excerpt says all they do.
+    """Facts that quote their one source turn, one of ``turns``: its excerpt says all they do.
 
     A fact reads "Caroline · plan: show my paintings — I'm putting together an LGBTQ art
-    show…"; one whose sentence is not in its turn as said (an LLM's rewording, or no
-    sentence at all) may say more than the excerpt, and stays. A fact whose turn is not
-    among ``turns`` cannot be restated by an excerpt, so its turn is not read.
+    show…". It quotes its turn when that sentence is in the turn word for word and so is
+    every word of its value. One that an LLM reworded, or whose value came from elsewhere
+    (a "vegetarian" read from the question before "Yes, since 2019."), may say more than
+    the excerpt, and stays. A fact whose turn is not among ``turns`` cannot be restated by
+    the block, so its turn is not read.
     """
     quoting: set[str] = set()
     for hit in hits:
         turn = turns.get(hit.source_turn_ids[0]) if len(hit.source_turn_ids) == 1 else None
-        _, dash, sentence = hit.content.rpartition(" — ")
-        if turn is not None and dash and sentence.strip() and sentence in turn.content:
+        head, dash, sentence = hit.content.partition(" — ")
+        if turn is None or not dash or not sentence.strip() or sentence not in turn.content:
+            continue
+        said = set(_WORD.findall(turn.content.casefold()))
+        if set(_WORD.findall(head.partition(": ")[2].casefold())) <= said:
             quoting.add(hit.id)
     return quoting
 

@@ -97,15 +97,36 @@ def test_llm_cells_are_checked_one_by_one_and_keep_their_source_turn(
     assert "unknown type 'opinion'" in warnings and "salience" in warnings and "missing attribute" in warnings
 
 
-def test_a_fact_the_model_worded_stays_in_the_context_beside_its_turn(home: Path) -> None:
-    llm = FakeLLM({"extract_cells": [{"cells": [_cell("Home City", "Lisbon", subject="I", scene="moving house")]}]})
+def test_a_fact_stays_beside_its_turn_unless_it_only_quotes_it(home: Path) -> None:
+    llm = FakeLLM(
+        {
+            "extract_cells": [
+                {"cells": [_cell("Home City", "Lisbon", subject="I", scene="moving house")]},
+                {"cells": [_cell("diet", "vegetarian")]},  # read from the question before, say
+                {"cells": [_cell("pet", "Miso")]},
+            ]
+        }
+    )
     with _open(home, llm) as memory:
         memory.add("I moved to Lisbon and I love fado.", user_id=USER)
+        memory.add("Yes, since 2019.", user_id=USER)
+        memory.add("My cat Miso sleeps all day.", user_id=USER, session_id="s9")
         memory.flush()
-        lines = memory.context("moved to Lisbon", user_id=USER, token_budget=500).text.splitlines()
-    # Its sentence is not the turn's as said, so it may say more than the excerpt: both are shown.
-    assert "- user · home city: Lisbon — moving house: I moved to Lisbon and I love fado." in lines
-    assert "user: I moved to Lisbon and I love fado." in lines
+        for history in (False, True):
+            text = memory.context(
+                "Lisbon vegetarian Miso since 2019",
+                user_id=USER,
+                session_id="s9",
+                token_budget=500,
+                include_superseded=history,
+            ).text
+            lines = text.splitlines()
+            # Worded by the model, or with a value its turn does not say: more than the excerpt.
+            assert "- user · home city: Lisbon — moving house: I moved to Lisbon and I love fado." in lines
+            assert "- user · diet: vegetarian — Yes, since 2019." in lines
+            assert "user: I moved to Lisbon and I love fado." in lines and "user: Yes, since 2019." in lines
+            # Said word for word by a turn shown as this session's latest: said once.
+            assert text.count("My cat Miso sleeps all day.") == 1, text
 
 
 def test_llm_extractor_is_shown_the_attributes_already_known(home: Path) -> None:

@@ -169,7 +169,7 @@ class SegmentsMixin(Connected):
                 f"SELECT {_SEGMENT_COLUMNS}, ARRAY(SELECT st.turn_seq FROM segment_turns st"
                 " WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) FROM segments s"
                 " WHERE s.user_id = %s AND s.state = 'active' AND EXISTS (SELECT 1 FROM segment_turns st"
-                f" WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.id{lock}",
+                f' WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.id COLLATE "C"{lock}',
                 (seqs, user_id, seqs),
             ).fetchall()
             found = {str(row[0]): _segment(row) for row in rows}
@@ -211,7 +211,7 @@ class SegmentsMixin(Connected):
         """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
 
         def work(connection: Connection) -> None:
-            for segment_id in sorted(segment_ids):  # row locks in id order, as counting visits takes them
+            for segment_id in sorted(segment_ids):  # row locks in id (code point) order, as counting visits takes them
                 connection.execute("UPDATE segments SET state = 'archived' WHERE id = %s", (segment_id,))
                 connection.execute("UPDATE derived SET is_current = false WHERE id = %s", (segment_id,))
                 record_event(
