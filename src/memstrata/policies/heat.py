@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -102,14 +101,3 @@ def choose_evictions(heats: Mapping[str, float], policy: HeatPolicy) -> list[str
         # Ascending order makes the segments below the threshold a prefix of the list.
         count = max(count, sum(1 for segment_id in coldest_first if heats[segment_id] < threshold))
     return coldest_first[:count]
-
-
-def visits_per_segment(searches: Iterable[Iterable[int]], holding: Mapping[int, Iterable[str]]) -> Counter[str]:
-    """Visits each segment gets from ``searches``: one per search that found any of its turns.
-
-    ``holding`` maps a turn's seq to the segments that hold it.
-    """
-    visits: Counter[str] = Counter()
-    for search in searches:
-        visits.update({segment for seq in search for segment in holding.get(seq, ())})
-    return visits

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from memstrata.models import Consolidation, Segment
-from memstrata.policies.heat import visits_per_segment
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
+from memstrata.storage.visits import RECORD_VISITS, visited
 
 _SEGMENT_COLUMNS = (
     "s.id, s.user_id, s.summary, s.keywords, s.visits, s.turn_count, s.heat, s.state, s.created_at,"
@@ -179,15 +178,9 @@ class SegmentsMixin(Connected):
             for row in rows:
                 for seq in row[12]:
                     holding.setdefault(int(seq), []).append(str(row[0]))
-            for segment_id, count in visits_per_segment(searches, holding).items():
-                before = found[segment_id]
-                visits = before.visits + count
-                after = replace(before, visits=visits, heat=heat(visits, before.turn_count), last_activity=now)
-                connection.execute(
-                    "UPDATE segments SET visits = %s, heat = %s, last_activity = %s WHERE id = %s",
-                    (after.visits, after.heat, now, segment_id),
-                )
-                found[segment_id] = after
+            for after in visited(found, holding, searches, now, heat):
+                connection.execute(RECORD_VISITS, (after.visits, after.heat, now, after.id))
+                found[after.id] = after
             return list(found.values())
 
         result: list[Segment] = self._write(work)

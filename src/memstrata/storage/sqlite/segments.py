@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from memstrata.models import Consolidation, Segment, format_time
-from memstrata.policies.heat import visits_per_segment
 from memstrata.storage.sqlite.rows import chunks
 from memstrata.storage.sqlite.shared import optional_time, put_derived, tier_event
+from memstrata.storage.visits import RECORD_VISITS, visited
 
 _SEGMENT_COLUMNS = (
     "id, user_id, summary, keywords, visits, turn_count, heat, state, created_at, last_activity,"
@@ -176,15 +175,11 @@ class SegmentsMixin:
                     holding.setdefault(int(row[0]), []).append(segment.id)
             if counting.rowcount != 1:
                 return list(found.values())
-            for segment_id, count in visits_per_segment(searches, holding).items():
-                before = found[segment_id]
-                visits = before.visits + count
-                after = replace(before, visits=visits, heat=heat(visits, before.turn_count), last_activity=now)
+            for after in visited(found, holding, searches, now, heat):
                 connection.execute(
-                    "UPDATE segments SET visits = ?, heat = ?, last_activity = ? WHERE id = ?",
-                    (after.visits, after.heat, format_time(now), segment_id),
+                    RECORD_VISITS.replace("%s", "?"), (after.visits, after.heat, format_time(now), after.id)
                 )
-                found[segment_id] = after
+                found[after.id] = after
             return list(found.values())
 
         result: list[Segment] = self._write(work)
