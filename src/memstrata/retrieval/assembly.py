@@ -4,9 +4,10 @@ Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come in a 
 order, the most stable first (profile, habits, facts, entities, summaries, then the
 conversation excerpts that change with every query), so a provider's prefix cache keeps
 the head of the block. Each section may use up to its share of the budget first; the
-episodes take the rest; whatever is still free goes back to the other sections. A fact
-that only restates turns the block already shows as excerpts is left out, and its tokens
-go to further excerpts: the block never says the same thing twice.
+episodes take the rest; whatever is still free goes back to the other sections. A
+candidate marked as only restating its source turns (a fact quoting its turn) is left out
+when the block shows all of them, and its tokens go to further excerpts, so the block does
+not spend its budget on the same words twice.
 """
 
 from __future__ import annotations
