@@ -66,7 +66,9 @@ class ContextViews:
         summaries, and verbatim conversation excerpts with their dates, in that order —
         the stable parts first, so a provider's prompt cache keeps the head. With a
         ``session_id``, that session's recent exchanges (its working memory) come last;
-        retrieval always spans the user's whole memory (or one ``agent_id``'s). The result
+        retrieval always spans the user's whole memory (or one ``agent_id``'s turns; the
+        profile, habits and entities, which are the user's, stay, and facts and summaries
+        are left out). The result
         reports the tokens used and every item included. Dates (excerpts' date lines,
         "yesterday" in the query) are read in ``timezone``, an IANA name, default the
         ``timezone`` setting. Never calls an LLM.

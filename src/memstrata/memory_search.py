@@ -113,7 +113,8 @@ class SearchViews:
         fusion; ``"fulltext"`` or ``"vector"`` use one retriever alone over the turns. A
         hybrid search also covers the derived ``tiers`` named (default none): ``"longterm"``
         cells, ``"scene"``, ``"midterm"`` and ``"consolidation"`` summaries, each hit naming
-        its ``tier`` and the ``source_turn_ids`` it stands for. Each hit's ``ranks`` says
+        its ``tier`` and the ``source_turn_ids`` it stands for; derived items have no session,
+        agent, role or time, so a search with any of those filters covers turns only. Each hit's ``ranks`` says
         where each retriever placed it. ``diversity`` (0 to 1, default 0) reorders the
         candidates by maximal marginal relevance, trading relevance for hits unlike each
         other; scores stay the relevance scores. A date the query names ("on 9 November

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -107,3 +108,20 @@ def test_serve_answers_and_stops_cleanly(tmp_path: Path) -> None:
     assert server.returncode in (0, -signal.SIGTERM), stderr
     assert "no active API key" in stderr
     assert "Traceback" not in stderr
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run_cli("serve", "--port", str(port), home=tmp_path / "home")
+    assert result.returncode == 4, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_over_a_store_it_cannot_open_exits_with_the_storage_code(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.write_text("a file, not a directory")
+    result = run_cli("serve", "--port", str(free_port()), home=home)
+    assert result.returncode in (4, 5), result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) <= 3, result.stderr

@@ -212,3 +212,13 @@ def test_parse_since(text: str, expected: datetime) -> None:
 def test_parse_since_rejects_with_a_hint(text: str) -> None:
     with pytest.raises(InvalidInput, match="7d"):
         parse_since(text, now=NOW)
+
+
+def test_a_since_time_is_read_in_utc_as_the_summary_prints_it() -> None:
+    assert parse_since("2026-01-31T09:00:00+02:00", now=NOW).utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize("text", ["1000000d", "99999999999w", "9" * 400 + "d"])
+def test_a_duration_reaching_before_the_year_1_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInput, match="shorter duration"):
+        parse_since(text, now=NOW)

@@ -181,6 +181,17 @@ def test_get_and_delete_one_memory(client: httpx.Client) -> None:
     assert client.delete(path, params={"user_id": "ana"}).status_code == 404
 
 
+def test_an_id_spelled_with_the_tenant_prefix_is_not_another_name_for_the_clients_id(client: httpx.Client) -> None:
+    add(client, LISBON, id="m-1")  # stored as "acme/m-1"
+    for response in (
+        client.get("/v1/memories/acme/m-1", params={"user_id": "ana"}),
+        client.delete("/v1/memories/acme/m-1", params={"user_id": "ana"}),
+    ):
+        assert response.status_code == 404
+        assert response.json()["error"]["message"] == "no memory with id 'acme/m-1' for user 'ana'"
+    assert client.get("/v1/memories/m-1", params={"user_id": "ana"}).json()["content"] == LISBON
+
+
 def test_history_pages_with_next_offset(client: httpx.Client) -> None:
     ids = [add(client, f"message number {index}", session_id="s1")[0]["id"] for index in range(5)]
     add(client, "in another session", session_id="s2")

@@ -55,3 +55,15 @@ def test_messages_lose_the_namespace() -> None:
     assert Tenant("acme").clean("no memory with id 'acme/x' for user 'acme/ana'") == (
         "no memory with id 'x' for user 'ana'"
     )
+
+
+def test_only_a_quoted_ids_namespace_is_taken_out_of_a_message() -> None:
+    assert Tenant("acme").clean("id \"acme/x\" clashes with 'zzacme/q' in acme/notes") == (
+        "id \"x\" clashes with 'zzacme/q' in acme/notes"
+    )
+
+
+def test_an_id_spelled_with_the_namespace_is_never_looked_up_raw() -> None:
+    tenant = Tenant("acme")
+    assert tenant.may_be_unprefixed("01JB2Q8V6Z3N4M5K6J7H8G9F0E") and tenant.may_be_unprefixed("globex/x")
+    assert not tenant.may_be_unprefixed("acme/m-1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated
@@ -12,7 +13,8 @@ from rich.text import Text
 
 from memstrata.cli.common import HomeOption, JsonOption, console, error_console, print_json, shown, to_jsonable
 from memstrata.config import load_settings
-from memstrata.errors import InvalidInput
+from memstrata.errors import ConfigError, InvalidInput
+from memstrata.memory import Memory
 from memstrata.server.keys import ClosableKeyStore, create_key, list_keys, open_key_store, revoke_key
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -65,19 +67,40 @@ def serve(
     from memstrata.server.app import create_app, openapi_document
 
     settings = load_settings(home=home, server_host=host, server_port=port)
-    app = create_app(settings=settings)
     if print_openapi:
-        typer.echo(openapi_document(app), nl=False)
+        typer.echo(openapi_document(create_app(settings=settings)), nl=False)
         return
-    if not settings.server_allow_anonymous:
-        with _key_store(home) as store:
-            if not any(key.is_active for key in list_keys(store)):
-                error_console.print(
-                    "[yellow]warning:[/] no active API key, so every request will get 401; "
-                    "create one with `memstrata keys create --tenant NAME`",
-                    highlight=False,
-                )
-    uvicorn.run(app, host=settings.server_host, port=settings.server_port, log_level=log_level.lower())
+    _check_can_listen(settings.server_host, settings.server_port)
+    # Opened here, not in the app's lifespan, so a storage or configuration error is a
+    # one-line message and its exit code rather than uvicorn's startup traceback. The app
+    # closes it on shutdown, before uvicorn re-raises a SIGTERM.
+    memory = Memory.from_settings(settings)
+    try:
+        if not settings.server_allow_anonymous:
+            with _key_store(home) as store:
+                if not any(key.is_active for key in list_keys(store)):
+                    error_console.print(
+                        "[yellow]warning:[/] no active API key, so every request will get 401; "
+                        "create one with `memstrata keys create --tenant NAME`",
+                        highlight=False,
+                    )
+        app = create_app(memory, settings=settings, close_memory=True)
+        uvicorn.run(app, host=settings.server_host, port=settings.server_port, log_level=log_level.lower())
+    finally:
+        memory.close()
+
+
+def _check_can_listen(host: str, port: int) -> None:
+    """Raise ConfigError if nothing can listen on ``host``:``port`` (in use, or not this machine's address)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.create_server((host, port), family=family):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses that port or choose"
+            " another with --port (or the server_port setting), and check --host is an address of this machine"
+        ) from exc
 
 
 @keys_app.command("create")

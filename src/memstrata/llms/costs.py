@@ -254,7 +254,12 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     match = _DURATION.match(text)
     if match:
         amount, unit = float(match.group(1)), match.group(2).lower()
-        return (now or datetime.now(UTC)) - timedelta(seconds=amount * _UNIT_SECONDS[unit])
+        try:
+            return (now or datetime.now(UTC)) - timedelta(seconds=amount * _UNIT_SECONDS[unit])
+        except OverflowError:
+            raise InvalidInput(
+                f"{text!r} reaches back before the year 1; give a shorter duration, or an ISO date such as 2026-01-31"
+            ) from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -262,4 +267,4 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
             f"cannot read {text!r} as a time; give a duration such as 7d, 12h or 30m, "
             "or an ISO date or time such as 2026-01-31 or 2026-01-31T09:00:00+00:00"
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)

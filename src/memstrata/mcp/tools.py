@@ -130,7 +130,10 @@ class MemoryTools:
         agent_id: AgentId = None,
         tiers: Annotated[
             tuple[Literal["longterm", "scene", "midterm", "consolidation"], ...],
-            Field(description="Derived tiers to search too: facts (longterm) and summaries. Default: messages only."),
+            Field(
+                description="Derived tiers to search too: facts (longterm) and summaries. Default: messages only."
+                " Ignored with session_id or agent_id: derived items belong to no session or agent."
+            ),
         ] = (),
         diversity: Annotated[
             float,

@@ -27,18 +27,25 @@ its own users' memories. Errors are `{"error": {"code", "message"}}`."""
 
 
 def create_app(
-    memory: Memory | None = None, *, settings: Settings | None = None, keys: KeyStore | None = None
+    memory: Memory | None = None,
+    *,
+    settings: Settings | None = None,
+    keys: KeyStore | None = None,
+    close_memory: bool = False,
 ) -> FastAPI:
     """The REST app; with ``memory=None`` it opens a Memory from ``settings`` on startup and closes it on shutdown.
 
     API keys are read from ``keys`` or else from the store the Memory uses (same database).
-    A Memory passed in stays the caller's to close.
+    A Memory passed in stays the caller's to close, unless ``close_memory`` hands it to the
+    app, which then closes it on shutdown.
     """
     chosen = settings or (memory.settings if memory is not None else load_settings())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with ExitStack() as stack:
+            if memory is not None and close_memory:
+                stack.callback(memory.close)
             opened = memory if memory is not None else stack.enter_context(Memory.from_settings(chosen))
             key_store = keys
             if key_store is None:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from memstrata.memory_context import MAX_BUDGET, MIN_BUDGET
 from memstrata.validation import MAX_IDENTIFIER_LENGTH
 
 RoleName = Literal["user", "assistant", "system", "tool"]
@@ -93,7 +94,10 @@ class SearchRequest(RequestModel):
     user_id: Identifier
     limit: int = Field(default=10, ge=1, le=MAX_PAGE, strict=True)
     mode: SearchMode = "hybrid"
-    tiers: list[DerivedTier] = Field(default_factory=list, description="Derived tiers a hybrid search also covers.")
+    tiers: list[DerivedTier] = Field(
+        default_factory=list,
+        description="Derived tiers an unfiltered hybrid search also covers (ignored with filters or another mode).",
+    )
     diversity: float = Field(
         default=0.0,
         ge=0.0,
@@ -110,7 +114,7 @@ class ContextRequest(RequestModel):
 
     query: str
     user_id: Identifier
-    token_budget: int = Field(default=1000, ge=1, le=1_000_000, strict=True)
+    token_budget: int = Field(default=1000, ge=MIN_BUDGET, le=MAX_BUDGET, strict=True)
     agent_id: Identifier | None = None
     session_id: Identifier | None = None
     include_superseded: bool = Field(default=False, strict=True)
@@ -124,7 +128,7 @@ class ChatRequest(RequestModel):
     user_id: Identifier
     session_id: Identifier | None = None
     agent_id: Identifier | None = None
-    token_budget: int = Field(default=1000, ge=50, le=1_000_000, strict=True)
+    token_budget: int = Field(default=1000, ge=MIN_BUDGET, le=MAX_BUDGET, strict=True)
     system: str | None = Field(default=None, description="Instructions replacing the agent's default system prompt.")
     timezone: TimeZoneName | None = None
 

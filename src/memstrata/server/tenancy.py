@@ -58,10 +58,23 @@ class Tenant:
         """The id a client sees for a stored id of this tenant (ids made by memstrata pass unchanged)."""
         return stored[len(self.prefix) :] if stored.startswith(self.prefix) else stored
 
+    def may_be_unprefixed(self, requested: str) -> bool:
+        """Whether a requested id may name a stored id that has no namespace (one memstrata made).
+
+        An id spelled with this tenant's prefix is the stored form of the client's own id
+        without it (``acme/m-1`` is how ``m-1`` is stored), so it may not be looked up raw:
+        every memory would answer to two names.
+        """
+        return not requested.startswith(self.prefix)
+
     def owns(self, stored: str) -> bool:
         """Whether a stored user id belongs to this tenant."""
         return stored.startswith(self.prefix)
 
     def clean(self, message: str) -> str:
-        """An error message with this tenant's namespace taken out of the ids it quotes."""
-        return message.replace(self.prefix, "")
+        """An error message with this tenant's namespace taken out of the ids it quotes.
+
+        Only a prefix that opens a quoted id is taken out ("id 'acme/x'" → "id 'x'"); the
+        same letters elsewhere in the message ("'zzacme/q'") are the client's own.
+        """
+        return re.sub(f"(?<=['\"]){re.escape(self.prefix)}", "", message)

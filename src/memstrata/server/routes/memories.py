@@ -85,6 +85,8 @@ def get_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user
     try:
         turn = memory.get(tenant.inside(memory_id, "id"), user_id=user)
     except NotFound:
+        if not tenant.may_be_unprefixed(memory_id):
+            raise
         # Chat turns stored before chat ids were namespaced carry none; the lookup stays in the user.
         turn = memory.get(memory_id, user_id=user)
     return memory_out(turn, tenant)
@@ -97,5 +99,7 @@ def delete_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, u
     try:
         memory.delete(tenant.inside(memory_id, "id"), user_id=user)
     except NotFound:
+        if not tenant.may_be_unprefixed(memory_id):
+            raise
         memory.delete(memory_id, user_id=user)  # an id memstrata made (see get_memory)
     return Response(status_code=204)

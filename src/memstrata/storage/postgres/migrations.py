@@ -507,12 +507,12 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
                     f"{LATEST_VERSION}; upgrade memstrata (pip install -U 'memstrata[postgres]') to open it"
                 )
             pending = [migration for migration in MIGRATIONS if migration.version > current]
+            if current >= 1 and pending:
+                # Every table a step locks waits this long at most: a session idle in a transaction
+                # must not hold the upgrade, and every writer queued behind it, forever.
+                connection.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_ms))}")
             if current >= 1 and any(migration.locks_turns for migration in pending):  # migration 1 made turns
                 _lock_turns(connection, location, lock_timeout_ms)
-            if current >= 1 and pending:
-                # Any other table a step alters (``jobs``) waits as long at most: a session idle in a
-                # transaction must not hold the upgrade, and every writer queued behind it, forever.
-                connection.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_ms))}")
             for migration in pending:
                 try:
                     connection.execute(migration.sql)
@@ -544,9 +544,7 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
 
 
 def _lock_turns(connection: psycopg.Connection[Any], location: str, lock_timeout_ms: int) -> None:
-    """Lock ``turns`` exclusively for the rest of the transaction, or say which wait took too long."""
-    row = connection.execute("SELECT current_setting('lock_timeout')").fetchone()
-    connection.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_ms))}")
+    """Lock ``turns`` exclusively until the transaction ends (``lock_timeout`` bounds the wait), or say it was busy."""
     try:
         connection.execute("LOCK TABLE turns IN ACCESS EXCLUSIVE MODE")
     except errors.LockNotAvailable as exc:
@@ -555,4 +553,3 @@ def _lock_turns(connection: psycopg.Connection[Any], location: str, lock_timeout
             f" {lock_timeout_ms / 1000:g} s; stop other memstrata processes (or end long transactions) and"
             " open it again, or raise busy_timeout_seconds"
         ) from exc
-    connection.execute("SELECT set_config('lock_timeout', %s, true)", (str(row[0]) if row else "0",))
