@@ -378,7 +378,7 @@ def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> 
     assert store.profile("ana") == {"job": "engineer", "location": "Lisbon"}
     assert list(store.profile("ana")) == ["job", "location"] and store.profile("bob") == {}
     assert [event.kind for event in store.events("ana")] == ["supersession"]
-    assert store.events("ana")[0].detail == {"old": "c1", "new": "c2", "subject": "user", "attribute": "location"}
+    assert store.events("ana")[0].detail == {"old": "c1", "new": "c2"}  # ids, never what the facts say
 
 
 def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
@@ -490,6 +490,28 @@ def test_deleting_a_turn_retires_the_entities_only_it_mentioned(store: TierStore
     store.delete("t0", "ana")
     assert [(n.name, n.mentions) for n in store.entities("ana")] == [("Caroline", 1)]
     assert store.neighbours("ana", ["Caroline"]) == []
+
+
+def test_deleting_a_turn_takes_back_the_co_occurrences_it_made(store: TierStore) -> None:
+    texts = ["Alice is dating Bob", "Alice and Bob at lunch", "Alice with Bob and Carol", "Alice at the gym"]
+    seqs = store.insert_turns([_turn(f"t{n}", text) for n, text in enumerate(texts)], None, MODEL)
+    for seq, names in zip(
+        seqs, [["Alice", "Bob"], ["Alice", "Bob"], ["Alice", "Bob", "Carol"], ["Alice"]], strict=True
+    ):
+        store.add_entities("ana", seq, [(name, "person") for name in names], T0)
+    [bobs] = store.insert_turns([_turn("b0", "Alice and Bob", user_id="bob")], None, MODEL)
+    store.add_entities("bob", bobs, [("Alice", "person"), ("Bob", "person")], T0)
+    assert {(e.source, e.target, e.weight) for e in store.neighbours("ana", ["Alice"])} == {
+        ("Alice", "Bob", 3),
+        ("Alice", "Carol", 1),
+    }
+    store.delete("t2", "ana")  # Carol's only turn, and one of Alice and Bob's three
+    assert {(e.source, e.target, e.weight) for e in store.neighbours("ana", ["Alice"])} == {("Alice", "Bob", 2)}
+    store.delete("t0", "ana")
+    store.delete("t1", "ana")  # Bob's last mention: no edge is left
+    assert store.neighbours("ana", ["Alice", "Bob"]) == []
+    assert {(n.name, n.mentions) for n in store.entities("ana")} == {("Alice", 1)}
+    assert [(e.source, e.target, e.weight) for e in store.neighbours("bob", ["Alice"])] == [("Alice", "Bob", 1)]
 
 
 def test_deleting_a_turn_takes_back_its_pattern_occurrence(store: TierStore) -> None:

@@ -405,6 +405,22 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
     assert _query(postgres_url, "SELECT user_id, state FROM jobs ORDER BY id") == [("bob", "pending")]
 
 
+def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(store: PostgresStore, postgres_url: str) -> None:
+    store.close()
+    _query(  # as versions before 11 wrote
+        postgres_url,
+        "INSERT INTO events (at, kind, user_id, detail) VALUES (now(), 'supersession', 'ana',"
+        ' \'{"old": "c1", "new": "c2", "subject": "user", "attribute": "pet:dog:max"}\'),'
+        " (now(), 'delete', 'ana', '{\"turn_id\": \"t0\"}')",
+    )
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 11")
+    open_postgres(postgres_url).close()
+    assert _query(postgres_url, "SELECT kind, detail FROM events ORDER BY id") == [
+        ("supersession", {"old": "c1", "new": "c2"}),
+        ("delete", {"turn_id": "t0"}),
+    ]
+
+
 def test_an_eviction_waits_for_a_filing_that_holds_its_segment(
     store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -388,6 +388,24 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
         assert rows == [("failed", 0), ("pending", 0)]  # a job queued before counts its visits
 
 
+def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    old = {"old": "c1", "new": "c2", "subject": "user", "attribute": "pet:dog:max"}  # as versions before 9 wrote
+    with _raw(db_path) as connection:
+        for kind, detail in (("supersession", old), ("delete", {"turn_id": "t0"})):
+            connection.execute(
+                "INSERT INTO events (at, kind, user_id, detail) VALUES ('x', ?, 'ana', ?)", (kind, json.dumps(detail))
+            )
+        connection.execute("DELETE FROM schema_migrations WHERE version >= 9")
+    SQLiteStore(db_path).close()
+    with _raw(db_path) as connection:
+        rows = connection.execute("SELECT kind, detail FROM events ORDER BY id").fetchall()
+    assert [(kind, json.loads(detail)) for kind, detail in rows] == [
+        ("supersession", {"old": "c1", "new": "c2"}),
+        ("delete", {"turn_id": "t0"}),
+    ]
+
+
 def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:
     store.insert_turns([_turn("a", "original")], None, MODEL)
     with pytest.raises(IdConflict):

@@ -32,9 +32,14 @@ def cell_text(cell: Cell) -> str:
 CELL_TEXT_COLUMNS = "c.id, c.kind, c.subject, c.attribute, c.value, c.content, d.content"
 
 
+def supersession(old_id: str, new_id: str | None) -> dict[str, str | None]:
+    """The audit detail of a supersession: the two cells' ids, never what they say."""
+    return {"old": old_id, "new": new_id}
+
+
 def late_supersession(cell: Cell) -> dict[str, str | None]:
     """The audit detail of a cell stored already superseded (its turn was processed after a newer one's)."""
-    return {"old": cell.id, "new": cell.superseded_by, "subject": cell.subject, "attribute": cell.attribute}
+    return supersession(cell.id, cell.superseded_by)
 
 
 def stale_cell_texts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str]]:

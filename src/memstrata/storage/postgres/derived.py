@@ -62,6 +62,16 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         " WHERE turn_seq = ANY(%s::bigint[]) GROUP BY entity_id) gone WHERE e.id = gone.entity_id",
         (seqs,),
     )
+    # An edge counts the turns that mention both its entities: these turns' count goes too.
+    connection.execute(
+        "UPDATE entity_edges e SET weight = e.weight - gone.count"
+        " FROM (SELECT a.entity_id AS source, b.entity_id AS target, count(*) AS count FROM entity_mentions a"
+        " JOIN entity_mentions b ON b.turn_seq = a.turn_seq AND b.entity_id > a.entity_id"
+        " WHERE a.turn_seq = ANY(%s::bigint[]) GROUP BY a.entity_id, b.entity_id) gone"
+        " WHERE e.source = gone.source AND e.target = gone.target",
+        (seqs,),
+    )
+    connection.execute("DELETE FROM entity_edges WHERE user_id = %s AND weight <= 0", (user_id,))
     connection.execute("DELETE FROM entity_mentions WHERE turn_seq = ANY(%s::bigint[])", (seqs,))
     _forget_pattern_occurrences(connection, user_id, seqs)
     connection.execute(

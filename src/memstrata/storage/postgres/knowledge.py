@@ -10,7 +10,7 @@ from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
-from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts
+from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts, supersession
 
 _REDERIVE_CHUNK = 2_000
 _CELL_COLUMNS = (
@@ -153,12 +153,7 @@ class KnowledgeMixin(Connected):
                     (cell.valid_from, cell.id, old_id),
                 )
                 connection.execute("UPDATE derived SET is_current = false WHERE id = %s", (old_id,))
-                record_event(
-                    connection,
-                    "supersession",
-                    cell.user_id,
-                    {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
-                )
+                record_event(connection, "supersession", cell.user_id, supersession(old_id, cell.id))
             put_derived(
                 connection,
                 cell.id,

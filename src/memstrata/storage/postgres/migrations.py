@@ -480,6 +480,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE jobs ADD COLUMN counted boolean NOT NULL DEFAULT false;
         """,
     ),
+    # As SQLite's step 9: the audit log keeps ids only.
+    Migration(
+        11,
+        "supersession events keep ids only",
+        """
+        UPDATE events SET detail = detail - 'subject' - 'attribute' WHERE kind = 'supersession';
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

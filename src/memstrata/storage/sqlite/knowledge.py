@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from memstrata.models import Cell, MemoryEvent, format_time
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sqlite.shared import put_derived, tier_event
-from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts
+from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts, supersession
 
 T = TypeVar("T")
 _REDERIVE_CHUNK = 2_000
@@ -183,12 +183,7 @@ class KnowledgeMixin:
                     (format_time(cell.valid_from), cell.id, old_id),
                 )
                 connection.execute("UPDATE derived SET is_current = 0 WHERE id = ?", (old_id,))
-                tier_event(
-                    connection,
-                    "supersession",
-                    cell.user_id,
-                    {"old": old_id, "new": cell.id, "subject": cell.subject, "attribute": cell.attribute},
-                )
+                tier_event(connection, "supersession", cell.user_id, supersession(old_id, cell.id))
             put_derived(
                 connection,
                 cell.id,
@@ -323,8 +318,17 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             f" WHERE id IN (SELECT entity_id FROM entity_mentions WHERE turn_seq IN ({marks}))",
             chunk + chunk,
         )
+        # An edge counts the turns that mention both its entities: these turns' count goes too.
+        connection.execute(
+            "UPDATE entity_edges SET weight = weight - (SELECT count(*) FROM entity_mentions a"
+            " JOIN entity_mentions b ON b.turn_seq = a.turn_seq WHERE a.entity_id = entity_edges.source"
+            f" AND b.entity_id = entity_edges.target AND a.turn_seq IN ({marks}))"
+            f" WHERE user_id = ? AND source IN (SELECT entity_id FROM entity_mentions WHERE turn_seq IN ({marks}))",
+            (*chunk, user_id, *chunk),
+        )
         connection.execute(f"DELETE FROM entity_mentions WHERE turn_seq IN ({marks})", chunk)
         _forget_pattern_occurrences(connection, user_id, chunk)
+    connection.execute("DELETE FROM entity_edges WHERE user_id = ? AND weight <= 0", (user_id,))
     connection.execute(
         "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM entity_mentions)", (user_id,)
     )

@@ -402,6 +402,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE jobs ADD COLUMN counted INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    # The audit log holds ids and counts, never content: a fact's subject and attribute
+    # ("pet:dog:max") are what the user said, and stayed after the user was forgotten.
+    Migration(
+        9,
+        "supersession events keep ids only",
+        """
+        UPDATE events SET detail = json_remove(detail, '$.subject', '$.attribute') WHERE kind = 'supersession';
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
