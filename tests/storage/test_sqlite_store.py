@@ -498,3 +498,32 @@ def test_use_after_close_raises_storage_error(db_path: Path) -> None:
         store.counts()
     with pytest.raises(StorageError):
         store.insert_turns([_turn("a", "x")], None, MODEL)
+
+
+def test_forget_leaves_no_word_of_the_user_in_the_database_files(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    for batch in range(3):  # several index segments, as a store written over time has
+        store.insert_turns([_turn(f"b{batch}", f"bob's note {batch}", user_id="bob")], None, MODEL)
+        store.insert_turns([_turn(f"a{batch}", f"the hint is qwzxplkvv {batch}", session_id="s")], None, MODEL)
+    assert store.forget(Scope("ana")) == 3
+    store.close()
+    files = [path for path in db_path.parent.iterdir() if path.name.startswith(db_path.name)]
+    assert all(b"qwzxplkvv" not in path.read_bytes() for path in files)
+    with closing(SQLiteStore(db_path)) as reopened:
+        assert len(reopened.fulltext('"note"', "bob", SearchFilters(), 10)) == 3  # bob's index still answers
+
+
+def test_forget_warns_when_a_reader_keeps_the_deleted_text_in_the_wal(
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(db_path, busy_timeout_seconds=0.2)
+    store.insert_turns([_turn("a0", "the hint is qwzxplkvv")], None, MODEL)
+    with _raw(db_path) as reader:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM turns").fetchall()  # holds a snapshot the checkpoint must keep
+        with caplog.at_level("WARNING", logger="memstrata.storage.sqlite"):
+            assert store.forget(Scope("ana")) == 1
+        reader.execute("COMMIT")
+    assert "write-ahead log still holds the deleted text" in caplog.text
+    store.close()
+

@@ -153,8 +153,20 @@ class RetrievalMixin:
             )
             rederive_cell_texts(connection)
             connection.execute("INSERT INTO derived_fts (derived_fts) VALUES ('rebuild')")
+            merge_fulltext(connection)
 
         self._write(rebuild)
+
+
+def merge_fulltext(connection: sqlite3.Connection) -> None:
+    """Merge each FTS5 index into one segment, dropping what deletes only marked as deleted.
+
+    FTS5 deletes write tombstones: a deleted turn's words stay in the older segments (and
+    so in the file) until a merge. This rewrites both indexes: it costs time in proportion
+    to the store's text, so it runs on ``forget`` and rebuilds, not on every delete.
+    """
+    for table in ("turns_fts", "derived_fts"):
+        connection.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 def insert_vector(connection: sqlite3.Connection, model_id: str, seq: int, user_id: str, vector: Vectors) -> None:

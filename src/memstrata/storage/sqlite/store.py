@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -25,11 +26,12 @@ from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate
 from memstrata.storage.sqlite.queue import QueueMixin
-from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector
+from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector, merge_fulltext
 from memstrata.storage.sqlite.rows import CHUNK, TURN_COLUMNS, chunks, turn_from_row, turn_row
 from memstrata.storage.sqlite.segments import SegmentsMixin
 
 T = TypeVar("T")
+log = logging.getLogger("memstrata.storage.sqlite")
 
 # A loose index scan: each step seeks the next distinct user id in turns_by_user_time.
 _USERS_WITH_PREFIX = """
@@ -228,7 +230,12 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         return self._write(work)
 
     def forget(self, scope: Scope) -> int:
-        """Hard-delete a scope; the WAL is checkpointed so no copy of the content remains."""
+        """Hard-delete a scope; the full-text indexes are merged and the WAL checkpointed so no copy remains.
+
+        FTS5 deletes only write tombstones, so both indexes are merged (``merge_fulltext``).
+        If a reader keeps the WAL from being checkpointed, a warning says so; the next
+        checkpoint clears it.
+        """
         where, parameters = _scope_clause(scope)
 
         def work(connection: sqlite3.Connection) -> int:
@@ -241,10 +248,17 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
             count = max(cursor.rowcount, 0)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
             _record_event(connection, "forget", scope.user_id, detail)
+            merge_fulltext(connection)
             return count
 
         count = self._write(work)
-        self._read(lambda connection: connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        [(busy, _, _)] = self._read(lambda connection: connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        if busy:
+            log.warning(
+                "forget: another connection was reading %s, so the write-ahead log still holds the deleted"
+                " text; it is cleared at the next checkpoint (when readers finish, or on close)",
+                self.location,
+            )
         return count
 
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
