@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -673,6 +675,40 @@ def test_import_of_vectors_from_another_model_reembeds(memory: Memory, tmp_path:
         assert (report.turns, report.embeddings) == (4, 0)
         assert fresh.info()["counts"]["vectors[hash-bow-32]"] == 4
         assert fresh.search("peanuts", user_id="ana", mode="vector")
+
+
+def test_an_export_that_fails_part_way_leaves_no_partial_file(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _populate(memory)
+    stored = memory._store.iterate
+
+    def breaks_after_one(user_id: str | None) -> Any:
+        yield next(iter(stored(user_id)))
+        raise StorageError("the store went away")
+
+    monkeypatch.setattr(memory._store, "iterate", breaks_after_one)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(StorageError, match="went away"):
+        memory.export(tmp_path / "out" / "e.jsonl")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_an_imported_vector_is_stored_at_unit_length(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)
+    source = tmp_path / "e.jsonl"
+    memory.export(source, embeddings=True)
+    header, *records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    vector = np.frombuffer(base64.b64decode(records[0]["embedding"]["vector"]), dtype="<f4") * 1000
+    records[0]["embedding"]["vector"] = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("".join(json.dumps(line) + "\n" for line in [header, *records]), encoding="utf-8")
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        assert fresh.import_(tampered).embeddings == 4
+        fresh.export(tmp_path / "again.jsonl", embeddings=True)
+        stored = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()[1:]]
+    norms = [np.linalg.norm(np.frombuffer(base64.b64decode(r["embedding"]["vector"]), dtype="<f4")) for r in stored]
+    assert norms == pytest.approx([1.0] * 4, abs=1e-5)
 
 
 def _write_export_with_bad_middle_line(memory: Memory, tmp_path: Path, bad: str) -> Path:

@@ -47,6 +47,10 @@ class TransferViews:
         except OSError as exc:
             temporary.unlink(missing_ok=True)
             raise StorageError(f"cannot write the export to {target}: {exc}") from exc
+        except BaseException:
+            temporary.unlink(missing_ok=True)  # a store error or an interrupt: no half copy of the memories stays
+            raise
+        _sync_directory(target.parent)
         return TransferReport(str(target), turns, vectors)
 
     def _write_page(
@@ -95,3 +99,17 @@ class TransferViews:
     @property
     def _transfer_memory(self) -> Memory:
         return self  # type: ignore[return-value]
+
+
+def _sync_directory(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX); where directories cannot be opened, the rename stands as is."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

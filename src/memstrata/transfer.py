@@ -134,4 +134,5 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
         raise InvalidInput("embedding vector does not match its dimension or holds non-finite values")
     if not np.any(vector):
         raise InvalidInput("embedding vector is all zeros: it has no direction to compare")
-    return ImportedTurn(turn, model_id, vector)
+    # The index scores by dot product over unit vectors; a longer one would outrank every other.
+    return ImportedTurn(turn, model_id, vector / np.float32(np.linalg.norm(vector)))

@@ -526,4 +526,3 @@ def test_forget_warns_when_a_reader_keeps_the_deleted_text_in_the_wal(
         reader.execute("COMMIT")
     assert "write-ahead log still holds the deleted text" in caplog.text
     store.close()
-
