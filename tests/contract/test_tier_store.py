@@ -381,6 +381,32 @@ def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> 
     assert store.events("ana")[0].detail == {"old": "c1", "new": "c2"}  # ids, never what the facts say
 
 
+def test_forgetting_the_newer_value_makes_the_one_it_replaced_current_again(store: TierStore) -> None:
+    cities = ["Porto", "Lisbon", "Faro", "Braga"]
+    seqs = store.insert_turns(
+        [_turn(f"t{n}", f"I live in {city}", session="x" if n > 1 else "s") for n, city in enumerate(cities)],
+        None,
+        MODEL,
+    )
+    for n, city in enumerate(cities):  # each replaces the one before
+        cell = _cell(f"c{n}", city, valid_from=T0 + timedelta(days=30 * n), source=f"t{n}")
+        store.add_cell(cell, seqs[n], single_valued=True, supersede=[f"c{n - 1}"] if n else [])
+    store.delete("t1", "ana")  # Porto now lasted until Faro
+    history = {c.id: (c.valid_to, c.superseded_by) for c in store.cells("ana", include_superseded=True)}
+    assert history == {
+        "c0": (T0 + timedelta(days=60), "c2"),
+        "c2": (T0 + timedelta(days=90), "c3"),
+        "c3": (None, None),
+    }
+    store.forget(Scope("ana", session_id="x"))  # Faro and Braga at once: Porto is current again
+    assert [(c.id, c.valid_to, c.superseded_by) for c in store.cells("ana", include_superseded=True)] == [
+        ("c0", None, None)
+    ]
+    assert [c.value for c in store.current_cells("ana", "user", "location")] == ["Porto"]
+    hits = store.derived_fulltext('"porto"', "ana", 10)  # searched as a current fact again
+    assert [item[0] for item in store.derived_items([seq for seq, _ in hits], "ana").values()] == ["c0"]
+
+
 def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
     turns = [_turn("t0", "first"), _turn("t1", "reply", role=Role.ASSISTANT), _turn("t2", "second")]
     turns.append(Turn(id="t3", user_id="ana", role=Role.USER, content="pinned", created_at=T0, importance=0.9))

@@ -36,6 +36,7 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
             connection.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         return
     seqs = [int(seq) for seq in turn_seqs]
+    _hand_on_supersession(connection, seqs)
     connection.execute(
         "DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq = ANY(%s::bigint[]))",
         (seqs,),
@@ -79,6 +80,25 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         " AND NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)",
         (user_id,),
     )
+
+
+def _hand_on_supersession(connection: Connection, seqs: list[int]) -> None:
+    """As in the SQLite store: cells these turns' cells superseded take their successor's end, or are current again."""
+    handed: set[str] = set()
+    # Repeated while a successor is doomed too (a chain of replaced values forgotten at once).
+    while rows := connection.execute(
+        "UPDATE cells c SET valid_to = d.valid_to, superseded_by = d.superseded_by"
+        " FROM cells d WHERE d.id = c.superseded_by AND d.source_turn_seq = ANY(%s::bigint[])"
+        " AND NOT c.source_turn_seq = ANY(%s::bigint[]) RETURNING c.id",
+        (seqs, seqs),
+    ).fetchall():
+        handed.update(str(row[0]) for row in rows)
+    if handed:
+        connection.execute(
+            "UPDATE derived SET is_current = true WHERE id IN"
+            " (SELECT id FROM cells WHERE id = ANY(%s::text[]) AND valid_to IS NULL)",
+            (sorted(handed),),
+        )
 
 
 def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list[int]) -> None:

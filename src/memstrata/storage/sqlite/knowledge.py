@@ -291,6 +291,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     for chunk_start in range(0, len(turn_seqs), 500):
         chunk = list(turn_seqs[chunk_start : chunk_start + 500])
         marks = ",".join("?" * len(chunk))
+        _hand_on_supersession(connection, marks, chunk)
         connection.execute(
             f"DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq IN ({marks}))",
             chunk,
@@ -331,6 +332,37 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     connection.execute("DELETE FROM entity_edges WHERE user_id = ? AND weight <= 0", (user_id,))
     connection.execute(
         "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM entity_mentions)", (user_id,)
+    )
+
+
+def _hand_on_supersession(connection: sqlite3.Connection, marks: str, chunk: list[int]) -> None:
+    """Cells these turns' cells superseded take their place: the successor's end and successor, or current again.
+
+    The turns' cells go with them (a cascade); without this, the value they replaced would
+    stay marked superseded by a fact that no longer exists, and no value would be current.
+    """
+    doomed = f"SELECT id FROM cells WHERE source_turn_seq IN ({marks})"
+    handed = [
+        str(row[0])
+        for row in connection.execute(
+            f"SELECT id FROM cells WHERE superseded_by IN ({doomed}) AND source_turn_seq NOT IN ({marks})",
+            chunk + chunk,
+        )
+    ]
+    if not handed:
+        return
+    # Repeated while a successor is doomed too (a chain of replaced values forgotten at once).
+    while connection.execute(
+        "UPDATE cells SET valid_to = (SELECT d.valid_to FROM cells d WHERE d.id = cells.superseded_by),"
+        " superseded_by = (SELECT d.superseded_by FROM cells d WHERE d.id = cells.superseded_by)"
+        f" WHERE superseded_by IN ({doomed}) AND source_turn_seq NOT IN ({marks})",
+        chunk + chunk,
+    ).rowcount:
+        pass
+    connection.execute(
+        "UPDATE derived SET is_current = 1 WHERE id IN"
+        f" (SELECT id FROM cells WHERE valid_to IS NULL AND id IN ({','.join('?' * len(handed))}))",
+        handed,
     )
 
 
