@@ -13,13 +13,14 @@ import multiprocessing
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memstrata import ConfigError, Memory
+from memstrata import ConfigError, IdConflict, Memory
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Role, Turn
 from memstrata.storage import open_store
@@ -116,6 +117,16 @@ def test_a_job_whose_add_never_stored_its_turns_waits_for_them_then_ends(store: 
     assert Recorder(store, shared).drain() == []
     assert time.monotonic() - started >= 0.3  # it waited for a slow add before giving up
     assert store.count_jobs() == 0
+
+
+def test_a_refused_add_leaves_no_replay_behind(store: TierStore, redis_url: str) -> None:
+    shared = _shared(store, redis_url)
+    shared.insert(_pair(0), None, MODEL)
+    Recorder(store, shared).drain()
+    clash = [replace(_pair(0)[0], content="not what was stored"), *_pair(1)]
+    with pytest.raises(IdConflict):
+        shared.insert(clash, None, MODEL)
+    assert store.count_jobs() == 0 and shared.working_seqs("ana", "s") == shared.working_seqs("ana")
 
 
 def test_the_replay_of_an_add_whose_turns_were_deleted_ends_at_once(store: TierStore, redis_url: str) -> None:

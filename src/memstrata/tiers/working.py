@@ -83,12 +83,21 @@ class SharedWorkingMemory:
         """Store new turns durably, then track them; the replay job queued first covers crashes and outages."""
         queued_at = time.time()
         batches: dict[str, str] = {}
-        for user_id in dict.fromkeys(turn.user_id for turn in turns):
-            batches[user_id] = uuid.uuid4().hex
-            ids = [turn.id for turn in turns if turn.user_id == user_id]
-            payload = {"ids": ids, "batch": batches[user_id], "queued_at": queued_at}
-            self._store.enqueue_job(WORKING_JOB, user_id, payload)
-        seqs = self._store.insert_turns(turns, vectors, model_id)
+        queued: list[int] = []
+        try:
+            for user_id in dict.fromkeys(turn.user_id for turn in turns):
+                batches[user_id] = uuid.uuid4().hex
+                ids = [turn.id for turn in turns if turn.user_id == user_id]
+                payload = {"ids": ids, "batch": batches[user_id], "queued_at": queued_at}
+                queued.append(self._store.enqueue_job(WORKING_JOB, user_id, payload))
+            seqs = self._store.insert_turns(turns, vectors, model_id)
+        except BaseException:
+            # A refused add (an id conflict, text the store cannot index) changes nothing: its
+            # replays go. One left behind (the store went down) waits for its turns, then ends.
+            for job_id in queued:
+                with contextlib.suppress(StorageError):
+                    self._store.finish_job(job_id)
+            raise
         if time.monotonic() < self._quiet_until:
             return seqs
         for user_id, batch in batches.items():
