@@ -119,6 +119,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._ids = IdGenerator()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._index_reloads = 0  # bumped when a deletion by another process left the vector index stale
         self._activity = Activity()
         self._pending_visits: dict[str, list[list[int]]] = {}
         self._visits_lock = threading.Lock()

@@ -86,12 +86,17 @@ class ContextViews:
         include_superseded: bool,
         leave_out: frozenset[int],
         zone: tzinfo | None = None,
+        *,
+        again_if_stale: bool = True,
     ) -> Context:
         """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts.
 
-        Dates are read in ``zone`` (an already checked ``timezone``), else the setting's.
+        Dates are read in ``zone`` (an already checked ``timezone``), else the setting's. If
+        the vector index turned out stale (another process deleted turns), it runs once
+        more, reloaded, before any visit is noted.
         """
         memory = self._facade
+        reloads = memory._index_reloads
         with memory._activity:
             memory._require_open()
             scope = memory._scope(user_id, agent_id, session_id)
@@ -140,6 +145,18 @@ class ContextViews:
                 "recent": _recent(recent, zone),
             }
             built = assemble(text, user, candidates, budget, self.assembly_policy)
+            if again_if_stale and memory._index_reloads != reloads:
+                return self._context(
+                    query,
+                    user_id,
+                    token_budget,
+                    agent_id,
+                    session_id,
+                    include_superseded,
+                    leave_out,
+                    zone,
+                    again_if_stale=False,
+                )
             included = {item.id for item in built.items if item.kind == "episode"}
             memory._note_hit_visits(user, [hit for hit in episodes if hit.id in included])
             return built

@@ -79,6 +79,7 @@ class SearchViews:
     _activity: Activity
     _executor: ThreadPoolExecutor | None
     _executor_lock: threading.Lock
+    _index_reloads: int
     _pending_visits: dict[str, list[list[int]]]
     _visits_lock: threading.Lock
 
@@ -151,14 +152,18 @@ class SearchViews:
             zone = check_timezone(timezone) or self.settings.zone
             today = today_in(zone)  # read once: a search across midnight asks about one "yesterday"
             depth = max(self.settings.search_candidates, count)
-            rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today, zone))
-            loaded: dict[int, Turn] = {}
-            fused = self._rerank(
-                text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded, today, zone
-            )
-            if spread > 0:
-                fused = self._diversify(fused, spread, count)
-            hits = self._dated_facts(self._load_hits(fused, count, scope.user_id, loaded), scope.user_id, zone)
+            for _ in range(2):  # once more if the vector index turned out stale (see ``_turns``)
+                reloads = self._index_reloads
+                rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today, zone))
+                loaded: dict[int, Turn] = {}
+                fused = self._rerank(
+                    text, fuse_scored(rankings, k=self.settings.rrf_k), rankings, scope.user_id, loaded, today, zone
+                )
+                if spread > 0:
+                    fused = self._diversify(fused, spread, count)
+                hits = self._dated_facts(self._load_hits(fused, count, scope.user_id, loaded), scope.user_id, zone)
+                if self._index_reloads == reloads:
+                    break
             self._note_hit_visits(scope.user_id, hits)
             return hits
 
@@ -279,11 +284,20 @@ class SearchViews:
         return [by_key[key] for key in order]
 
     def _turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None) -> dict[int, Turn]:
-        """Turns by seq, reading from the store only those not in ``loaded`` (which is updated)."""
+        """Turns by seq, reading from the store only those not in ``loaded`` (which is updated).
+
+        A turn the index offered that the store no longer has was deleted by another
+        process (a CLI ``forget`` beside a server): this process's vector index is then
+        stale, so it is unloaded and the next search reads it again from the store, which
+        holds only what is left. ``search`` and ``context`` then run once more.
+        """
         known = loaded if loaded is not None else {}
         missing = [seq for seq in seqs if seq not in known]
         if missing:
             known.update(self._store.get_by_seqs(missing, user_id))
+            if any(seq not in known for seq in missing):
+                self._index.drop(user_id)
+                self._index_reloads += 1
         return {seq: known[seq] for seq in seqs if seq in known}
 
     def _server_vectors(self) -> ServerSideVectors | None:
@@ -300,7 +314,7 @@ class SearchViews:
         loaded: dict[int, Turn] | None = None,
     ) -> list[Hit]:
         """Read the top ``count`` fused items from the store as hits (turns in ``loaded`` are not read again)."""
-        # A few spares cover turns another process deleted after this index loaded them.
+        # A few spares cover turns deleted meanwhile (by another process: the index then reloads, see ``_turns``).
         wanted = fused[: count + 8]
         turns = self._turns(user_id, [seq for kind, seq in (i.key for i in wanted) if kind == "turn"], loaded)
         derived = self._store.derived_items(

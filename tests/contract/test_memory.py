@@ -586,3 +586,19 @@ def test_derived_items_are_found_by_what_the_query_asks_not_whose_name_it_says(m
     # "say" asks what was said, not about what: the name is what is left to search by.
     assert sorted(facts("What did Caroline say?")) == everything_about_caroline
     assert facts("What did Caroline tell Mel about jazz?") == ["Caroline · likes: jazz — I love jazz."]
+
+
+def test_a_deletion_by_another_process_does_not_empty_this_ones_results(open_memory: Callable[..., Memory]) -> None:
+    server, cli = open_memory(), open_memory()
+    for n in range(30):
+        server.add(f"apple pie recipe {n}", user_id="ana", session_id="s1")
+    tarts = {turn.id for n in range(10) for turn in server.add(f"apple tart idea {n}", user_id="ana", session_id="s2")}
+    assert server.search("apple pie", user_id="ana", mode="vector")  # the vector index is loaded now
+    cli.forget(user_id="ana", session_id="s1")
+    for mode in ("vector", "hybrid"):
+        hits = server.search("apple", user_id="ana", mode=mode, limit=5)
+        assert len(hits) == 5 and {hit.id for hit in hits} <= tarts, mode
+    cli.add("apple crumble", user_id="ana", session_id="s3")
+    cli.delete(next(iter(tarts)), user_id="ana")
+    block = server.context("apple", user_id="ana", token_budget=200)
+    assert "tart" in block.text and "pie" not in block.text
