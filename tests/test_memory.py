@@ -942,3 +942,13 @@ def test_a_query_asks_about_the_dates_it_names_and_its_past_relative_phrases() -
     assert asked_periods("What did I do yesterday? And yesterday?", today) == (Span(date(2023, 5, 9), today, tomorrow),)
     assert asked_periods("What will I do next week or tomorrow?", today) == ()
     assert asked_periods("What did I do " + ", ".join(f"{n} days ago" for n in range(1, 20)), today) == ()
+
+
+def test_forget_drops_the_users_visits_not_yet_queued(tmp_path: Path) -> None:
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as memory:
+        memory.add("sailing in Cascais", user_id="ana")
+        memory.flush()
+        assert memory.search("sailing", user_id="ana")  # a visit, held until a batch is queued
+        memory.forget(user_id="ana")
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
+        assert reopened._store.count_jobs("ana") == 0

@@ -382,6 +382,8 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         """Hard-delete everything in a scope (a whole user by default), indexes included."""
         self._require_open()
         scope = self._scope(user_id, agent_id, session_id)
+        with self._visits_lock:  # visits not yet queued would queue a job for what is gone
+            self._pending_visits.pop(scope.user_id, None)
         count = self._store.forget(scope)
         if self._shared_working is not None:
             self._shared_working.forget(scope)
