@@ -88,7 +88,7 @@ class Hit:
     turn: Turn | None = None
     source_turn_ids: tuple[str, ...] = ()
     ranks: Mapping[str, int] = field(default_factory=dict)
-    seq: int | None = field(default=None, repr=False, compare=False)
+    seq: int | None = field(default=None, repr=False, compare=False, metadata={"internal": True})
     """The store's internal row number (not part of the public contract)."""
 
 

@@ -107,6 +107,7 @@ def test_search_json_and_table(home: Path) -> None:
     assert hits[0]["content"] == "I live in Lisbon near the river"
     assert set(hits[0]["ranks"]) == {"fulltext", "vector"}
     assert hits[0]["score"] > 0
+    assert "seq" not in hits[0]  # the store's row number is not part of the contract
 
     table = ok(run_cli("search", "cat Miso", "--user", "ana", "--limit", "1", home=home))
     assert "My cat is called Miso" in table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
@@ -79,8 +79,8 @@ def open_memory(home: Path | None, *, run_jobs: bool = True) -> Iterator[Memory]
 
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, enums and datetimes as plain JSON values."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(asdict(value))
+    if is_dataclass(value) and not isinstance(value, type):  # less fields marked internal (``Hit.seq``)
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
