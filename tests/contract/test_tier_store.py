@@ -407,6 +407,27 @@ def test_forgetting_the_newer_value_makes_the_one_it_replaced_current_again(stor
     assert [item[0] for item in store.derived_items([seq for seq, _ in hits], "ana").values()] == ["c0"]
 
 
+def test_forgetting_the_turn_that_set_a_trait_brings_back_the_value_it_replaced(store: TierStore) -> None:
+    porto, lisbon, _ = store.insert_turns(
+        [
+            _turn("t0", "I live in Porto"),
+            _turn("t1", "I live in Lisbon", session="x"),
+            _turn("t2", "a cat", session="x"),
+        ],
+        None,
+        MODEL,
+    )
+    later = T0 + timedelta(days=30)
+    store.add_cell(_cell("c0", "Porto"), porto, single_valued=True, supersede=[])
+    store.set_profile("ana", {"location": "Porto"}, porto, T0)
+    store.add_cell(_cell("c1", "Lisbon", valid_from=later, source="t1"), lisbon, single_valued=True, supersede=["c0"])
+    store.set_profile("ana", {"location": "Lisbon", "pet": "cat"}, lisbon, later)
+    store.forget(Scope("ana", session_id="x"))
+    assert store.profile("ana") == {"location": "Porto"}  # no fact is left for "pet": it goes
+    store.delete("t0", "ana")
+    assert store.profile("ana") == {}
+
+
 def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
     turns = [_turn("t0", "first"), _turn("t1", "reply", role=Role.ASSISTANT), _turn("t2", "second")]
     turns.append(Turn(id="t3", user_id="ana", role=Role.USER, content="pinned", created_at=T0, importance=0.9))

@@ -32,6 +32,11 @@ def cell_text(cell: Cell) -> str:
 CELL_TEXT_COLUMNS = "c.id, c.kind, c.subject, c.attribute, c.value, c.content, d.content"
 
 
+#: Which stored cells a profile trait is read from, as ``extraction.cells.profile_updates`` picks them
+#: (an SQL condition on ``cells``, the same in both dialects).
+PROFILE_CELLS = "single_valued AND kind IN ('fact', 'preference')"
+
+
 def supersession(old_id: str, new_id: str | None) -> dict[str, str | None]:
     """The audit detail of a supersession: the two cells' ids, never what they say."""
     return {"old": old_id, "new": new_id}

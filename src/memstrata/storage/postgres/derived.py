@@ -7,6 +7,7 @@ from datetime import datetime
 
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
+from memstrata.storage.text import PROFILE_CELLS
 
 #: Tables holding a user's derived state, all emptied when the whole user is forgotten.
 _USER_TABLES = (
@@ -37,6 +38,7 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         return
     seqs = [int(seq) for seq in turn_seqs]
     _hand_on_supersession(connection, seqs)
+    _hand_back_profile(connection, user_id, seqs)
     connection.execute(
         "DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq = ANY(%s::bigint[]))",
         (seqs,),
@@ -99,6 +101,26 @@ def _hand_on_supersession(connection: Connection, seqs: list[int]) -> None:
             " (SELECT id FROM cells WHERE id = ANY(%s::text[]) AND valid_to IS NULL)",
             (sorted(handed),),
         )
+
+
+def _hand_back_profile(connection: Connection, user_id: str, seqs: list[int]) -> None:
+    """As in the SQLite store: a trait these turns set takes the latest current fact left for it, if any."""
+    keys = connection.execute(
+        "SELECT key FROM profile WHERE user_id = %s AND source_turn_seq = ANY(%s::bigint[]) ORDER BY key",
+        (user_id, seqs),
+    ).fetchall()
+    for (key,) in keys:
+        row = connection.execute(
+            "SELECT value, source_turn_seq, valid_from FROM cells WHERE user_id = %s AND attribute = %s"
+            f" AND valid_to IS NULL AND {PROFILE_CELLS} AND NOT source_turn_seq = ANY(%s::bigint[])"
+            " ORDER BY valid_from DESC, id DESC LIMIT 1",
+            (user_id, key, seqs),
+        ).fetchone()
+        if row is not None:
+            connection.execute(
+                "UPDATE profile SET value = %s, source_turn_seq = %s, updated_at = %s WHERE user_id = %s AND key = %s",
+                (row[0], row[1], row[2], user_id, key),
+            )
 
 
 def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list[int]) -> None:

@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 from memstrata.models import Cell, MemoryEvent, format_time
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sqlite.shared import put_derived, tier_event
-from memstrata.storage.text import CELL_TEXT_COLUMNS, cell_text, late_supersession, stale_cell_texts, supersession
+from memstrata.storage.text import (
+    CELL_TEXT_COLUMNS,
+    PROFILE_CELLS,
+    cell_text,
+    late_supersession,
+    stale_cell_texts,
+    supersession,
+)
 
 T = TypeVar("T")
 _REDERIVE_CHUNK = 2_000
@@ -292,6 +299,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
         chunk = list(turn_seqs[chunk_start : chunk_start + 500])
         marks = ",".join("?" * len(chunk))
         _hand_on_supersession(connection, marks, chunk)
+        _hand_back_profile(connection, user_id, marks, chunk)
         connection.execute(
             f"DELETE FROM derived WHERE seq IN (SELECT derived_seq FROM derived_sources WHERE turn_seq IN ({marks}))",
             chunk,
@@ -364,6 +372,32 @@ def _hand_on_supersession(connection: sqlite3.Connection, marks: str, chunk: lis
         f" (SELECT id FROM cells WHERE valid_to IS NULL AND id IN ({','.join('?' * len(handed))}))",
         handed,
     )
+
+
+def _hand_back_profile(connection: sqlite3.Connection, user_id: str, marks: str, chunk: list[int]) -> None:
+    """A profile trait these turns set takes the value of the latest current fact left for it, if any.
+
+    Without one it goes with its turn (a cascade). Run after ``_hand_on_supersession``, so
+    the value a forgotten fact had replaced is current again and comes back here too.
+    """
+    keys = [
+        str(row[0])
+        for row in connection.execute(
+            f"SELECT key FROM profile WHERE user_id = ? AND source_turn_seq IN ({marks})", (user_id, *chunk)
+        )
+    ]
+    for key in keys:
+        row = connection.execute(
+            "SELECT value, source_turn_seq, valid_from FROM cells WHERE user_id = ? AND attribute = ?"
+            f" AND valid_to IS NULL AND {PROFILE_CELLS} AND source_turn_seq NOT IN ({marks})"
+            " ORDER BY valid_from DESC, id DESC LIMIT 1",
+            (user_id, key, *chunk),
+        ).fetchone()
+        if row is not None:
+            connection.execute(
+                "UPDATE profile SET value = ?, source_turn_seq = ?, updated_at = ? WHERE user_id = ? AND key = ?",
+                (row[0], row[1], row[2], user_id, key),
+            )
 
 
 def _forget_pattern_occurrences(connection: sqlite3.Connection, user_id: str, turn_seqs: Sequence[int]) -> None:
