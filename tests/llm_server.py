@@ -79,6 +79,11 @@ class Reply:
         """A text reply sent only after ``delay_seconds``."""
         return cls(text=text, delay_seconds=delay_seconds)
 
+    @classmethod
+    def dropped(cls) -> Reply:
+        """No reply at all: the connection is closed once the request is read (status 0 says so)."""
+        return cls(status=0, raw=b"")
+
 
 @dataclass(frozen=True)
 class RecordedRequest:
@@ -298,6 +303,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
         owner: LLMServer = self.server.owner  # type: ignore[attr-defined]
         status, headers, payload = owner._answer(request)
+        if status == 0:  # Reply.dropped()
+            self.close_connection = True
+            return
         try:
             self.send_response(status)
             for name, value in headers.items():

@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     )
     llm_api_key: SecretStr | None = Field(default=None, description="API key; optional for local servers.")
     llm_model: str | None = Field(default=None, description="Model name, e.g. gpt-4o-mini or llama3.1:8b.")
-    llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Give up on one HTTP request after this.")
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Longest wait to connect or for more reply.")
     llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429, 5xx, timeouts, refused connects.")
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=default_prices,

@@ -13,7 +13,8 @@ import pytest
 from pydantic import SecretStr
 
 from memstrata import load_settings
-from memstrata.errors import ProviderError
+from memstrata.errors import ConfigError, ProviderError
+from memstrata.llms import load_llm
 from memstrata.llms.anthropic import AnthropicLLM
 from memstrata.llms.http import RetryPolicy, parse_retry_after
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
@@ -182,3 +183,36 @@ def test_parse_retry_after_http_date() -> None:
     now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     assert parse_retry_after("Thu, 01 Jan 2026 12:00:10 GMT", now=now) == 10.0
     assert parse_retry_after("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0
+
+
+def test_a_dropped_connection_is_retried(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, Reply.dropped(), "after all")
+    assert make_openai().complete("x") == "after all"
+    assert len(sleeps.delays) == 1
+
+
+def test_connections_that_keep_dropping_say_so(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, Reply.dropped(), Reply.dropped())
+    with pytest.raises(ProviderError, match=r"dropped before a reply \(2 attempts"):
+        make_openai(max_retries=1).complete("x")
+
+
+def test_a_key_pasted_with_a_newline_is_used_without_it(llm_server: LLMServer) -> None:
+    options = OpenAIOptions(model="m", base_url=llm_server.openai_url, api_key=SecretStr(f" {SECRET}\n"))
+    OpenAICompatLLM(options).complete("x")
+    assert llm_server.requests_to(CHAT)[0].headers["authorization"] == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("key", [f"{SECRET}\u2019", f"{SECRET}\x00x", f"{SECRET[:4]} {SECRET[4:]}"])
+def test_an_unusable_key_is_a_config_error_that_never_shows_it(llm_server: LLMServer, key: str) -> None:
+    settings = load_settings(llm_provider="openai", llm_base_url=llm_server.openai_url, llm_model="m", llm_api_key=key)
+    with pytest.raises(ConfigError, match="API key holds") as info:
+        load_llm(settings)
+    assert SECRET[:4] not in str(info.value) and SECRET not in str(info.value.__cause__)
+
+
+@pytest.mark.parametrize("url", ["http://[::1/v1", "http://:80/v1", "https://"])
+def test_an_unusable_base_url_is_a_config_error(url: str) -> None:
+    settings = load_settings(llm_provider="openai", llm_base_url=url, llm_model="m")
+    with pytest.raises(ConfigError, match="llm_base_url"):
+        load_llm(settings)

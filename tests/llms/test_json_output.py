@@ -61,3 +61,8 @@ def test_json_instruction_carries_the_schema() -> None:
     text = json_instruction({"type": "object", "properties": {"name": {"type": "string"}}})
     assert "JSON" in text
     assert '"properties"' in text
+
+
+@pytest.mark.parametrize("reply", ["[" * 3000, "{" * 100_000, '{"a": ' * 2000])
+def test_a_degenerate_reply_is_no_object_rather_than_an_error(reply: str) -> None:
+    assert parse_json_object(reply) is None

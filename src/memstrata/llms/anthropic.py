@@ -12,7 +12,7 @@ from memstrata.errors import ConfigError, ProviderError
 from memstrata.llms import required_model
 from memstrata.llms.base import ChatMessage, Completion, Usage
 from memstrata.llms.costs import CostLog
-from memstrata.llms.http import JsonClient, RetryPolicy, Sleep, as_object, check_base_url, token_count
+from memstrata.llms.http import JsonClient, RetryPolicy, Sleep, as_object, check_api_key, check_base_url, token_count
 from memstrata.llms.json_output import complete_json, json_instruction
 
 if TYPE_CHECKING:
@@ -38,6 +38,11 @@ class AnthropicOptions(BaseModel):
     @classmethod
     def _valid_url(cls, value: str) -> str:
         return check_base_url(value)
+
+    @field_validator("api_key")
+    @classmethod
+    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
+        return check_api_key(value)
 
 
 class AnthropicLLM:

@@ -78,7 +78,30 @@ def check_base_url(value: str) -> str:
     url = value.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"{value!r} is not an http:// or https:// URL")
+    try:
+        host = httpx.URL(url).host
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
+    if not host:
+        raise ValueError(f"{value!r} names no host")
     return url
+
+
+def check_api_key(value: SecretStr | None) -> SecretStr | None:
+    """The key without surrounding whitespace (a newline pasted or read from a file); refuse other unusable ones.
+
+    A header can carry only visible ASCII: any other character would fail every request,
+    and the HTTP library's error would quote the key. The message never shows it.
+    """
+    if value is None:
+        return None
+    key = value.get_secret_value().strip()
+    if any(not " " < character <= "~" for character in key):
+        raise ValueError(
+            "the API key holds a space, a control character or a non-ASCII character; copy it again as the"
+            " provider shows it"
+        )
+    return SecretStr(key)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -173,8 +196,27 @@ class JsonClient:
                     f"{reason} at {url}: the server must be running and listening there "
                     f"(set {self._names.base_url} if it is elsewhere)"
                 ) from exc
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                if retries < self._retry.max_retries:
+                    retries = self._wait(url, "connection dropped", retries, None)
+                    continue
+                raise self._fail(
+                    f"the connection to {url} dropped before a reply ({retries + 1} attempts: {type(exc).__name__});"
+                    f" check that the server (or a proxy before it) is healthy, or raise {self._names.max_retries}"
+                ) from exc
+            except httpx.LocalProtocolError as exc:
+                # Its message quotes the request's headers, the key among them: never shown.
+                raise self._fail(
+                    f"the request to {url} could not be sent ({type(exc).__name__}); check {self._names.api_key}"
+                    f" and {self._names.base_url}"
+                ) from None
             except httpx.HTTPError as exc:
                 raise self._fail(f"request to {url} failed: {type(exc).__name__}: {exc}") from exc
+            except (httpx.InvalidURL, UnicodeError) as exc:
+                raise self._fail(
+                    f"the request to {url} could not be sent ({type(exc).__name__}); check {self._names.base_url}"
+                    f" and {self._names.api_key}"
+                ) from None
             if response.status_code in RETRYABLE_STATUSES and retries < self._retry.max_retries:
                 retries = self._wait(url, f"HTTP {response.status_code}", retries, response.headers.get("retry-after"))
                 continue
@@ -276,5 +318,5 @@ def token_count(value: Any) -> int:
 def _json_or_none(response: httpx.Response) -> Any:
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a reply of thousands of "[" (a model stuck in a loop)
         return None

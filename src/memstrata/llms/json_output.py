@@ -38,6 +38,11 @@ def strip_thinking(text: str) -> str:
     return text.strip()
 
 
+#: How many "{" of a reply are tried as the start of its object: a reply is rarely more than prose
+#: around one object, and a degenerate one ("{{{{…") would otherwise cost time quadratic in its length.
+MAX_OBJECT_STARTS = 200
+
+
 def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in a model's reply, tolerating fences, think blocks and prose; None if none."""
     cleaned = strip_thinking(text)
@@ -50,19 +55,22 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 
 
 def _first_object(text: str) -> dict[str, Any] | None:
+    # RecursionError: a model stuck in a loop can reply with thousands of "[" or "{".
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     else:
         if isinstance(whole, dict):
             return whole
     decoder = json.JSONDecoder()
     start = text.find("{")
-    while start != -1:
+    for _ in range(MAX_OBJECT_STARTS):
+        if start == -1:
+            break
         try:
             value, _ = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict):
             return value
