@@ -101,9 +101,15 @@ class ChatViews:
                 memory=context.text or None,
                 purpose="chat",
             )
-            answer = completion.text.strip()
+            answer = _storable(completion.text)
             if not answer:
                 raise ProviderError(f"{llm.name} replied with an empty message; nothing was stored, send it again")
+            size, limit = len(answer.encode("utf-8")), self.settings.max_text_bytes
+            if size > limit:
+                raise ProviderError(
+                    f"{llm.name} replied with {size:,} bytes, more than max_text_bytes ({limit:,}) lets memstrata"
+                    " store; nothing was stored: raise max_text_bytes or ask for a shorter reply"
+                )
             stored = memory.add(
                 [
                     {"role": "user", "content": text, **({"id": message_id} if message_id is not None else {})},
@@ -185,3 +191,12 @@ def extractive_answer(context: Context, limit: int = EXTRACTIVE_ITEMS) -> str:
     if not picked:
         return EXTRACTIVE_EMPTY
     return "\n".join([EXTRACTIVE_HEADER, *(f"- {item.text}" for item in picked)])
+
+
+def _storable(text: str) -> str:
+    """A model's reply as text memstrata stores: no NUL characters, lone surrogates replaced, trimmed.
+
+    A model can emit either; refusing the reply after the paid call would lose the user's
+    message with it.
+    """
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8").strip()

@@ -199,6 +199,23 @@ def test_an_empty_reply_is_a_provider_error_and_stores_nothing(chatty: Memory, f
     assert _count(chatty) == 0
 
 
+def test_a_reply_with_characters_that_cannot_be_stored_is_stored_without_them(
+    chatty: Memory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script("Sure\x00 thing \ud800 ok", purpose="chat")
+    reply = chatty.chat("Hi", user_id="ana")
+    assert reply.answer == "Sure thing ? ok"
+    assert [turn.content for turn in chatty.history(user_id="ana")] == ["Hi", "Sure thing ? ok"]
+
+
+def test_a_reply_too_long_to_store_is_a_provider_error_and_stores_nothing(home: Path, fake_llm: FakeLLM) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False, llm=fake_llm, max_text_bytes=1_000) as memory:
+        fake_llm.script("word " * 400, purpose="chat")
+        with pytest.raises(ProviderError, match="max_text_bytes"):
+            memory.chat("Hi", user_id="ana")
+        assert memory.history(user_id="ana") == []
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

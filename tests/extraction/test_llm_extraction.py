@@ -19,7 +19,7 @@ from memstrata.extraction.llm_cells import (
     extract_cells_with_llm,
     source_sentence,
 )
-from memstrata.extraction.llm_reply import quote_lines, unit_interval
+from memstrata.extraction.llm_reply import PROMPT_CHARS, quote_lines, unit_interval
 from memstrata.extraction.profile import MAX_UPDATES, profile_from_reply, update_profile
 from memstrata.extraction.summaries import summarize_cluster, summarize_scene, summarize_segment
 from memstrata.extraction.supersession import choose_superseded, superseded_from_reply
@@ -245,6 +245,14 @@ def test_consolidation_summaries_use_the_consolidate_purpose() -> None:
 def test_quoted_turns_keep_the_newest_that_fit() -> None:
     assert quote_lines(["one", "two", "three"], max_chars=13) == "- two\n- three"
     assert quote_lines(["x" * 50], max_chars=10) == "- " + "x" * 8
+
+
+def test_one_long_message_is_quoted_up_to_the_cap_in_the_cell_and_profile_prompts() -> None:
+    message = "I live in Lisbon. " + "filler " * 30_000
+    llm = FakeLLM([{"cells": []}, {"updates": []}])
+    extract_cells_with_llm(llm, message)
+    update_profile(llm, text=message, subject="user", profile={})
+    assert all("I live in Lisbon." in call.prompt and len(call.prompt) < PROMPT_CHARS + 5_000 for call in llm.calls)
 
 
 @pytest.mark.parametrize(("value", "expected"), [(0, 0.0), (1, 1.0), (0.12345, 0.123), (2, None), (None, None)])

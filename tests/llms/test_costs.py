@@ -63,6 +63,9 @@ def test_prices_match_snapshots_and_router_prefixes() -> None:
     assert find_price("openai/gpt-4o-mini", prices) == prices["gpt-4o-mini"]
     assert find_price("claude-sonnet-4-20250514", prices) == prices["claude-sonnet-4"]
     assert find_price("qwen2.5:7b", prices) is None
+    assert find_price("gpt-4o-latest", prices) == prices["gpt-4o"]
+    # Other models whose names only start the same have no price, not a wrong one.
+    assert find_price("gpt-5-nano", prices) is None and find_price("claude-opus-4-1", prices) is None
 
 
 def test_cached_price_defaults_to_the_input_price() -> None:

@@ -134,7 +134,7 @@ class ChatShell:
     # -- commands ---------------------------------------------------------------------
 
     def _inspect(self, argument: str) -> None:
-        self.memory.flush()  # show the tiers with the queued work done, as `memstrata inspect` does
+        self.memory.flush(user_id=self.user_id)  # this user's queued work done, as `memstrata inspect` does
         report = self.memory.inspect(user_id=self.user_id, limit=5)
         table = Table("tier", "items", title=Text(f"memory of {report.user_id}"), title_justify="left")
         for name, count in report.counts.items():
@@ -165,7 +165,7 @@ class ChatShell:
         self.console.print(table)
 
     def _profile(self, argument: str) -> None:
-        self.memory.flush()
+        self.memory.flush(user_id=self.user_id)
         profile = self.memory.profile(user_id=self.user_id)
         cells = self.memory.cells(user_id=self.user_id, limit=10)
         if not profile and not cells:

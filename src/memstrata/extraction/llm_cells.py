@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memstrata.extraction.cells import CellKind, ExtractedCell
-from memstrata.extraction.llm_reply import ask_json, required_list, short_text, unit_interval
+from memstrata.extraction.llm_reply import ask_json, quote_message, required_list, short_text, unit_interval
 from memstrata.llms.base import LLM
 
 PURPOSE = "extract_cells"
@@ -78,7 +78,7 @@ def extract_cells_with_llm(
         schema=CELLS_SCHEMA,
         purpose=PURPOSE,
         max_tokens=MAX_TOKENS,
-        message=text,
+        message=quote_message(text),
         subject=subject,
         kinds=", ".join(CELL_KINDS),
         known=", ".join(known_attributes[:MAX_KNOWN_ATTRIBUTES]) or "(none yet)",

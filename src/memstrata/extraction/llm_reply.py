@@ -57,6 +57,11 @@ def unit_interval(value: object) -> float | None:
     return round(number, 3) if math.isfinite(number) and 0.0 <= number <= 1.0 else None
 
 
+def quote_message(text: str, max_chars: int = PROMPT_CHARS) -> str:
+    """One message for a prompt: its first ``max_chars`` characters (the cap every quote keeps)."""
+    return text[:max_chars]
+
+
 def quote_lines(texts: Sequence[str], max_chars: int = PROMPT_CHARS) -> str:
     """Texts as ``- …`` lines for a prompt: the newest ones that fit in ``max_chars``, in their order."""
     lines: list[str] = []

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memstrata.extraction.llm_reply import ask_json, required_list, short_text
+from memstrata.extraction.llm_reply import ask_json, quote_message, required_list, short_text
 from memstrata.llms.base import LLM
 
 PURPOSE = "profile_update"
@@ -63,7 +63,7 @@ def update_profile(llm: LLM, *, text: str, subject: str, profile: Mapping[str, s
         max_tokens=MAX_TOKENS,
         subject=subject,
         profile=current,
-        message=text,
+        message=quote_message(text),
     )
     return profile_from_reply(data, profile)
 

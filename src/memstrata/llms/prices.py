@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,6 +16,10 @@ class ModelPrice(BaseModel):
     input: float = Field(ge=0, description="USD per million uncached input tokens.")
     output: float = Field(ge=0, description="USD per million output tokens.")
     cached_input: float | None = Field(default=None, ge=0, description="USD per million input tokens read from cache.")
+
+
+#: What a snapshot or alias adds to a model's name: a date (-2024-07-18, -20250514, @20240620), -0125, -latest.
+_SNAPSHOT = re.compile(r"[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest)")
 
 
 def _price(input: float, output: float, cached_input: float) -> ModelPrice:
@@ -43,14 +48,18 @@ def default_prices() -> dict[str, ModelPrice]:
 
 
 def find_price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
-    """The price of ``model``: an exact entry, else the longest entry it starts with (dated snapshots)."""
+    """The price of ``model``: an exact entry, else the entry it is a dated snapshot or ``-latest`` alias of.
+
+    "gpt-4o-mini-2024-07-18" and "claude-sonnet-4-20250514" take their model's price; a
+    different model whose name only starts the same ("gpt-5-nano", "claude-opus-4-1") has none.
+    """
     if model in prices:
         return prices[model]
-    # "openai/gpt-4o-mini" on OpenRouter, "gpt-4o-mini-2024-07-18" as a snapshot name.
+    # "openai/gpt-4o-mini" on OpenRouter.
     bare = model.rsplit("/", 1)[-1]
     if bare in prices:
         return prices[bare]
-    matches = [name for name in prices if bare.startswith(name)]
+    matches = [name for name in prices if bare.startswith(name) and _SNAPSHOT.fullmatch(bare[len(name) :])]
     return prices[max(matches, key=len)] if matches else None
 
 
