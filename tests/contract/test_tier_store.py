@@ -6,6 +6,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from contextlib import closing
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -379,6 +380,21 @@ def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> 
     assert list(store.profile("ana")) == ["job", "location"] and store.profile("bob") == {}
     assert [event.kind for event in store.events("ana")] == ["supersession"]
     assert store.events("ana")[0].detail == {"old": "c1", "new": "c2"}  # ids, never what the facts say
+
+
+def test_a_late_cell_takes_over_the_end_of_the_value_before_it(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn(f"t{n}", f"I live in {c}") for n, c in enumerate("PRB")], None, MODEL)
+    store.add_cell(_cell("c0", "P"), seqs[0], single_valued=True, supersede=[])
+    berlin = _cell("c2", "B", valid_from=T0 + timedelta(days=60), source="t2")
+    store.add_cell(berlin, seqs[2], single_valued=True, supersede=["c0"])
+    late = replace(_cell("c1", "R", valid_from=T0 + timedelta(days=30), source="t1"), valid_to=berlin.valid_from)
+    store.add_cell(replace(late, superseded_by="c2"), seqs[1], single_valued=True, supersede=["c0", "c2"])
+    history = {c.id: (c.valid_to, c.superseded_by) for c in store.cells("ana", include_superseded=True)}
+    assert history == {  # c2 began after c1, so c1 does not end it
+        "c0": (T0 + timedelta(days=30), "c1"),
+        "c1": (T0 + timedelta(days=60), "c2"),
+        "c2": (None, None),
+    }
 
 
 def test_forgetting_the_newer_value_makes_the_one_it_replaced_current_again(store: TierStore) -> None:

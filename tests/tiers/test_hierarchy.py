@@ -492,6 +492,22 @@ def test_a_late_fact_is_replaced_by_the_value_said_next(home: Path) -> None:
         assert cells["Berlin"].is_current
 
 
+def test_a_late_fact_between_two_values_ends_the_one_before_it(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        day = datetime(2024, 5, 2, tzinfo=UTC)
+        for n, city in enumerate(("Paris", "Rome", "Berlin")):
+            memory.add(f"I live in {city}.", user_id=USER, timestamp=day + timedelta(days=n))
+        store = memory._store
+        paris, rome, berlin = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
+        for job in (paris, berlin, rome):  # Rome's job last
+            memory._hierarchy.run(job)
+        cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
+        assert (cells["Paris"].valid_to, cells["Paris"].superseded_by) == (day + timedelta(days=1), cells["Rome"].id)
+        assert (cells["Rome"].valid_to, cells["Rome"].superseded_by) == (day + timedelta(days=2), cells["Berlin"].id)
+        memory.delete(cells["Berlin"].source_turn_id, user_id=USER)
+        assert [cell.value for cell in memory.cells(user_id=USER)] == ["Rome"]  # one current value
+
+
 def test_deleting_a_turn_takes_back_its_pattern_occurrences(tiered: Memory) -> None:
     for text in ("Just give me the code, no explanation.", "Give me the code first please."):
         _exchange(tiered, text)

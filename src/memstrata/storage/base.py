@@ -284,6 +284,9 @@ class TierStore(Store, Protocol):
 
         A cell given with ``valid_to`` and ``superseded_by`` set is stored as history at once
         (its turn was processed after a newer turn's value), with its supersession event.
+        A superseded cell still valid after the new one began (the value before a late one)
+        ends where the new one begins and is superseded by it instead; one that began after
+        the new one is never superseded by it.
         """
         ...
 

@@ -170,7 +170,9 @@ class Hierarchy:
             if item.is_single_valued and any(c.is_current for c in newer):
                 following = min(newer, key=lambda c: (c.valid_from, c.id))
                 cell = replace(cell, valid_to=following.valid_from, superseded_by=following.id)
-                self._store.add_cell(cell, seq, single_valued=True, supersede=[])
+                # The value before it now ends where it begins, so their validities never overlap.
+                before = [c.id for c in slot if c.superseded_by == following.id and c.valid_from < cell.valid_from]
+                self._store.add_cell(cell, seq, single_valued=True, supersede=before)
                 continue
             older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
             self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older)

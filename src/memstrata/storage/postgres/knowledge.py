@@ -149,8 +149,9 @@ class KnowledgeMixin(Connected):
                 record_event(connection, "supersession", cell.user_id, late_supersession(cell))
             for old_id in supersede:
                 connection.execute(
-                    "UPDATE cells SET valid_to = %s, superseded_by = %s WHERE id = %s AND valid_to IS NULL",
-                    (cell.valid_from, cell.id, old_id),
+                    "UPDATE cells SET valid_to = %s, superseded_by = %s WHERE id = %s AND valid_from <= %s"
+                    " AND (valid_to IS NULL OR valid_to > %s)",
+                    (cell.valid_from, cell.id, old_id, cell.valid_from, cell.valid_from),
                 )
                 connection.execute("UPDATE derived SET is_current = false WHERE id = %s", (old_id,))
                 record_event(connection, "supersession", cell.user_id, supersession(old_id, cell.id))
