@@ -178,3 +178,16 @@ def test_relative_dates_in_facts_are_resolved_against_the_day_they_were_said(mem
     )
     history = memory.context("favourite colour", user_id="mel", token_budget=2000, include_superseded=True)
     assert "as of last week. [last week = the week before 10 January 2023] (until 2023-02-01" in history.text
+
+
+def test_messages_said_at_one_time_read_in_the_order_they_were_said(memory: Memory) -> None:
+    exchange = [
+        {"role": "user", "content": "What pasta should I cook tonight?", "name": "Ana", "id": "q-2"},
+        {"role": "assistant", "content": "Cook carbonara pasta with guanciale.", "id": "a-1"},
+    ]
+    memory.add(exchange, user_id="ana", session_id="s1", timestamp="2023-05-08T10:00:00Z")
+    for block in (
+        memory.context("pasta carbonara", user_id="ana", token_budget=300).text,
+        memory.context("pasta carbonara", user_id="ana", session_id="s1", token_budget=300).text,
+    ):
+        assert block.index("What pasta should I cook") < block.index("Cook carbonara"), block

@@ -9,7 +9,7 @@ from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput
-from memstrata.extraction.time_expressions import annotate
+from memstrata.extraction.time_expressions import annotate, without_notes
 from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
@@ -124,6 +124,9 @@ class ContextViews:
                 fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
             )
             recent = self._recent_turns(user, scope.session_id, scope.agent_id)
+            # Summaries carry the dates of their relative phrases as read in the setting's zone
+            # when they were made; in another zone those notes could contradict the excerpts.
+            dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
             candidates: dict[str, list[Candidate]] = {
                 "profile": [
                     Candidate("profile", "profile", "longterm", f"profile:{key}", f"{readable_key(key)}: {value}")
@@ -137,7 +140,7 @@ class ContextViews:
                 "cell": self._cells(derived, user, include_superseded, zone, [*loaded.values(), *recent.values()]),
                 "graph": self._graph(text, user),
                 "summary": [
-                    Candidate("summary", hit.tier, hit.tier, hit.id, hit.content, hit.score, hit.source_turn_ids)
+                    Candidate("summary", hit.tier, hit.tier, hit.id, dated(hit.content), hit.score, hit.source_turn_ids)
                     for hit in derived
                     if hit.tier in SUMMARY_TIERS
                 ],
@@ -290,8 +293,9 @@ def _recent(turns: Mapping[int, Turn], zone: tzinfo) -> list[Candidate]:
             f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
             when=t.created_at.astimezone(zone),
             source_turn_ids=(t.id,),
+            order=seq,
         )
-        for _, t in sorted(turns.items(), reverse=True)
+        for seq, t in sorted(turns.items(), reverse=True)
     ]
 
 
@@ -302,7 +306,7 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
     speaker = turn.name or str(turn.role)
     said = turn.created_at.astimezone(zone)
     text = f"{speaker}: {annotate(turn.content, said)}"
-    return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said)
+    return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said, order=hit.seq)
 
 
 def _quoting(hits: Sequence[Hit], turns: Mapping[str, Turn]) -> set[str]:

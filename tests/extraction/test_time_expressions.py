@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.extraction.time_expressions import annotate, may_mention_relative_time, resolve_time_expressions
+from memstrata.extraction.time_expressions import (
+    annotate,
+    may_mention_relative_time,
+    resolve_time_expressions,
+    without_notes,
+)
 
 MONDAY = date(2023, 5, 8)
 
@@ -198,3 +203,9 @@ def test_the_quick_check_sees_every_phrase_the_resolver_reads(text: str) -> None
 
 def test_the_quick_check_passes_over_text_without_time_words() -> None:
     assert not may_mention_relative_time("I love pottery and hiking in the hills.")
+
+
+def test_notes_come_off_as_they_went_on() -> None:
+    said = "I walked the dog yesterday. We go next week."
+    assert without_notes(annotate(said, date(2023, 5, 8))) == said
+    assert without_notes("a [b] c [x = y; z = w] d") == "a [b] c d"  # brackets without " = " stay

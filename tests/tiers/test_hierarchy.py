@@ -567,6 +567,19 @@ def test_summaries_say_what_relative_dates_meant(home: Path) -> None:
     assert all(summary.count("yesterday") == 2 * summary.count("[yesterday = 7 May 2023]") for summary in dated)
 
 
+def test_a_context_read_in_another_zone_shows_summaries_without_the_dates_they_resolved(home: Path) -> None:
+    said = datetime(2023, 5, 8, 6, 30, tzinfo=UTC)  # still 7 May in Los Angeles
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        for n in range(4):
+            _exchange(memory, f"The shed roof leaked again yesterday, repair attempt {n} failed.", timestamp=said)
+        assert memory.consolidate(user_id=USER)
+        here = memory.context("shed roof repair", user_id=USER, token_budget=2000)
+        there = memory.context("shed roof repair", user_id=USER, token_budget=2000, timezone="America/Los_Angeles")
+    assert any(item.kind in ("consolidation", "midterm", "scene") for item in there.items)
+    assert "[yesterday = 7 May 2023]" in here.text
+    assert "[yesterday = 7 May 2023]" not in there.text and "[yesterday = 6 May 2023]" in there.text
+
+
 def test_worker_thread_stops_on_close(home: Path) -> None:
     memory = Memory(home, embedder=HashEmbedder())
     memory.add("hello there", user_id=USER)

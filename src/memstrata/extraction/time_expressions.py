@@ -172,6 +172,13 @@ def annotate(text: str, anchor: datetime | date | None) -> str:
     return _annotated_cached(text, day) if len(text) <= CACHED_TEXT_CHARS else _annotated(text, day)
 
 
+def without_notes(text: str) -> str:
+    """``text`` less the notes ``annotate`` added (" [yesterday = 7 May 2023]"): for text resolved in another zone."""
+    return _NOTE.sub("", text)
+
+
+_NOTE = re.compile(r" \[[^\[\]]*? = [^\[\]]*\]")
+
 # Context assembly annotates the same turns for query after query: short texts are remembered.
 CACHED_TEXT_CHARS = 2_000
 

@@ -48,6 +48,8 @@ class Candidate:
     when: datetime | None = None
     #: The text says nothing its source turns do not: left out when the excerpts show all of them.
     restates_sources: bool = False
+    #: Where a turn was stored (its seq): turns of one ``when`` (one ``add`` call) keep the order they were said.
+    order: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +172,7 @@ def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[list[str], list[
         lines.append(f"## {SECTION_TITLES[section]}")
         if section in DATED_SECTIONS:
             # Conversation excerpts read in time order, under one date line per day.
-            picked.sort(key=lambda item: (item.when or datetime.min, item.id))
+            picked.sort(key=lambda item: (item.when or datetime.min, item.order or 0, item.id))
             day = None
             for item in picked:
                 stamp = _day(item)
