@@ -57,8 +57,6 @@ def meanings(text: str, anchor: date = MONDAY) -> dict[str, str]:
         ("3 years ago", "2020"),
         ("a couple of years ago", "2021"),
         ("for 3 years now", "since 2020"),
-        ("in two weeks", "the week of 22 May 2023"),
-        ("in a month", "June 2023"),
         ("the day after tomorrow", "10 May 2023"),
         ("for about 3 years now", "since about 2020"),
         ("a few days ago", "a few days before 8 May 2023"),
@@ -209,3 +207,21 @@ def test_notes_come_off_as_they_went_on() -> None:
     said = "I walked the dog yesterday. We go next week."
     assert without_notes(annotate(said, date(2023, 5, 8))) == said
     assert without_notes("a [b] c [x = y; z = w] d") == "a [b] c d"  # brackets without " = " stay
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("I'm moving in two weeks.", {"in two weeks": "the week of 22 May 2023"}),
+        ("The wedding is in a month!", {"in a month": "June 2023"}),
+        ("We will fly out in 3 days. It was hard.", {"in 3 days": "11 May 2023"}),
+        ("Going to Paris in 2 weeks", {"in 2 weeks": "the week of 22 May 2023"}),
+        # A stretch or a gap, not a time ahead: no date stands for it.
+        ("I haven't seen my sister in 3 years.", {}),
+        ("First time in 10 years I went skiing!", {}),
+        ("I lost 10 pounds in a month.", {}),
+        ("It was done in two weeks, and it is great.", {}),
+    ],
+)
+def test_in_so_many_days_is_dated_only_when_its_sentence_looks_ahead(text: str, found: dict[str, str]) -> None:
+    assert meanings(text) == found

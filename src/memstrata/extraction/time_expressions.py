@@ -146,6 +146,8 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
             start, end = match.span()
             if any(taken[start:end]):
                 continue
+            if kind == "in" and not _looks_ahead(text, start, end):
+                continue
             try:
                 resolved = _meaning(kind, match, day)
             except (OverflowError, ValueError):  # the edge of the calendar (year 1 or 9999)
@@ -159,6 +161,33 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
     for expression in found:
         unique.setdefault((plain(expression.phrase), expression.meaning), expression)
     return list(unique.values())
+
+
+def _looks_ahead(text: str, start: int, end: int) -> bool:
+    """Whether "in 3 weeks" at ``start`` is a time to come, as in "we move in 3 weeks", read from its sentence.
+
+    The same words also measure a stretch ("lost 10 pounds in a month") or a gap ("haven't
+    seen her in 3 years", "first time in 10 years"), which no date stands for: the sentence
+    must say something is ahead (will, 'm, is, going to, plan to …) and nothing that looks back.
+    """
+    opening = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n")) + 1
+    closing = min(
+        (found for mark in (". ", "! ", "? ", "\n") if (found := text.find(mark, end)) != -1), default=len(text)
+    )
+    sentence = text[opening:closing]
+    return _AHEAD.search(sentence) is not None and _BEHIND.search(sentence) is None
+
+
+_AHEAD = re.compile(
+    r"(?:\b(?:will|shall|going to|gonna|is|are|am|plan(?:s|ning)? to|hop(?:e|ing) to|expect\w*|scheduled|due"
+    r"|coming up|see you|can'?t wait)\b|'ll\b|'m\b|'re\b)",
+    re.IGNORECASE,
+)
+_BEHIND = re.compile(
+    r"\b(?:never|ever|first time|haven'?t|hasn'?t|hadn'?t|have not|has not|didn'?t|was|were|did|had|lost|gained"
+    r"|took|finished|managed)\b",
+    re.IGNORECASE,
+)
 
 
 def annotate(text: str, anchor: datetime | date | None) -> str:
