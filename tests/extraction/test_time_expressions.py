@@ -225,3 +225,10 @@ def test_notes_come_off_as_they_went_on() -> None:
 )
 def test_in_so_many_days_is_dated_only_when_its_sentence_looks_ahead(text: str, found: dict[str, str]) -> None:
     assert meanings(text) == found
+
+
+def test_short_weekdays_that_are_also_words_are_days_only_when_capitalised() -> None:
+    assert meanings("When we last sat down together, she cried.") == {}
+    assert meanings("They last wed in June, then next sun they left.") == {}
+    assert meanings("See you next Sat!") == {"next sat": "Saturday, 13 May 2023"}
+    assert meanings("last Wed was long") == {"last wed": "Wednesday, 3 May 2023"}

@@ -30,6 +30,8 @@ WEEKDAY_FORMS = {
     "sat": 5,
     "sun": 6,
 } | {name: index for index, name in enumerate(WEEKDAYS)}
+#: Short forms that are also words ("when we last sat down", "they last wed in June"): a day only when capitalised.
+WORD_LIKE_WEEKDAYS = frozenset({"sat", "wed", "sun"})
 # Northern-hemisphere meteorological seasons: the months each one covers, in order.
 SEASONS = {
     "spring": (3, 4, 5),
@@ -148,6 +150,8 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
                 continue
             if kind == "in" and not _looks_ahead(text, start, end):
                 continue
+            if kind in ("last_weekday", "next_weekday") and _is_a_word(match.group("weekday")):
+                continue
             try:
                 resolved = _meaning(kind, match, day)
             except (OverflowError, ValueError):  # the edge of the calendar (year 1 or 9999)
@@ -161,6 +165,11 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
     for expression in found:
         unique.setdefault((plain(expression.phrase), expression.meaning), expression)
     return list(unique.values())
+
+
+def _is_a_word(weekday: str) -> bool:
+    """Whether a short weekday form is, as written, more likely a word: "sat" (not "Sat")."""
+    return plain(weekday) in WORD_LIKE_WEEKDAYS and not weekday[:1].isupper()
 
 
 def _looks_ahead(text: str, start: int, end: int) -> bool:
