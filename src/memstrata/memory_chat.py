@@ -21,7 +21,7 @@ EXTRACTIVE_HEADER = "Here is what I remember:"
 EXTRACTIVE_EMPTY = "I don't have anything stored about that yet."
 EXTRACTIVE_ITEMS = 5
 # Profile traits are in every context whatever the question, so they only fill spare places.
-_EXTRACTIVE_KINDS = ("cell", "consolidation", "scene", "midterm", "segment", "episode")
+_EXTRACTIVE_KINDS = ("cell", "consolidation", "scene", "midterm", "episode")
 CONSOLIDATIONS_SCANNED = 100
 
 

@@ -97,7 +97,8 @@ class ContextItem:
     """One piece of an assembled context: what it is, where it came from, what it cost.
 
     ``kind`` is one of ``profile``, ``cell``, ``pattern``, ``graph``, ``consolidation``,
-    ``scene``, ``segment`` or ``episode``; ``tier`` is the memory tier it was read from.
+    ``scene``, ``midterm`` (a topic segment's summary) or ``episode``; ``tier`` is the memory
+    tier it was read from.
     """
 
     kind: str

@@ -138,7 +138,7 @@ def test_any_written_day_is_read_back_as_itself(day: date, day_first: bool) -> N
 def test_a_borrowed_year_never_makes_a_day_that_does_not_exist() -> None:
     periods = mentioned_periods("What happened on 29 February in 2023?")
     assert periods == (Period(None, (2,), 29), Period(2023))
-    assert covering_window(periods) is None  # one period has no year, so no window; and no error
+    assert covering_window(periods) == covering_window((Period(2023),))  # the dated one's window; and no error
     assert mentioned_periods("on 29 February in 2024")[0] == Period(2024, (2,), 29)
 
 
@@ -177,3 +177,22 @@ def test_a_date_with_its_year_is_named_as_a_period_or_a_boundary() -> None:
 def test_letters_that_only_fold_to_ascii_still_name_their_month() -> None:
     assert mentioned_periods("What happened on 9 Auguſt 2022?") == (Period(2022, (8,), 9),)
     assert mentioned_periods("in Aprİl 2023") == (Period(2023, (4,)),)
+
+
+def test_a_relative_date_beside_a_yearless_month_still_has_its_window() -> None:
+    asked = (Span(date(2024, 6, 14), date(2024, 6, 15), date(2024, 6, 16)), Period(None, (6,)))
+    assert covering_window(asked) == covering_window(asked[:1]) is not None
+
+
+def test_a_day_named_without_a_year_is_near_across_new_year() -> None:
+    assert Period(None, (12,), 31).nearness(date(2024, 1, 1)) == NEAR_WEIGHT
+    assert Period(None, (1,), 1).nearness(date(2023, 12, 31)) == NEAR_WEIGHT
+    assert Period(None, (1,), 1).nearness(date(2023, 6, 1)) == 0.0
+
+
+def test_a_winter_across_two_years_reads_as_the_notes_write_it() -> None:
+    periods = mentioned_periods("What did we do in winter 2022-2023?")  # as "[last winter = winter 2022-2023]"
+    assert periods == mentioned_periods("in winter 2022-23") == (Period(2022, (12,)), Period(2023, (1, 2)))
+    assert nearness(periods, date(2023, 1, 15)) == 1.0 and nearness(periods, date(2022, 1, 15)) == 0.0
+    assert covering_window(periods) == (datetime(2022, 12, 1, tzinfo=UTC), datetime(2023, 3, 1, tzinfo=UTC))
+    assert mentioned_periods("winter 2022-2025") == ()  # not one winter

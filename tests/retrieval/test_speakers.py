@@ -18,6 +18,14 @@ def test_a_named_speaker_is_found_as_a_whole_word_in_any_case() -> None:
     assert mentioned_speaker("a + b", ["+", " "]) is None
 
 
+def test_a_name_that_is_also_a_word_counts_only_written_as_a_name() -> None:
+    speakers = ["Will", "Ana"]
+    assert mentioned_speaker("what will happen next?", speakers) is None
+    assert mentioned_speaker("What will Ana cook?", speakers) == "Ana"  # "will" does not make it two
+    assert mentioned_speaker("What did Will cook?", speakers) == "Will"
+    assert mentioned_speaker("Will it rain?", ["Will"]) is None  # a first word is capitalised anyway
+
+
 SPEAKERS = ["Caroline", "Melanie", "O'Brien", "Mary", "Mary Ann", "James", "J.R."]
 
 

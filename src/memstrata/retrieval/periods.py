@@ -40,6 +40,8 @@ _PATTERNS = (
     ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?({_ANY_MONTH})\b\.?(?:{_YEAR_AFTER})?", re.IGNORECASE)),
     # November 9, 2022 / Nov 9th,2022 / November 9
     ("month-day", re.compile(rf"\b({_ANY_MONTH})\.?\s+{_DAY}\b(?:{_YEAR_AFTER})?", re.IGNORECASE)),
+    # winter 2022-2023 / winter 2022-23: December, then January and February (as excerpts' notes write it)
+    ("winter", re.compile(rf"\bwinter\s+(?:of\s+)?({_YEAR})\s*[-\u2013/]\s*((?:19|20)?\d\d)\b", re.IGNORECASE)),
     # summer 2023 / summer of 2023
     ("season", re.compile(rf"\b({'|'.join(_SEASONS)})\s+(?:of\s+)?({_YEAR})\b", re.IGNORECASE)),
     # July 2022 / Sept, 2023 / November of 2022
@@ -68,11 +70,18 @@ class Period:
     def nearness(self, moment: date) -> float:
         """1 if ``moment`` falls in the period, ``NEAR_WEIGHT`` within ``NEAR_DAYS`` of a named day, else 0."""
         if self.day is not None:
-            try:
-                named = date(self.year or moment.year, self.months[0], self.day)
-            except ValueError:
+            # Without a year, the named day of the moment's year or of either year beside it:
+            # 30 December is near "January 1".
+            years = (self.year,) if self.year is not None else (moment.year - 1, moment.year, moment.year + 1)
+            gaps = []
+            for year in years:
+                try:
+                    gaps.append(abs((moment - date(year, self.months[0], self.day)).days))
+                except (ValueError, OverflowError):  # 29 February of a common year; the calendar's edge
+                    continue
+            if not gaps:
                 return 0.0
-            gap = abs((moment - named).days)
+            gap = min(gaps)
             return 1.0 if gap == 0 else NEAR_WEIGHT if gap <= NEAR_DAYS else 0.0
         if self.year is not None and moment.year != self.year:
             return 0.0
@@ -143,10 +152,14 @@ def _periods_in(text: str) -> tuple[Period, ...]:
                 continue
             taken[start:end] = b"\x01" * (end - start)
             try:
-                period = _period(kind, match.groups())
+                read = _winter(match.groups()) if kind == "winter" else (_period(kind, match.groups()),)
             except KeyError:  # a letter IGNORECASE matched that no fold maps back (defensive)
-                period = None
-            if period is not None and not _BOUNDARY.search(text[max(0, start - _BOUNDARY_REACH) : start]):
+                read = ()
+            if _BOUNDARY.search(text[max(0, start - _BOUNDARY_REACH) : start]):
+                continue
+            for period in read:
+                if period is None:
+                    continue
                 found.append((start, period))
                 distinct.add(period)
                 if len(distinct) > MAX_PERIODS:
@@ -179,12 +192,13 @@ def nearness(periods: Sequence[Dated], moment: datetime | date | None) -> float:
 
 
 def covering_window(periods: Sequence[Dated], zone: tzinfo = UTC) -> tuple[datetime, datetime] | None:
-    """The span from the first period's start to the last one's end, midnights in ``zone``, as UTC.
+    """The span from the first dated period's start to the last one's end, midnights in ``zone``, as UTC.
 
-    None if any period has no year.
+    Periods without a year ("in June") have no window of their own and count in the
+    reranker only; None if no period has a year.
     """
-    bounds = [period.bounds() for period in periods]
-    if not bounds or any(bound is None for bound in bounds):
+    bounds = [bound for bound in (period.bounds() for period in periods) if bound is not None]
+    if not bounds:
         return None
     first = min(bound[0] for bound in bounds if bound is not None)
     after_last = max(bound[1] for bound in bounds if bound is not None)
@@ -217,6 +231,17 @@ def _period(kind: str, groups: Sequence[str | None]) -> Period | None:
     (year_text,) = groups
     assert year_text is not None
     return Period(int(year_text))
+
+
+def _winter(groups: Sequence[str | None]) -> tuple[Period | None, ...]:
+    """ "winter 2022-2023": December of the first year, January and February of the next; None if not consecutive."""
+    first_text, second_text = groups
+    assert first_text is not None and second_text is not None
+    first = int(first_text)
+    second = int(second_text) if len(second_text) == 4 else first // 100 * 100 + int(second_text)
+    if second != first + 1:
+        return (None,)
+    return Period(first, (12,)), Period(second, (1, 2))
 
 
 def _plain(text: str) -> str:

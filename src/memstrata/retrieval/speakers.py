@@ -13,13 +13,21 @@ COMMON_WORDS = CAPITALISED_STOPWORDS | frozenset(role.value for role in Role)
 
 
 def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
-    """The one speaker whose name the query contains as a word; ``None`` if none or several."""
-    found = {
-        name
-        for name in set(speakers)
-        if re.search(r"\w", name) and re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", query, re.IGNORECASE)
-    }
+    """The one speaker whose name the query contains as a word; ``None`` if none or several.
+
+    A name that is also a common word ("Will", "May") counts only as written, capitalised,
+    and not as the query's first word: "what will happen?" names no one.
+    """
+    found = {name for name in set(speakers) if re.search(r"\w", name) and _names(query, name.strip())}
     return found.pop() if len(found) == 1 else None
+
+
+def _names(query: str, name: str) -> bool:
+    if _is_distinctive(name):
+        return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query, re.IGNORECASE) is not None
+    if len(name) < 2 or not name[:1].isupper():
+        return False
+    return any(match.start() > 0 for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", query.lstrip()))
 
 
 def without_speakers(query: str, speakers: Sequence[str]) -> str:
