@@ -18,6 +18,7 @@ from memstrata import IdConflict, InvalidInput, Memory, MemstrataError, NotFound
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.memory_search import asked_periods, joined
 from memstrata.retrieval.periods import Period, Span
+from memstrata.storage import open_store
 from memstrata.validation import check_text
 from tests.inputs import nested
 
@@ -952,3 +953,37 @@ def test_forget_drops_the_users_visits_not_yet_queued(tmp_path: Path) -> None:
         memory.forget(user_id="ana")
     with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
         assert reopened._store.count_jobs("ana") == 0
+
+
+def test_a_memory_that_fails_to_open_closes_the_store_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memstrata.memory as module
+
+    opened: list[Any] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        store = open_store(*args, **kwargs)
+        opened.append(store)
+        return store
+
+    monkeypatch.setattr(module, "open_store", recording)
+    with pytest.raises(MemstrataError, match="model"):  # an LLM provider without a model
+        Memory(tmp_path / "home", embedder=HashEmbedder(), llm_provider="openai", llm_base_url="http://127.0.0.1:9")
+    [store] = opened
+    with pytest.raises(StorageError, match="closed"):
+        store.get_by_ids(["x"])
+
+
+def test_closing_a_memory_closes_the_model_client_it_built(tmp_path: Path) -> None:
+    memory = Memory(
+        tmp_path / "home",
+        embedder=HashEmbedder(),
+        llm_provider="openai",
+        llm_model="m",
+        llm_base_url="http://127.0.0.1:9",
+    )
+    client = memory.llm._http  # type: ignore[attr-defined]
+    client._http()  # a pooled connection set up, as the first call would
+    memory.close()
+    assert client._client is None

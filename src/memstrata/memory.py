@@ -124,8 +124,23 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._pending_visits: dict[str, list[list[int]]] = {}
         self._visits_lock = threading.Lock()
         self._closed = False
+        self._shared_working: SharedWorkingMemory | None = None
+        self._owned_llm = False
+        try:
+            self._llm: LLM = llm or load_llm(settings)
+            self._owned_llm = llm is None
+            self._finish_opening(settings)
+        except BaseException:
+            # Nothing half-open stays behind: a store this Memory opened is closed again.
+            if store is None:
+                self._store.close()
+            if self._shared_working is not None:
+                self._shared_working.close()
+            raise
+
+    def _finish_opening(self, settings: Settings) -> None:
+        """Embed what lacks vectors, then build the hierarchy, the shared working set and the worker."""
         self.reindex()
-        self._llm: LLM = llm or load_llm(settings)
         policy = HierarchyPolicy(
             working_capacity=settings.working_capacity,
             segment_similarity=settings.segment_similarity,
@@ -187,6 +202,9 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             if self._shared_working is not None:
                 self._shared_working.close()
             self._store.close()
+            closer = getattr(self._llm, "close", None)
+            if self._owned_llm and callable(closer):  # a model client built here; one passed in is the caller's
+                closer()
 
     def __enter__(self) -> Memory:
         return self

@@ -216,3 +216,10 @@ def test_an_unusable_base_url_is_a_config_error(url: str) -> None:
     settings = load_settings(llm_provider="openai", llm_base_url=url, llm_model="m")
     with pytest.raises(ConfigError, match="llm_base_url"):
         load_llm(settings)
+
+
+def test_a_base_url_with_credentials_is_refused_without_showing_them() -> None:
+    settings = load_settings(llm_provider="openai", llm_base_url="https://ana:hunter2@proxy.example/v1", llm_model="m")
+    with pytest.raises(ConfigError, match="user name or password") as info:
+        load_llm(settings)
+    assert "hunter2" not in str(info.value)

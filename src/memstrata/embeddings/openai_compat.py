@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from memstrata.embeddings.base import Vectors, normalize_rows
 from memstrata.errors import ConfigError, EmbeddingError
-from memstrata.llms.http import JsonClient, RetryPolicy, SettingNames, Sleep, check_base_url
+from memstrata.llms.http import JsonClient, RetryPolicy, SettingNames, Sleep, check_api_key, check_base_url
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -48,6 +48,11 @@ class RemoteEmbedderOptions(BaseModel):
     @classmethod
     def _valid_url(cls, value: str) -> str:
         return check_base_url(value)
+
+    @field_validator("api_key")
+    @classmethod
+    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
+        return check_api_key(value)
 
 
 class RemoteEmbedder:

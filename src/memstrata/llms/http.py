@@ -79,11 +79,16 @@ def check_base_url(value: str) -> str:
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"{value!r} is not an http:// or https:// URL")
     try:
-        host = httpx.URL(url).host
+        parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
         raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
-    if not host:
+    if not parsed.host:
         raise ValueError(f"{value!r} names no host")
+    if parsed.userinfo:
+        # URLs are shown in messages and logs; a password in one would be too.
+        raise ValueError(
+            "the URL holds a user name or password; give the URL without them and the key as the API key setting"
+        )
     return url
 
 
