@@ -695,6 +695,27 @@ def test_an_export_that_fails_part_way_leaves_no_partial_file(
     assert list((tmp_path / "out").iterdir()) == []
 
 
+@pytest.mark.parametrize("values", [[1e-30, 0.0, 0.0, 0.0], [1e20, 1e20, 1e20, 1e20], [3e38, -3e38, 0.0, 0.0]])
+def test_an_imported_vector_of_any_finite_size_is_stored_at_unit_length(
+    memory: Memory, tmp_path: Path, values: list[float]
+) -> None:
+    memory.add("one turn", user_id="ana")
+    source = tmp_path / "e.jsonl"
+    memory.export(source, embeddings=True)
+    header, record = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    vector = np.zeros(record["embedding"]["dimension"], dtype="<f4")
+    vector[: len(values)] = values
+    record["embedding"]["vector"] = base64.b64encode(vector.tobytes()).decode()
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        assert fresh.import_(tampered).embeddings == 1
+        fresh.export(tmp_path / "again.jsonl", embeddings=True)
+    [stored] = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()[1:]]
+    unit = np.frombuffer(base64.b64decode(stored["embedding"]["vector"]), dtype="<f4")
+    assert np.all(np.isfinite(unit)) and np.linalg.norm(unit) == pytest.approx(1.0, abs=1e-5)
+
+
 def test_an_imported_vector_is_stored_at_unit_length(memory: Memory, tmp_path: Path) -> None:
     _populate(memory)
     source = tmp_path / "e.jsonl"
@@ -953,6 +974,17 @@ def test_forget_drops_the_users_visits_not_yet_queued(tmp_path: Path) -> None:
         memory.forget(user_id="ana")
     with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
         assert reopened._store.count_jobs("ana") == 0
+
+
+def test_forgetting_one_session_keeps_the_visits_to_the_rest(tmp_path: Path) -> None:
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as memory:
+        memory.add("sailing in Cascais", user_id="ana", session_id="s1")
+        memory.add("sailing in Porto", user_id="ana", session_id="s2")
+        memory.flush()
+        assert memory.search("sailing", user_id="ana")
+        memory.forget(user_id="ana", session_id="s1")
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
+        assert reopened._store.count_jobs("ana") == 1  # the visit, queued on close
 
 
 def test_a_memory_that_fails_to_open_closes_the_store_it_opened(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -119,7 +120,8 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._ids = IdGenerator()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
-        self._index_reloads = 0  # bumped when a deletion by another process left the vector index stale
+        # Per user, bumped when a deletion by another process left the user's vector index stale.
+        self._index_reloads: Counter[str] = Counter()
         self._activity = Activity()
         self._pending_visits: dict[str, list[list[int]]] = {}
         self._visits_lock = threading.Lock()
@@ -131,11 +133,16 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             self._owned_llm = llm is None
             self._finish_opening(settings)
         except BaseException:
-            # Nothing half-open stays behind: a store this Memory opened is closed again.
-            if store is None:
-                self._store.close()
+            # Nothing half-open stays behind: what this Memory opened is closed again.
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
             if self._shared_working is not None:
                 self._shared_working.close()
+            if store is None:
+                self._store.close()
+            closer = getattr(self._llm, "close", None) if self._owned_llm else None
+            if callable(closer):
+                closer()
             raise
 
     def _finish_opening(self, settings: Settings) -> None:
@@ -400,8 +407,9 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         """Hard-delete everything in a scope (a whole user by default), indexes included."""
         self._require_open()
         scope = self._scope(user_id, agent_id, session_id)
-        with self._visits_lock:  # visits not yet queued would queue a job for what is gone
-            self._pending_visits.pop(scope.user_id, None)
+        if scope.agent_id is None and scope.session_id is None:
+            with self._visits_lock:  # visits not yet queued would queue a job for a user who is gone
+                self._pending_visits.pop(scope.user_id, None)
         count = self._store.forget(scope)
         if self._shared_working is not None:
             self._shared_working.forget(scope)

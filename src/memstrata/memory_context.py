@@ -96,7 +96,6 @@ class ContextViews:
         more, reloaded, before any visit is noted.
         """
         memory = self._facade
-        reloads = memory._index_reloads
         with memory._activity:
             memory._require_open()
             scope = memory._scope(user_id, agent_id, session_id)
@@ -105,6 +104,7 @@ class ContextViews:
             if not isinstance(include_superseded, bool):
                 raise InvalidInput("include_superseded must be true or false")
             user = scope.user_id
+            reloads = memory._index_reloads[user]
             filters = SearchFilters(agent_id=scope.agent_id)
             wanted = min(
                 MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
@@ -148,7 +148,7 @@ class ContextViews:
                 "recent": _recent(recent, zone),
             }
             built = assemble(text, user, candidates, budget, self.assembly_policy)
-            if again_if_stale and memory._index_reloads != reloads:
+            if again_if_stale and memory._index_reloads[user] != reloads:
                 return self._context(
                     query,
                     user_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -79,7 +80,7 @@ class SearchViews:
     _activity: Activity
     _executor: ThreadPoolExecutor | None
     _executor_lock: threading.Lock
-    _index_reloads: int
+    _index_reloads: Counter[str]
     _pending_visits: dict[str, list[list[int]]]
     _visits_lock: threading.Lock
 
@@ -153,7 +154,7 @@ class SearchViews:
             today = today_in(zone)  # read once: a search across midnight asks about one "yesterday"
             depth = max(self.settings.search_candidates, count)
             for _ in range(2):  # once more if the vector index turned out stale (see ``_turns``)
-                reloads = self._index_reloads
+                reloads = self._index_reloads[scope.user_id]
                 rankings = joined(self._rankings(text, scope.user_id, filters, depth, mode, with_derived, today, zone))
                 loaded: dict[int, Turn] = {}
                 fused = self._rerank(
@@ -162,7 +163,7 @@ class SearchViews:
                 if spread > 0:
                     fused = self._diversify(fused, spread, count)
                 hits = self._dated_facts(self._load_hits(fused, count, scope.user_id, loaded), scope.user_id, zone)
-                if self._index_reloads == reloads:
+                if self._index_reloads[scope.user_id] == reloads:
                     break
             self._note_hit_visits(scope.user_id, hits)
             return hits
@@ -297,7 +298,7 @@ class SearchViews:
             known.update(self._store.get_by_seqs(missing, user_id))
             if any(seq not in known for seq in missing):
                 self._index.drop(user_id)
-                self._index_reloads += 1
+                self._index_reloads[user_id] += 1
         return {seq: known[seq] for seq in seqs if seq in known}
 
     def _server_vectors(self) -> ServerSideVectors | None:

@@ -135,4 +135,6 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
     if not np.any(vector):
         raise InvalidInput("embedding vector is all zeros: it has no direction to compare")
     # The index scores by dot product over unit vectors; a longer one would outrank every other.
-    return ImportedTurn(turn, model_id, vector / np.float32(np.linalg.norm(vector)))
+    # In float64 the norm of any finite, non-zero float32 vector is finite and non-zero.
+    wide = vector.astype(np.float64)
+    return ImportedTurn(turn, model_id, (wide / np.linalg.norm(wide)).astype(np.float32))

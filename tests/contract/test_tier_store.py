@@ -395,6 +395,13 @@ def test_a_late_cell_takes_over_the_end_of_the_value_before_it(store: TierStore)
         "c1": (T0 + timedelta(days=60), "c2"),
         "c2": (None, None),
     }
+    hits = store.derived_fulltext('"b"', "ana", 10)  # c2 is still searched as current
+    assert [item[0] for item in store.derived_items([seq for seq, _ in hits], "ana").values()] == ["c2"]
+    assert [event.detail for event in store.events("ana")] == [  # newest first; none says c1 ended c2
+        {"old": "c0", "new": "c1"},
+        {"old": "c1", "new": "c2"},
+        {"old": "c0", "new": "c2"},
+    ]
 
 
 def test_forgetting_the_newer_value_makes_the_one_it_replaced_current_again(store: TierStore) -> None:

@@ -216,6 +216,8 @@ def test_notes_come_off_as_they_went_on() -> None:
         ("The wedding is in a month!", {"in a month": "June 2023"}),
         ("We will fly out in 3 days. It was hard.", {"in 3 days": "11 May 2023"}),
         ("Going to Paris in 2 weeks", {"in 2 weeks": "the week of 22 May 2023"}),
+        ("We move in 3 weeks.", {"in 3 weeks": "the week of 29 May 2023"}),
+        ("In 2 days I fly to Rome.", {"in 2 days": "10 May 2023"}),
         # A stretch or a gap, not a time ahead: no date stands for it.
         ("I haven't seen my sister in 3 years.", {}),
         ("First time in 10 years I went skiing!", {}),

@@ -225,3 +225,9 @@ def test_a_since_time_is_read_in_utc_as_the_summary_prints_it() -> None:
 def test_a_duration_reaching_before_the_year_1_is_invalid_input(text: str) -> None:
     with pytest.raises(InvalidInput, match="shorter duration"):
         parse_since(text, now=NOW)
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00"])
+def test_a_time_at_the_edge_of_the_calendar_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInput, match="edge of the calendar"):
+        parse_since(text, now=NOW)

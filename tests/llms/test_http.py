@@ -223,3 +223,10 @@ def test_a_base_url_with_credentials_is_refused_without_showing_them() -> None:
     with pytest.raises(ConfigError, match="user name or password") as info:
         load_llm(settings)
     assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["https://ana:hunter2@/v1", "https://ana:hunter2@[::1/v1", "ftp://ana:hunter2@host"])
+def test_a_malformed_url_is_refused_without_showing_its_password(url: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_llm(load_settings(llm_provider="openai", llm_base_url=url, llm_model="m"))
+    assert "hunter2" not in str(info.value)

@@ -173,28 +173,22 @@ def _is_a_word(weekday: str) -> bool:
 
 
 def _looks_ahead(text: str, start: int, end: int) -> bool:
-    """Whether "in 3 weeks" at ``start`` is a time to come, as in "we move in 3 weeks", read from its sentence.
+    """Whether "in 3 weeks" at ``start`` is a time to come ("we move in 3 weeks"), read from its sentence.
 
     The same words also measure a stretch ("lost 10 pounds in a month") or a gap ("haven't
-    seen her in 3 years", "first time in 10 years"), which no date stands for: the sentence
-    must say something is ahead (will, 'm, is, going to, plan to …) and nothing that looks back.
+    seen her in 3 years", "first time in 10 years"), which no date stands for: a sentence
+    that looks back (a negated perfect, "first time", a past tense such as was, did, lost) is left alone.
     """
     opening = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n")) + 1
     closing = min(
         (found for mark in (". ", "! ", "? ", "\n") if (found := text.find(mark, end)) != -1), default=len(text)
     )
-    sentence = text[opening:closing]
-    return _AHEAD.search(sentence) is not None and _BEHIND.search(sentence) is None
+    return _BEHIND.search(text[opening:closing]) is None
 
 
-_AHEAD = re.compile(
-    r"(?:\b(?:will|shall|going to|gonna|is|are|am|plan(?:s|ning)? to|hop(?:e|ing) to|expect\w*|scheduled|due"
-    r"|coming up|see you|can'?t wait)\b|'ll\b|'m\b|'re\b)",
-    re.IGNORECASE,
-)
 _BEHIND = re.compile(
-    r"\b(?:never|ever|first time|haven'?t|hasn'?t|hadn'?t|have not|has not|didn'?t|was|were|did|had|lost|gained"
-    r"|took|finished|managed)\b",
+    r"\b(?:never|ever|first time|haven'?t|hasn'?t|hadn'?t|have not|has not|didn'?t|wasn'?t|weren'?t|was|were|did"
+    r"|had|lost|gained|took|finished|managed|happened|went|came|spent|got|made)\b",
     re.IGNORECASE,
 )
 

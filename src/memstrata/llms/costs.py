@@ -267,4 +267,7 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
             f"cannot read {text!r} as a time; give a duration such as 7d, 12h or 30m, "
             "or an ISO date or time such as 2026-01-31 or 2026-01-31T09:00:00+00:00"
         ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    try:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the calendar's first moment in UTC
+        raise InvalidInput(f"{text!r} is at the edge of the calendar; give a date between 0002 and 9998") from None

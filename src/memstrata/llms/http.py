@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -74,22 +75,26 @@ class HttpReply:
 
 
 def check_base_url(value: str) -> str:
-    """Validate an http(s) URL and drop its trailing slash."""
+    """Validate an http(s) URL and drop its trailing slash; messages never show a password it holds."""
     url = value.strip().rstrip("/")
+    shown = repr(_USERINFO.sub("//***@", url))
     if not url.startswith(("http://", "https://")):
-        raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        raise ValueError(f"{shown} is not an http:// or https:// URL")
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
+        raise ValueError(f"{shown} is not a valid URL ({_USERINFO.sub('//***@', str(exc))})") from None
     if not parsed.host:
-        raise ValueError(f"{value!r} names no host")
+        raise ValueError(f"{shown} names no host")
     if parsed.userinfo:
         # URLs are shown in messages and logs; a password in one would be too.
         raise ValueError(
             "the URL holds a user name or password; give the URL without them and the key as the API key setting"
         )
     return url
+
+
+_USERINFO = re.compile(r"//[^/?#]*@")
 
 
 def check_api_key(value: SecretStr | None) -> SecretStr | None:

@@ -148,11 +148,13 @@ class KnowledgeMixin(Connected):
             if cell.superseded_by is not None:
                 record_event(connection, "supersession", cell.user_id, late_supersession(cell))
             for old_id in supersede:
-                connection.execute(
+                ended = connection.execute(
                     "UPDATE cells SET valid_to = %s, superseded_by = %s WHERE id = %s AND valid_from <= %s"
                     " AND (valid_to IS NULL OR valid_to > %s)",
                     (cell.valid_from, cell.id, old_id, cell.valid_from, cell.valid_from),
-                )
+                ).rowcount
+                if not ended:  # began after this cell, or already ended before it: not this cell's to end
+                    continue
                 connection.execute("UPDATE derived SET is_current = false WHERE id = %s", (old_id,))
                 record_event(connection, "supersession", cell.user_id, supersession(old_id, cell.id))
             put_derived(

@@ -185,11 +185,13 @@ class KnowledgeMixin:
             if cell.superseded_by is not None:
                 tier_event(connection, "supersession", cell.user_id, late_supersession(cell))
             for old_id in supersede:
-                connection.execute(
+                ended = connection.execute(
                     "UPDATE cells SET valid_to = ?, superseded_by = ? WHERE id = ? AND valid_from <= ?"
                     " AND (valid_to IS NULL OR valid_to > ?)",
                     (format_time(cell.valid_from), cell.id, old_id, *[format_time(cell.valid_from)] * 2),
-                )
+                ).rowcount
+                if not ended:  # began after this cell, or already ended before it: not this cell's to end
+                    continue
                 connection.execute("UPDATE derived SET is_current = 0 WHERE id = ?", (old_id,))
                 tier_event(connection, "supersession", cell.user_id, supersession(old_id, cell.id))
             put_derived(
