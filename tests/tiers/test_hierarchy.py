@@ -17,6 +17,7 @@ import pytest
 from memstrata import InvalidInput, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Consolidation
+from memstrata.tiers.hierarchy import without_labels
 from tests.fakes import FakeLLM
 from tests.inputs import distinct_words
 from tests.races import after_first_read
@@ -614,3 +615,9 @@ def test_prune_rejects_bad_arguments(tiered: Memory) -> None:
     for kwargs in ({"tier": "nonsense", "keep_last": 1}, {"tier": "episodic"}, {"tier": "episodic", "keep_last": -1}):
         with pytest.raises(InvalidInput):
             tiered.prune(user_id=USER, **kwargs)  # type: ignore[arg-type]
+
+
+def test_tes_reads_the_summary_without_the_speaker_labels_it_lends_its_sentences() -> None:
+    summary = "Melanie: The kids loved it. Caroline: Nice! Thanks, Caroline: see you."
+    assert without_labels(summary, {"Melanie", "Caroline"}) == "The kids loved it. Nice! Thanks, Caroline: see you."
+    assert without_labels(summary, set()) == summary

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
 
@@ -55,6 +56,14 @@ class HierarchyPolicy:
     max_attempts: int = 3
     #: The zone in which a turn's day is read when a summary resolves its relative dates.
     timezone: tzinfo = UTC
+
+
+def without_labels(text: str, speakers: Collection[str]) -> str:
+    """``text`` less the "Name: " labels that open its lines or sentences, for ``speakers``' names."""
+    names = sorted((re.escape(name) for name in speakers if name.strip()), key=len, reverse=True)
+    if not names:
+        return text
+    return re.sub(rf"(?:(?<=^)|(?<=[\n.!?] ))(?:{'|'.join(names)}): ", "", text)
 
 
 class Hierarchy:
@@ -381,7 +390,12 @@ class Hierarchy:
             cluster = f"the cluster from turn {turns[members[0]].id}"
             said = [self._day(turns[seq]) for seq in members]
             summary = self.steps.consolidation_summary(texts, member_vectors, label=cluster, said=said)
-            efficiency = token_efficiency(texts, summary, entities=entity_names)
+            # Measured on what was said: the speaker labels the summary lends its sentences
+            # would count as entities it keeps, by construction.
+            speakers = {name for seq in members if (name := turns[seq].name)}
+            efficiency = token_efficiency(
+                [turns[seq].content for seq in members], without_labels(summary, speakers), entities=entity_names
+            )
             consolidation = Consolidation(
                 id=self._ids.new(),
                 user_id=user_id,
