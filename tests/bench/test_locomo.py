@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.bench.locomo import MODES, LocomoOptions, parse_conversations, run_locomo
+from memstrata import InvalidInput
+from memstrata.bench.locomo import MODES, LocomoOptions, choose_conversations, dia_ids, parse_conversations, run_locomo
 from tests.conftest import LOCOMO
 
 
@@ -15,6 +16,20 @@ def test_parse_conversations() -> None:
     assert parse_conversations(None) == ()
     with pytest.raises(ValueError):
         parse_conversations("one")
+    for text in ("3-1", "0", "0-2"):
+        with pytest.raises(ValueError, match="range from 1"):
+            parse_conversations(text)
+
+
+def test_a_conversation_past_the_last_is_invalid_input() -> None:
+    assert choose_conversations(["a", "b"], (2,)) == ["b"] and choose_conversations(["a", "b"], ()) == ["a", "b"]
+    with pytest.raises(InvalidInput, match="no conversation 7"):
+        choose_conversations(["a", "b"], (1, 7))
+
+
+def test_evidence_ids_written_slightly_off_still_name_their_turns() -> None:
+    assert dia_ids("D30:05") == ["D30:5"] and dia_ids("D:11:26") == ["D11:26"]
+    assert dia_ids("D3:12; D4:10") == ["D3:12", "D4:10"]
 
 
 def test_one_conversation_report(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memstrata import Memory
 from memstrata.config import DATABASE_FILE_NAME
 from memstrata.embeddings.hashing import HashEmbedder
@@ -279,6 +281,21 @@ def test_bench_ingest_search_writes_json(home: Path, tmp_path: Path) -> None:
     for key, value in result["summary"].items():
         assert isinstance(value, int | float) and not isinstance(value, bool), key
         assert value > 0, (key, value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["locomo", "--limit", "0"], "--limit"),
+        (["locomo", "--conversations", "3-1"], "range from 1"),
+        (["locomo", "--conversations", "11"], "no conversation 11"),
+        (["locomo", "--tiers", "bogus"], "unknown tiers"),
+        (["ingest-search", "--source", "foo"], "--source"),
+    ],
+)
+def test_bad_bench_options_exit_2_before_any_work(home: Path, arguments: list[str], said: str) -> None:
+    line = assert_one_line_error(run_cli("bench", *arguments, home=home), 2)
+    assert said in line
 
 
 def test_invalid_input_exits_2_with_one_line(home: Path) -> None:

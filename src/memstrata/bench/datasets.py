@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from memstrata.errors import InvalidInput
 
@@ -63,8 +64,18 @@ def parse_session_date(text: str) -> datetime:
 
 
 def load_locomo(path: Path) -> tuple[list[DialogTurn], list[Question]]:
-    """Every turn (image captions appended as text) and every question."""
-    samples = json.loads(path.read_text(encoding="utf-8"))
+    """Every turn (image captions appended as text) and every question; InvalidInput for a file that is not LoCoMo's."""
+    try:
+        return _read_locomo(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        if isinstance(exc, InvalidInput):
+            raise
+        raise InvalidInput(
+            f"{path} is not LoCoMo's locomo10.json ({type(exc).__name__}: {exc}); pass --data with that file"
+        ) from exc
+
+
+def _read_locomo(samples: Any) -> tuple[list[DialogTurn], list[Question]]:
     turns: list[DialogTurn] = []
     questions: list[Question] = []
     for sample in samples:

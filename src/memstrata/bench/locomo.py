@@ -32,6 +32,7 @@ from memstrata.bench.context_metrics import (
 from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
+from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
 
 MODES = ("hybrid", "fulltext", "vector")
@@ -44,7 +45,21 @@ CRS_BUDGET = 1000
 # CRS embeds two long texts per question; every fifth question keeps the run short.
 CRS_EVERY = 5
 TUNING_CONVERSATIONS = 5  # methods are chosen on the first five; six to ten are held out
-_DIA_ID = re.compile(r"D\d+:\d+")
+# A turn's dia_id: "D3:12". A few evidence entries are written "D30:05" or "D:11:26".
+_DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+def dia_ids(evidence: str) -> list[str]:
+    """The turn ids an evidence entry names, as the turns spell them ("D30:05" → "D30:5")."""
+    return [f"D{session}:{turn}" for session, turn in _DIA_ID.findall(evidence)]
+
+
+def choose_conversations(order: list[str], numbers: tuple[int, ...]) -> list[str]:
+    """The conversations numbered ``numbers`` (1-based; none: all); InvalidInput for a number past the last."""
+    missing = [n for n in numbers if not 0 < n <= len(order)]
+    if missing:
+        raise InvalidInput(f"the data has {len(order)} conversations, so there is no conversation {missing[0]}")
+    return [order[n - 1] for n in numbers] or order
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +87,10 @@ def parse_conversations(text: str | None) -> tuple[int, ...]:
         low, _, high = part.strip().partition("-")
         if not low.isdigit() or (high and not high.isdigit()):
             raise ValueError(f"cannot read conversations {text!r}; use e.g. 1-5 or 1,3,7")
-        numbers.extend(range(int(low), int(high or low) + 1))
+        first, last = int(low), int(high or low)
+        if first < 1 or last < first:
+            raise ValueError(f"conversations {part.strip()!r} is not a range from 1 up, such as 1-5")
+        numbers.extend(range(first, last + 1))
     return tuple(sorted(set(numbers)))
 
 
@@ -89,7 +107,9 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
     console = console or Console(stderr=True)
     turns, questions = load_locomo(find_locomo(options.data))
     order = list(dict.fromkeys(turn.conversation for turn in turns))
-    chosen = [order[n - 1] for n in options.conversations if 0 < n <= len(order)] or order
+    if options.limit is not None and options.limit < 1:
+        raise InvalidInput(f"limit must be at least 1, not {options.limit}")
+    chosen = choose_conversations(order, options.conversations)
     number_of = {conversation: order.index(conversation) + 1 for conversation in order}
     turns = [turn for turn in turns if turn.conversation in chosen]
     questions = [q for q in questions if q.conversation in chosen and q.category in CATEGORIES]
@@ -183,7 +203,7 @@ def _ask(
     records: list[dict[str, Any]] = []
     usable = []
     for question in questions:
-        evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in _DIA_ID.findall(e)})
+        evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in dia_ids(e)})
         evidence = [e for e in evidence if e in text_of]
         if evidence:
             usable.append((question, evidence))
@@ -203,7 +223,7 @@ def _ask(
                 "answer_in_evidence": answer_in_context(
                     str(question.answer), "\n".join(dated_line[e] for e in evidence)
                 ),
-                # How old the evidence is: 0 = the first session, 1 = the latest one.
+                # How old the evidence is: 1 = the first (oldest) session, 0 = the latest one.
                 "evidence_age": 1.0
                 - statistics.fmean(_session_number(e.split(":", 1)[1]) - 1 for e in evidence)
                 / max(1, sessions_in[question.conversation] - 1),

@@ -32,7 +32,8 @@ from memstrata import ConfigError, Memory, ProviderError
 from memstrata.bench.context_metrics import normalize_answer
 from memstrata.bench.datasets import Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
-from memstrata.bench.locomo import _DIA_ID, CATEGORIES, ingest_dialogue, turn_id
+from memstrata.bench.locomo import CATEGORIES, choose_conversations, dia_ids, ingest_dialogue, turn_id
+from memstrata.errors import InvalidInput
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.llms.none import HOW_TO_CONFIGURE
 from memstrata.prompts import render
@@ -148,7 +149,9 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
     console = console or Console(stderr=True)
     turns, questions = load_locomo(find_locomo(options.data))
     order = list(dict.fromkeys(turn.conversation for turn in turns))
-    chosen = [order[n - 1] for n in options.conversations if 0 < n <= len(order)] or order
+    if options.limit is not None and options.limit < 1:
+        raise InvalidInput(f"limit must be at least 1, not {options.limit}")
+    chosen = choose_conversations(order, options.conversations)
     turns = [turn for turn in turns if turn.conversation in chosen]
     known = {turn_id(turn) for turn in turns}
     # The same questions as the retrieval benchmark: categories 1-4 whose evidence is in the data.
@@ -157,7 +160,7 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
         for q in questions
         if q.conversation in chosen
         and q.category in CATEGORIES
-        and any(f"{q.conversation}:{d}" in known for e in q.evidence for d in _DIA_ID.findall(e))
+        and any(f"{q.conversation}:{d}" in known for e in q.evidence for d in dia_ids(e))
     ]
     usable = usable[: options.limit] if options.limit else usable
     overrides: dict[str, Any] = {"timezone": "UTC"}  # LoCoMo's dates are stored as UTC, so read them so

