@@ -1019,3 +1019,14 @@ def test_closing_a_memory_closes_the_model_client_it_built(tmp_path: Path) -> No
     client._http()  # a pooled connection set up, as the first call would
     memory.close()
     assert client._client is None
+
+
+def test_with_record_visits_off_reads_never_change_the_memory(tmp_path: Path) -> None:
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False, record_visits=False) as memory:
+        memory.add("sailing in Cascais", user_id="ana")
+        memory.flush()
+        for _ in range(20):
+            assert memory.search("sailing", user_id="ana")
+            assert memory.context("sailing", user_id="ana").items
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
+        assert reopened._store.count_jobs("ana") == 0

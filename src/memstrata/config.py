@@ -71,6 +71,9 @@ class Settings(BaseSettings):
         default=7 * 24 * 3600.0, gt=0, description="A Redis-held session idle this long moves whole to mid-term."
     )
     background: bool = Field(default=True, description="Run tier work in a background thread (else on flush()).")
+    record_visits: bool = Field(
+        default=True, description="Count what search and context return as visits to its segments (heat)."
+    )
     midterm_capacity: int = Field(default=200, ge=1, description="Active mid-term segments per user before eviction.")
     promote_heat: float = Field(default=5.0, description="Segment heat that promotes it to a long-term scene.")
     segment_similarity: float = Field(

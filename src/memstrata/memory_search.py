@@ -363,6 +363,8 @@ class SearchViews:
         }
 
     def _note_hit_visits(self, user_id: str, hits: Sequence[Hit]) -> None:
+        if not self.settings.record_visits:
+            return
         visited = [hit.seq for hit in hits if hit.turn is not None and hit.seq is not None]
         if visited:
             self._note_visits(user_id, visited)

@@ -114,7 +114,9 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
     turns = [turn for turn in turns if turn.conversation in chosen]
     questions = [q for q in questions if q.conversation in chosen and q.category in CATEGORIES]
     # LoCoMo's session dates carry no zone and are stored as UTC, so they are read in UTC.
-    overrides: dict[str, Any] = {"timezone": "UTC"}
+    # Every question is asked in several modes and budgets: counted as visits, those reads
+    # would warm and promote segments, so later questions would meet a changed memory.
+    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
     if options.embedder:
         overrides["embedder"] = options.embedder
     if options.threads:
