@@ -223,6 +223,11 @@ def test_notes_come_off_as_they_went_on() -> None:
         ("First time in 10 years I went skiing!", {}),
         ("I lost 10 pounds in a month.", {}),
         ("It was done in two weeks, and it is great.", {}),
+        ("I painted this whole wall in 2 days.", {}),
+        ("It's the coldest winter in 20 years.", {}),
+        ("I haven\u2019t seen my sister in 3 years.", {}),
+        ("I got tickets, the concert is in 3 weeks!", {"in 3 weeks": "the week of 29 May 2023"}),
+        ("Our flight leaves in 2 days.", {"in 2 days": "10 May 2023"}),
     ],
 )
 def test_in_so_many_days_is_dated_only_when_its_sentence_looks_ahead(text: str, found: dict[str, str]) -> None:

@@ -618,6 +618,9 @@ def test_prune_rejects_bad_arguments(tiered: Memory) -> None:
 
 
 def test_tes_reads_the_summary_without_the_speaker_labels_it_lends_its_sentences() -> None:
-    summary = "Melanie: The kids loved it. Caroline: Nice! Thanks, Caroline: see you."
-    assert without_labels(summary, {"Melanie", "Caroline"}) == "The kids loved it. Nice! Thanks, Caroline: see you."
+    summary = "Melanie: The kids loved it. [yesterday = 7 May 2023] Caroline: Nice!\nMelanie: and so Caroline: yes"
+    assert without_labels(summary, {"Melanie", "Caroline"}) == (
+        "The kids loved it. [yesterday = 7 May 2023] Nice!\nand so yes"
+    )
+    assert without_labels("Ana-Caroline: hi", {"Caroline"}) == "Ana-Caroline: hi"  # not a label of hers
     assert without_labels(summary, set()) == summary

@@ -66,7 +66,10 @@ def parse_session_date(text: str) -> datetime:
 def load_locomo(path: Path) -> tuple[list[DialogTurn], list[Question]]:
     """Every turn (image captions appended as text) and every question; InvalidInput for a file that is not LoCoMo's."""
     try:
-        return _read_locomo(json.loads(path.read_text(encoding="utf-8")))
+        turns, questions = _read_locomo(json.loads(path.read_text(encoding="utf-8")))
+        if not turns:
+            raise ValueError("it holds no conversation")
+        return turns, questions
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, InvalidInput):
             raise

@@ -78,6 +78,9 @@ class LocomoOptions:
     crs_every: int = CRS_EVERY
 
 
+MAX_CONVERSATION = 10_000  # no dataset holds more; a larger number is a typo, not a range to build
+
+
 def parse_conversations(text: str | None) -> tuple[int, ...]:
     """'1-5' or '1,3,7' → 1-based conversation numbers; empty means all."""
     if not text:
@@ -88,7 +91,7 @@ def parse_conversations(text: str | None) -> tuple[int, ...]:
         if not low.isdigit() or (high and not high.isdigit()):
             raise ValueError(f"cannot read conversations {text!r}; use e.g. 1-5 or 1,3,7")
         first, last = int(low), int(high or low)
-        if first < 1 or last < first:
+        if first < 1 or last < first or last > MAX_CONVERSATION:
             raise ValueError(f"conversations {part.strip()!r} is not a range from 1 up, such as 1-5")
         numbers.extend(range(first, last + 1))
     return tuple(sorted(set(numbers)))

@@ -163,7 +163,8 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
         and any(f"{q.conversation}:{d}" in known for e in q.evidence for d in dia_ids(e))
     ]
     usable = usable[: options.limit] if options.limit else usable
-    overrides: dict[str, Any] = {"timezone": "UTC"}  # LoCoMo's dates are stored as UTC, so read them so
+    # LoCoMo's dates are stored as UTC, so read them so; reads never change the memory (as in run_locomo).
+    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
     if options.embedder:
         overrides["embedder"] = options.embedder
     if options.threads:

@@ -175,20 +175,30 @@ def _is_a_word(weekday: str) -> bool:
 def _looks_ahead(text: str, start: int, end: int) -> bool:
     """Whether "in 3 weeks" at ``start`` is a time to come ("we move in 3 weeks"), read from its sentence.
 
-    The same words also measure a stretch ("lost 10 pounds in a month") or a gap ("haven't
-    seen her in 3 years", "first time in 10 years"), which no date stands for: a sentence
-    that looks back (a negated perfect, "first time", a past tense such as was, did, lost) is left alone.
+    The same words also measure a stretch ("painted the wall in 2 days") or a gap ("haven't
+    seen her in 3 years", "the coldest winter in 20 years"), which no date stands for. So the
+    sentence must say something lies ahead (will, going to, is, 'm, move, start …) and
+    nothing that looks back (a negated perfect, "first time", a superlative, a past tense
+    such as was, did, lost).
     """
     opening = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n")) + 1
     closing = min(
         (found for mark in (". ", "! ", "? ", "\n") if (found := text.find(mark, end)) != -1), default=len(text)
     )
-    return _BEHIND.search(text[opening:closing]) is None
+    sentence = text[opening:closing]
+    return _AHEAD.search(sentence) is not None and _BEHIND.search(sentence) is None
 
 
+_AHEAD = re.compile(
+    r"(?:\b(?:will|shall|going to|gonna|is|are|am|plan(?:s|ning)? to|hop(?:e|ing) to|expect\w*|scheduled|due"
+    r"|coming up|see you|can['\u2019]?t wait|need to|want to|have got|has got|move|moving|leave|leaves|leaving"
+    r"|start|starts|starting|begin|begins|fly|flying|head(?:ing)? (?:to|out|off))\b|['\u2019](?:ll|m|re|ve got)\b)",
+    re.IGNORECASE,
+)
 _BEHIND = re.compile(
-    r"\b(?:never|ever|first time|haven'?t|hasn'?t|hadn'?t|have not|has not|didn'?t|wasn'?t|weren'?t|was|were|did"
-    r"|had|lost|gained|took|finished|managed|happened|went|came|spent|got|made)\b",
+    r"\b(?:never|ever|first time|(?:have|has|had|did|was|were)n['\u2019]?t|have not|has not|was|were|did|had"
+    r"|lost|gained|took|finished|managed|happened|went|spent|best|worst|most|least|longest|biggest|coldest"
+    r"|hottest|warmest|highest|lowest|greatest)\b",
     re.IGNORECASE,
 )
 

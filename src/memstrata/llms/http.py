@@ -83,7 +83,9 @@ def check_base_url(value: str) -> str:
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise ValueError(f"{shown} is not a valid URL ({_USERINFO.sub('//***@', str(exc))})") from None
+        # The parser's own words can quote a piece of a password ("Invalid port: 'hunter2'").
+        reason = "" if "@" in url else f" ({exc})"
+        raise ValueError(f"{shown} is not a valid URL{reason}") from None
     if not parsed.host:
         raise ValueError(f"{shown} names no host")
     if parsed.userinfo:
@@ -94,7 +96,7 @@ def check_base_url(value: str) -> str:
     return url
 
 
-_USERINFO = re.compile(r"//[^/?#]*@")
+_USERINFO = re.compile(r"//.*@")  # up to the last "@": a password may hold "/", "?" or "#"
 
 
 def check_api_key(value: SecretStr | None) -> SecretStr | None:

@@ -59,11 +59,11 @@ class HierarchyPolicy:
 
 
 def without_labels(text: str, speakers: Collection[str]) -> str:
-    """``text`` less the "Name: " labels that open its lines or sentences, for ``speakers``' names."""
+    """``text`` less the "Name: " labels of ``speakers``' names, wherever one opens a line, a sentence or a word run."""
     names = sorted((re.escape(name) for name in speakers if name.strip()), key=len, reverse=True)
     if not names:
         return text
-    return re.sub(rf"(?:(?<=^)|(?<=[\n.!?] ))(?:{'|'.join(names)}): ", "", text)
+    return re.sub(rf"(?:(?<=^)|(?<=\s)|(?<=\]))(?:{'|'.join(names)}): ", "", text)
 
 
 class Hierarchy:

@@ -480,12 +480,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE jobs ADD COLUMN counted boolean NOT NULL DEFAULT false;
         """,
     ),
-    # As SQLite's step 9: the audit log keeps ids only, and cells are found by their successor.
+    # As SQLite's step 9: the audit log keeps ids only.
     Migration(
         11,
-        "supersession events keep ids only; cells by successor",
+        "supersession events keep ids only",
         """
         UPDATE events SET detail = detail - 'subject' - 'attribute' WHERE kind = 'supersession';
+        """,
+    ),
+    # As SQLite's step 10: cells are found by their successor.
+    Migration(
+        12,
+        "cells by successor",
+        """
         CREATE INDEX IF NOT EXISTS cells_by_successor ON cells (superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),

@@ -404,12 +404,18 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # The audit log holds ids and counts, never content: a fact's subject and attribute
     # ("pet:dog:max") are what the user said, and stayed after the user was forgotten.
-    # Deleting a fact's turn hands the value it replaced its place: found by its successor.
     Migration(
         9,
-        "supersession events keep ids only; cells by successor",
+        "supersession events keep ids only",
         """
         UPDATE events SET detail = json_remove(detail, '$.subject', '$.attribute') WHERE kind = 'supersession';
+        """,
+    ),
+    # Deleting a fact's turn hands the value it replaced its place: found by its successor.
+    Migration(
+        10,
+        "cells by successor",
+        """
         CREATE INDEX IF NOT EXISTS cells_by_successor ON cells (superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),
