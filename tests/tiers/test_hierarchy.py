@@ -16,7 +16,7 @@ import pytest
 
 from memstrata import InvalidInput, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
-from memstrata.models import Consolidation
+from memstrata.models import Cell, Consolidation
 from memstrata.tiers.hierarchy import without_labels
 from tests.fakes import FakeLLM
 from tests.inputs import distinct_words
@@ -478,33 +478,31 @@ def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -
         assert facts == [next(cell.id for cell in cells if cell.value == "Lisbon")]  # history is not searched
 
 
+DAY = datetime(2024, 5, 2, tzinfo=UTC)
+
+
+def _cities_processed_in_order(memory: Memory, order: str) -> dict[str, Cell]:
+    """Paris, Rome and Berlin said a day apart, their jobs run in ``order`` ("RBP": Rome, Berlin, Paris)."""
+    for n, city in enumerate(("Paris", "Rome", "Berlin")):
+        memory.add(f"I live in {city}.", user_id=USER, timestamp=DAY + timedelta(days=n))
+    jobs = {city[0]: memory._store.claim_job(60) for city in ("Paris", "Rome", "Berlin")}  # type: ignore[attr-defined]
+    for letter in order:
+        memory._hierarchy.run(jobs[letter])
+    cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
+    assert (cells["Paris"].valid_to, cells["Paris"].superseded_by) == (DAY + timedelta(days=1), cells["Rome"].id)
+    assert (cells["Rome"].valid_to, cells["Rome"].superseded_by) == (DAY + timedelta(days=2), cells["Berlin"].id)
+    return cells
+
+
 def test_a_late_fact_is_replaced_by_the_value_said_next(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
-        day = datetime(2024, 5, 2, tzinfo=UTC)
-        for n, city in enumerate(("Paris", "Rome", "Berlin")):
-            memory.add(f"I live in {city}.", user_id=USER, timestamp=day + timedelta(days=n))
-        store = memory._store
-        paris, rome, berlin = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
-        for job in (rome, berlin, paris):  # Paris's job last
-            memory._hierarchy.run(job)
-        cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
-        assert (cells["Paris"].valid_to, cells["Paris"].superseded_by) == (day + timedelta(days=1), cells["Rome"].id)
-        assert (cells["Rome"].valid_to, cells["Rome"].superseded_by) == (day + timedelta(days=2), cells["Berlin"].id)
+        cells = _cities_processed_in_order(memory, "RBP")  # Paris's job last
         assert cells["Berlin"].is_current
 
 
 def test_a_late_fact_between_two_values_ends_the_one_before_it(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
-        day = datetime(2024, 5, 2, tzinfo=UTC)
-        for n, city in enumerate(("Paris", "Rome", "Berlin")):
-            memory.add(f"I live in {city}.", user_id=USER, timestamp=day + timedelta(days=n))
-        store = memory._store
-        paris, rome, berlin = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
-        for job in (paris, berlin, rome):  # Rome's job last
-            memory._hierarchy.run(job)
-        cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
-        assert (cells["Paris"].valid_to, cells["Paris"].superseded_by) == (day + timedelta(days=1), cells["Rome"].id)
-        assert (cells["Rome"].valid_to, cells["Rome"].superseded_by) == (day + timedelta(days=2), cells["Berlin"].id)
+        cells = _cities_processed_in_order(memory, "PBR")  # Rome's job last
         memory.delete(cells["Berlin"].source_turn_id, user_id=USER)
         assert [cell.value for cell in memory.cells(user_id=USER)] == ["Rome"]  # one current value
 
