@@ -21,7 +21,8 @@ class HeatPolicy:
     fresh segment of 2 turns visited 3 times (3 + 1.10 + 1.0 = 5.10) or of 1 turn visited 4
     times (4 + 0.69 + 1.0 = 5.69), but not by 3 visits to 1 turn (4.69), nor by 3 visits a
     week old (3 + 1.10 + 0.008 = 4.11). Without visits, only a fresh segment of 54+ turns
-    (log1p(54) = 4.01) promotes on length alone.
+    (log1p(54) = 4.01) is hot enough on length alone. Promotion is checked when a visit is
+    counted (``Hierarchy._visit``), so such a segment promotes at its first visit.
     """
 
     visit_weight: float = 1.0
