@@ -30,6 +30,24 @@ Sleep = Callable[[float], None]
 """Waits the given number of seconds; injected so tests need not wait."""
 
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+#: Transport errors worth another attempt: no reply in time, no connection, a connection dropped mid-request.
+RETRYABLE_ERRORS = (
+    httpx.TimeoutException,
+    httpx.ConnectError,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
+_RETRY_REASONS = {"timeout": "timed out", "connect": "connection failed", "dropped": "connection dropped"}
+
+
+def _kind_of(error: Exception) -> str:
+    """Which of the retryable transport errors ``error`` is: timeout, connect or dropped."""
+    if isinstance(error, httpx.TimeoutException):
+        return "timeout"
+    return "connect" if isinstance(error, httpx.ConnectError) else "dropped"
+
+
 _DETAIL_LIMIT = 300
 
 
@@ -191,31 +209,11 @@ class JsonClient:
         while True:
             try:
                 response = self._http().post(url, json=dict(body))
-            except httpx.TimeoutException as exc:
+            except RETRYABLE_ERRORS as exc:
                 if retries < self._retry.max_retries:
-                    retries = self._wait(url, "timed out", retries, None)
+                    retries = self._wait(url, _RETRY_REASONS[_kind_of(exc)], retries, None)
                     continue
-                raise self._fail(
-                    f"no reply from {url} within {self._timeout_seconds:g}s ({retries + 1} attempts); "
-                    f"raise {self._names.timeout} or check that the server is not overloaded"
-                ) from exc
-            except httpx.ConnectError as exc:
-                if retries < self._retry.max_retries:
-                    retries = self._wait(url, "connection failed", retries, None)
-                    continue
-                reason = "connection refused" if "refused" in str(exc).lower() else f"cannot connect ({exc})"
-                raise self._fail(
-                    f"{reason} at {url}: the server must be running and listening there "
-                    f"(set {self._names.base_url} if it is elsewhere)"
-                ) from exc
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                if retries < self._retry.max_retries:
-                    retries = self._wait(url, "connection dropped", retries, None)
-                    continue
-                raise self._fail(
-                    f"the connection to {url} dropped before a reply ({retries + 1} attempts: {type(exc).__name__});"
-                    f" check that the server (or a proxy before it) is healthy, or raise {self._names.max_retries}"
-                ) from exc
+                raise self._fail(self._gave_up(url, exc, retries + 1)) from exc
             except httpx.LocalProtocolError as exc:
                 # Its message quotes the request's headers, the key among them: never shown.
                 raise self._fail(
@@ -286,6 +284,25 @@ class JsonClient:
                     headers=self._headers, timeout=httpx.Timeout(self._timeout_seconds), follow_redirects=True
                 )
             return self._client
+
+    def _gave_up(self, url: str, error: Exception, attempts: int) -> str:
+        """What to fix, once every attempt ended in a transport error worth retrying."""
+        kind = _kind_of(error)
+        if kind == "timeout":
+            return (
+                f"no reply from {url} within {self._timeout_seconds:g}s ({attempts} attempts); "
+                f"raise {self._names.timeout} or check that the server is not overloaded"
+            )
+        if kind == "connect":
+            reason = "connection refused" if "refused" in str(error).lower() else f"cannot connect ({error})"
+            return (
+                f"{reason} at {url}: the server must be running and listening there "
+                f"(set {self._names.base_url} if it is elsewhere)"
+            )
+        return (
+            f"the connection to {url} dropped before a reply ({attempts} attempts: {type(error).__name__});"
+            f" check that the server (or a proxy before it) is healthy, or raise {self._names.max_retries}"
+        )
 
     def _wait(self, url: str, reason: str, retries: int, retry_after: str | None) -> int:
         delay = self._retry.delay(retries, retry_after, self._rng)
