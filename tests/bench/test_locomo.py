@@ -61,6 +61,7 @@ def test_one_conversation_report(tmp_path: Path) -> None:
         assert 0.0 <= scores["evidence_in_context"] <= 1.0
         assert scores["answer_string_in_context"] <= scores["answer_in_context"] <= 1.0
         assert scores["answer_in_whole_conversation"] >= scores["answer_in_context"] - 1e-9
+        assert scores["answer_string_in_whole_conversation"] <= scores["answer_in_whole_conversation"]
         assert 0.0 <= scores["answer_with_evidence_first"] <= 1.0
     for record in records:
         # A few evidence turns always fit in 2,000 tokens, so the moved block holds every word they hold.

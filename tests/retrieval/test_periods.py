@@ -79,6 +79,9 @@ def test_dates_in_a_query_are_read_as_periods(query: str, expected: tuple[Period
         "What happened on 30 February 2023?",  # no such day
         "Did Jan call?",  # a name; short months only count next to a day or a year
         "What did she do last week?",  # relative: depends on when the question is asked
+        "What did I buy last week with most of 2000 euros?",  # an amount, not a year
+        "Did she finish the essay in 1500 words?",
+        "How did the run of 2000 m go?",
     ],
 )
 def test_words_that_only_look_like_dates_name_no_period(query: str) -> None:
@@ -172,6 +175,11 @@ def test_a_date_with_its_year_is_named_as_a_period_or_a_boundary() -> None:
     assert names_a_year("What changed since 2020?")
     assert not names_a_year("What did I do in June, or on 4 July?")
     assert not names_a_year("What did I do last weekend?")
+    assert not names_a_year("What did I spend last week, out of 2000 dollars?")
+    assert not names_a_year("Was it seen by 2000 followers?")
+    # A year followed by a noun that also starts a clause stays a year.
+    assert names_a_year("What happened in 2020 people still talk about?")
+    assert mentioned_periods("What did I do in 2022, mostly?") == (Period(2022),)
 
 
 def test_letters_that_only_fold_to_ascii_still_name_their_month() -> None:

@@ -224,6 +224,10 @@ def _ask(
                 "answer": str(question.answer),
                 "evidence": evidence,
                 "answer_in_conversation": answer_in_context(str(question.answer), whole[question.conversation]),
+                # The same ceiling for the strict test (the whole normalised answer string).
+                "answer_string_in_conversation": answer_string_in_context(
+                    str(question.answer), whole[question.conversation]
+                ),
                 # A perfect retriever's context: the gold evidence turns alone, dated.
                 "answer_in_evidence": answer_in_context(
                     str(question.answer), "\n".join(dated_line[e] for e in evidence)
@@ -414,6 +418,7 @@ def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 continue
             entries = [r["context"][budget] for r in subset]
             ceiling = statistics.fmean(float(r["answer_in_conversation"]) for r in subset)
+            strict_ceiling = statistics.fmean(float(r["answer_string_in_conversation"]) for r in subset)
             oracle = statistics.fmean(float(r["answer_in_evidence"]) for r in subset)
             scores: dict[str, float] = {
                 "questions": float(len(entries)),
@@ -423,6 +428,7 @@ def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "answer_with_evidence_first": statistics.fmean(float(e["answer_with_evidence_first"]) for e in entries),
                 "tokens_mean": statistics.fmean(e["tokens"] for e in entries),
                 "answer_in_whole_conversation": ceiling,
+                "answer_string_in_whole_conversation": strict_ceiling,
                 "answer_in_evidence_only": oracle,
             }
             pairs = [e["crs"] for e in entries if "crs" in e]

@@ -150,6 +150,7 @@ def locomo(
             "… evidence first",
             "answer in evidence",
             "answer in conv.",
+            "strict answer (conv.)",
             "tokens",
             "CRS",
             title=f"Context, {split}",
@@ -164,6 +165,7 @@ def locomo(
                     f"{scores['answer_with_evidence_first']:.3f}",
                     f"{scores['answer_in_evidence_only']:.3f}",
                     f"{scores['answer_in_whole_conversation']:.3f}",
+                    f"{scores['answer_string_in_context']:.3f} ({scores['answer_string_in_whole_conversation']:.3f})",
                     f"{scores['tokens_mean']:.0f}",
                     f"{scores['crs']:.2f}" if "crs" in scores else "",
                 )

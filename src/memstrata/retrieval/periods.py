@@ -32,6 +32,14 @@ _SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "fall": (9, 10, 11), "autu
 _ANY_MONTH = "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
 _FULL_MONTH = "|".join(sorted(_FULL_MONTHS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
+# A year-like number followed by a unit counts something ("of 2000 euros", "in 1500 words"). Nouns
+# that also start a sentence after a year ("in 2020 people stayed home") are left out.
+_COUNTED = (
+    r"%|percent|per\s*cent|euros?|eur|dollars?|usd|bucks|pounds?|gbp|quid|yen|yuan|rupees?|francs?|"
+    r"followers|subscribers|likes|votes|points|words|pages|steps|calories|kcal|"
+    r"km|kilometers|kilometres|miles|meters|metres|feet|ft|m|kg|lbs?|grams|g|hours|minutes|mins|seconds|secs"
+)
+_NOT_COUNTED = rf"(?![.,]\d)(?!\s*(?:{_COUNTED})\b)"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR_AFTER = rf",?\s*(?:of\s+)?({_YEAR})\b"
 _PART = r"early\s+|late\s+|mid-?"
@@ -49,12 +57,14 @@ _PATTERNS = (
     # in June / during March (no year: any year's)
     ("month", re.compile(rf"\b(?:in|during|throughout|of)\s+(?:{_PART})?({_FULL_MONTH})\b", re.IGNORECASE)),
     # in 2023 / during 2022 / early 2021 / mid-2022
-    ("year", re.compile(rf"\b(?:in|during|throughout|of|early|late|mid-?)\s*({_YEAR})\b", re.IGNORECASE)),
+    ("year", re.compile(rf"\b(?:in|during|throughout|of|early|late|mid-?)\s*({_YEAR})\b{_NOT_COUNTED}", re.IGNORECASE)),
 )
 # A date after one of these is a boundary of an open range, not a period.
 _BOUNDARY = re.compile(r"\b(?:before|after|until|till|since|by|prior\s+to)\s*$", re.IGNORECASE)
 _BOUNDARY_REACH = 16  # characters before a date that are searched for a boundary word
-_BOUNDARY_YEAR = re.compile(rf"\b(?:before|after|until|till|since|by|prior\s+to)\s+{_YEAR}\b", re.IGNORECASE)
+_BOUNDARY_YEAR = re.compile(
+    rf"\b(?:before|after|until|till|since|by|prior\s+to)\s+{_YEAR}\b{_NOT_COUNTED}", re.IGNORECASE
+)
 #: Queries are questions; a text naming more distinct periods than this is not asking about one.
 MAX_PERIODS = 12
 
