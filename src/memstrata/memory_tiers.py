@@ -98,10 +98,14 @@ class TierViews:
         return False  # not reached: the last attempt returns or raises
 
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
-        """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
+        """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster.
+
+        A backlog (an import, turns added with sleep off) is worked through in batches of
+        1,000 turns in one call.
+        """
         user = self._checked_user(user_id)
         self.flush(user_id=user)  # this user's queued work, run ahead of other users'
-        return self._hierarchy.consolidate(user)
+        return self._hierarchy.consolidate_backlog(user)
 
     def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:
         """Stored consolidation summaries, newest first, each with its TES."""

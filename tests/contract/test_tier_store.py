@@ -519,6 +519,18 @@ def test_consolidations_link_their_turns(store: TierStore) -> None:
     assert store.events("ana")[0].detail == {"id": "k1", "turns": 3, "tes": 0.75}
 
 
+def test_a_sleep_takes_the_turns_no_sleep_looked_at_oldest_first_then_the_newest_older_ones(
+    store: TierStore,
+) -> None:
+    seqs = store.insert_turns([_turn(f"t{n}", f"garden shed number {n}") for n in range(6)], None, MODEL)
+    assert store.unconsolidated_turns("ana", 2) == seqs[:2]  # none looked at yet: a backlog, in order
+    assert store.unconsolidated_turns("ana", 2, after_seq=seqs[3]) == seqs[4:]
+    # Room left goes to the newest turns an earlier sleep could not cluster.
+    assert store.unconsolidated_turns("ana", 4, after_seq=seqs[3]) == seqs[2:]
+    assert store.unconsolidated_turns("ana", 10, after_seq=seqs[-1]) == seqs
+    assert store.unconsolidated_turns("bob", 10) == []
+
+
 # -- deletion reaches every tier ----------------------------------------------------------------
 
 

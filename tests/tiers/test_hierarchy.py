@@ -17,6 +17,7 @@ import pytest
 from memstrata import InvalidInput, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Cell, Consolidation
+from memstrata.tiers import hierarchy as hierarchy_module
 from memstrata.tiers.hierarchy import without_labels
 from tests.fakes import FakeLLM
 from tests.inputs import distinct_words
@@ -244,6 +245,32 @@ def test_consolidation_stores_summaries_with_tes(tiered: Memory) -> None:
     report = tiered.inspect(user_id=USER)
     assert report.consolidations and "consolidation" in [event.kind for event in report.events]
     assert tiered.consolidate(user_id=USER) == []  # nothing new to consolidate
+
+
+def test_consolidating_on_demand_works_through_a_whole_backlog_oldest_first(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hierarchy_module, "CONSOLIDATION_BATCH", 8)
+    topics = (
+        "The garden shed roof leaks near the window, repair attempt {n} failed.",
+        "Quarterly invoice numbers for Acme Corp were wrong in batch {n}.",
+        "The sailing regatta in Cascais was postponed by storm number {n}.",
+    )
+    # No sleep on its own: every turn waits for the one asked for (a backlog, as after an import).
+    settings = {"consolidate_every": 1000, "consolidate_tokens": 10**6}
+    with Memory(home, embedder=HashEmbedder(), background=False, **settings) as memory:
+        for topic in topics:
+            for n in range(4):
+                _exchange(memory, topic.format(n=n), reply=f"Noted, {topic.split()[1]}.")
+        memory.flush()
+        store = memory._store
+        assert store.slept_through(USER) == 0 and store.unconsolidated_size(USER)[0] == 24  # type: ignore[attr-defined]
+        made = memory.consolidate(user_id=USER)
+        covered = {turn_id for item in made for turn_id in item.source_turn_ids}
+        said = [turn for turn in memory.history(user_id=USER) if "shed roof" in turn.content]
+        assert said and {turn.id for turn in said} <= covered, "the oldest topic was consolidated too"
+        # Every turn has been looked at: nothing is left for the next sleep to start from.
+        assert store.unconsolidated_size(USER, after_seq=store.slept_through(USER)) == (0, 0)  # type: ignore[attr-defined]
 
 
 def test_visits_heat_up_segments_until_promotion(home: Path) -> None:

@@ -325,10 +325,12 @@ class TierStore(Store, Protocol):
         """Edges touching the named entities, heaviest first."""
         ...
 
-    def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
-        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first.
+    def unconsolidated_turns(self, user_id: str, limit: int, *, after_seq: int = 0) -> list[int]:
+        """Seqs of at most ``limit`` of a user's turns not yet in any consolidation, oldest first.
 
-        The newest: turns no sleep could cluster must not keep new ones out of the window.
+        First the oldest such turns after ``after_seq`` (the turns no sleep has looked at, so
+        a backlog is worked through in order); any room left goes to the newest ones up to
+        it (turns an earlier sleep could not cluster get another chance beside new ones).
         """
         ...
 

@@ -362,11 +362,22 @@ class Hierarchy:
         if self.consolidation_due(user_id):
             self.consolidate(user_id)
 
+    def consolidate_backlog(self, user_id: str) -> list[Consolidation]:
+        """Sleep batch after batch until every turn there was when it started has been looked at."""
+        pending, _ = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
+        made = self.consolidate(user_id)
+        for _ in range(max(0, pending - 1) // CONSOLIDATION_BATCH):
+            made.extend(self.consolidate(user_id))
+        return made
+
     def consolidate(self, user_id: str) -> list[Consolidation]:
         """Cluster turns not yet consolidated and store one summary per cluster, with its TES."""
         policy = self.policy.consolidation
-        # Bounded batches keep one sleep short (DBSCAN is quadratic); the rest waits for the next.
-        seqs = self._store.unconsolidated_turns(user_id, CONSOLIDATION_BATCH)
+        # Bounded batches keep one sleep short (DBSCAN is quadratic). A batch takes the turns
+        # no sleep has looked at yet, oldest first, so a backlog is worked through in order.
+        seqs = self._store.unconsolidated_turns(
+            user_id, CONSOLIDATION_BATCH, after_seq=self._store.slept_through(user_id)
+        )
         if seqs:
             self._store.mark_slept(user_id, seqs[-1])
         vectors = self._store.vectors_for(self._embedder.model_id, seqs)

@@ -250,16 +250,28 @@ class SegmentsMixin(Connected):
 
     # -- consolidation ----------------------------------------------------------------
 
-    def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
-        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT t.seq FROM turns t WHERE t.user_id = %s AND NOT EXISTS"
-                " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq) ORDER BY t.seq DESC LIMIT %s",
-                (user_id, limit),
-            ).fetchall()
+    def unconsolidated_turns(self, user_id: str, limit: int, *, after_seq: int = 0) -> list[int]:
+        """At most ``limit`` seqs of unconsolidated turns: the oldest after ``after_seq``, then the newest."""
+        unconsolidated = (
+            "SELECT t.seq FROM turns t WHERE t.user_id = %s AND NOT EXISTS"
+            " (SELECT 1 FROM consolidation_turns c WHERE c.turn_seq = t.seq)"
         )
-        return sorted(int(row[0]) for row in rows)
+
+        def work(connection: Connection) -> list[int]:
+            fresh = connection.execute(
+                f"{unconsolidated} AND t.seq > %s ORDER BY t.seq LIMIT %s", (user_id, after_seq, limit)
+            ).fetchall()
+            room = limit - len(fresh)
+            older = (
+                connection.execute(
+                    f"{unconsolidated} AND t.seq <= %s ORDER BY t.seq DESC LIMIT %s", (user_id, after_seq, room)
+                ).fetchall()
+                if room > 0
+                else []
+            )
+            return sorted(int(row[0]) for row in [*fresh, *older])
+
+        return self._read(work)
 
     def unconsolidated_size(self, user_id: str, *, after_seq: int = 0) -> tuple[int, int]:
         """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``; in SQL."""

@@ -247,16 +247,28 @@ class SegmentsMixin:
 
     # -- consolidation ----------------------------------------------------------------
 
-    def unconsolidated_turns(self, user_id: str, limit: int) -> list[int]:
-        """Seqs of a user's newest ``limit`` turns not yet in any consolidation, oldest first."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT seq FROM turns WHERE user_id = ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)"
-                " ORDER BY seq DESC LIMIT ?",
-                (user_id, limit),
-            ).fetchall()
+    def unconsolidated_turns(self, user_id: str, limit: int, *, after_seq: int = 0) -> list[int]:
+        """At most ``limit`` seqs of unconsolidated turns: the oldest after ``after_seq``, then the newest."""
+        unconsolidated = (
+            "SELECT seq FROM turns WHERE user_id = ? AND seq NOT IN (SELECT turn_seq FROM consolidation_turns)"
         )
-        return sorted(int(row[0]) for row in rows)
+
+        def work(connection: sqlite3.Connection) -> list[int]:
+            fresh = connection.execute(
+                f"{unconsolidated} AND seq > ? ORDER BY seq LIMIT ?", (user_id, after_seq, limit)
+            ).fetchall()
+            room = limit - len(fresh)
+            older = (
+                connection.execute(
+                    f"{unconsolidated} AND seq <= ? ORDER BY seq DESC LIMIT ?", (user_id, after_seq, room)
+                ).fetchall()
+                if room > 0
+                else []
+            )
+            return sorted(int(row[0]) for row in [*fresh, *older])
+
+        seqs: list[int] = self._read(work)
+        return seqs
 
     def unconsolidated_size(self, user_id: str, *, after_seq: int = 0) -> tuple[int, int]:
         """(turns, words) of a user not yet in any consolidation, of the turns after ``after_seq``; in SQL."""
