@@ -26,7 +26,7 @@ psycopg = require_driver()
 from memstrata.storage.postgres import retrieval  # noqa: E402
 from memstrata.storage.postgres import segments as pg_segments  # noqa: E402
 from memstrata.storage.postgres.connection import redact  # noqa: E402
-from memstrata.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS  # noqa: E402
+from memstrata.storage.postgres.migrations import LATEST_VERSION, LOCK_NAMESPACE, MIGRATION_LOCK, MIGRATIONS  # noqa: E402
 from memstrata.storage.postgres.retrieval import _SPEAKERS, approximate_statement, match_terms  # noqa: E402
 from memstrata.storage.postgres.rows import PgVector, configure_connection  # noqa: E402
 from memstrata.storage.postgres.store import PostgresStore, open_postgres  # noqa: E402
@@ -550,6 +550,18 @@ def test_an_upgrade_that_cannot_alter_jobs_says_so_and_changes_nothing(postgres_
     assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(9,)]
     open_postgres(postgres_url).close()  # once the session is gone, the upgrade goes through
     assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(LATEST_VERSION,)]
+
+
+def test_an_open_waits_for_the_migration_lock_only_as_long_as_the_busy_timeout(postgres_url: str) -> None:
+    open_postgres(postgres_url).close()
+    with psycopg.connect(postgres_url) as stuck:
+        # Another process holds the migration lock and never lets go (hung mid-upgrade).
+        stuck.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
+        started = time.monotonic()
+        with pytest.raises(StorageError, match=r"migration lock for 0.5 s.*raise busy_timeout_seconds"):
+            open_postgres(postgres_url, busy_timeout_seconds=0.5)
+        assert time.monotonic() - started < 20
+    open_postgres(postgres_url).close()  # once it is released, the store opens
 
 
 def _assert_same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:

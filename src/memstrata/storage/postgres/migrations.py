@@ -504,13 +504,26 @@ LATEST_VERSION = MIGRATIONS[-1].version
 def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms: int = 30_000) -> int:
     """Bring the schema to ``LATEST_VERSION`` under an advisory lock; refuse a database from a newer memstrata.
 
+    The lock is waited for at most ``lock_timeout_ms``, then the open fails with a ``StorageError``.
+
     A step that rewrites ``turns`` has its exclusive lock taken before any pending step
     runs, waiting at most ``lock_timeout_ms`` for it: an earlier step's weaker lock, raised
     later, would deadlock with an older process that has read ``turns`` and waits to write.
     """
+    wait = max(1, int(lock_timeout_ms))
     try:
         with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
+            # Bounded too: a process that hangs while holding it must not hold every other open.
+            connection.execute(f"SET LOCAL lock_timeout = {wait}")
+            try:
+                connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
+            except errors.LockNotAvailable as exc:
+                raise StorageError(
+                    f"cannot open {location}: another memstrata process has held the schema's migration lock"
+                    f" for {wait / 1000:g} s (it is upgrading the schema, or is stuck doing so); open it again"
+                    " once that process is done, or raise busy_timeout_seconds"
+                ) from exc
+            connection.execute("SET LOCAL lock_timeout = DEFAULT")
             connection.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
@@ -526,7 +539,7 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
             if current >= 1 and pending:
                 # Every table a step locks waits this long at most: a session idle in a transaction
                 # must not hold the upgrade, and every writer queued behind it, forever.
-                connection.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_ms))}")
+                connection.execute(f"SET LOCAL lock_timeout = {wait}")
             if current >= 1 and any(migration.locks_turns for migration in pending):  # migration 1 made turns
                 _lock_turns(connection, location, lock_timeout_ms)
             for migration in pending:
