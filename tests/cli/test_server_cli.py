@@ -12,8 +12,11 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from memstrata.bench.serve import free_port
+from memstrata.cli.server_commands import _check_can_listen
+from memstrata.errors import ConfigError
 from tests.cli.test_cli import ok, run_cli
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
@@ -117,6 +120,16 @@ def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
     assert result.returncode == 4, result.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_port_check_tries_every_address_the_host_resolves_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        # A host that resolves to a free loopback address first and the taken one second.
+        resolved = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("127.0.0.2", "127.0.0.1")]
+        monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: resolved)
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.2:{port}"):
+            _check_can_listen("127.0.0.2", port)
 
 
 def test_serve_over_a_store_it_cannot_open_exits_with_the_storage_code(tmp_path: Path) -> None:

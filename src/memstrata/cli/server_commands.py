@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,11 +92,16 @@ def serve(
 
 
 def _check_can_listen(host: str, port: int) -> None:
-    """Raise ConfigError if nothing can listen on ``host``:``port`` (in use, or not this machine's address)."""
+    """Raise ConfigError if nothing can listen on ``host``:``port`` (in use, or not this machine's address).
+
+    Every address the name resolves to is tried, as the server binds them all ("localhost"
+    may be 127.0.0.1 and ::1).
+    """
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        with socket.create_server((host, port), family=family):
-            pass
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with contextlib.ExitStack() as held:
+            for family, address in dict.fromkeys((info[0], info[4]) for info in found):
+                held.enter_context(socket.create_server(address, family=family))
     except OSError as exc:
         raise ConfigError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses that port or choose"
