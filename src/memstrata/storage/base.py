@@ -248,10 +248,6 @@ class TierStore(Store, Protocol):
         """
         ...
 
-    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
-        """Active segments containing any of these turns."""
-        ...
-
     def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
         """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
         ...

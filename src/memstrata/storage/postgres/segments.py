@@ -186,20 +186,6 @@ class SegmentsMixin(Connected):
         result: list[Segment] = self._write(work)
         return result
 
-    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
-        """Active segments containing any of these turns."""
-        if not turn_seqs:
-            return []
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT {_SEGMENT_COLUMNS} FROM segments s WHERE s.user_id = %s AND s.state = 'active'"
-                " AND EXISTS (SELECT 1 FROM segment_turns st WHERE st.segment_id = s.id"
-                " AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.ordinal",
-                (user_id, [int(seq) for seq in turn_seqs]),
-            ).fetchall()
-        )
-        return [_segment(row) for row in rows]
-
     def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
         """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
 

@@ -185,21 +185,6 @@ class SegmentsMixin:
         result: list[Segment] = self._write(work)
         return result
 
-    def segments_of_turns(self, user_id: str, turn_seqs: Sequence[int]) -> list[Segment]:
-        """Active segments containing any of these turns."""
-        if not turn_seqs:
-            return []
-        marks = ",".join("?" * len(turn_seqs))
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT DISTINCT {', '.join('s.' + c.strip() for c in _SEGMENT_COLUMNS.split(','))}"
-                f" FROM segments s JOIN segment_turns st ON st.segment_id = s.id"
-                f" WHERE s.user_id = ? AND s.state = 'active' AND st.turn_seq IN ({marks})",
-                (user_id, *turn_seqs),
-            ).fetchall()
-        )
-        return [_segment(row) for row in rows]
-
     def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
         """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
 
