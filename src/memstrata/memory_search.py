@@ -232,7 +232,12 @@ class SearchViews:
                     for allowed in searches.values()
                 ]
             else:  # one scan of the vectors serves every list
-                lists = self._index.search_within(user_id, query_vector, depth, list(searches.values()))
+                # A search narrowed to an agent or a session ranks turns by their own vectors: the
+                # blend reads the turns around each one, which may lie outside that scope.
+                scoped = filters.agent_id is not None or filters.session_id is not None
+                lists = self._index.search_within(
+                    user_id, query_vector, depth, list(searches.values()), own_only=scoped
+                )
             for name, found in zip(searches, lists, strict=True):
                 rankings[name] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:

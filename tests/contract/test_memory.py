@@ -126,6 +126,32 @@ def test_search_filters_agree_across_modes(memory: Memory) -> None:
     assert contents(session_id="nope") == set()
 
 
+def test_a_search_narrowed_to_an_agent_or_a_session_ranks_turns_by_what_was_said_in_it(memory: Memory) -> None:
+    reply = "Thanks, anything else I can help with?"
+    said = [
+        (reply, "s0", "support"),  # the control: nothing another agent said is near it
+        ("Let us talk about the weather forecast for the weekend.", "s0", "support"),
+        (reply, "s1", "support"),  # the same words, right before another agent's turn
+        ("Diagnosis: chlamydia, prescribe doxycycline.", "s1", "medical"),
+    ]
+    for minute, (text, session, agent) in enumerate(said):
+        memory.add(text, user_id="ana", session_id=session, agent_id=agent, timestamp=T0 + timedelta(minutes=minute))
+    ids = [turn.id for turn in memory.history(user_id="ana")]
+    control, target = ids[0], ids[2]
+    for query in ("chlamydia", "chlamydia doxycycline"):
+        # Only the medical agent said it: the support agent's search finds it in no text of its own.
+        hits = memory.search(query, user_id="ana", agent_id="support", mode="fulltext")
+        assert hits == [], query
+    for scope in ({"agent_id": "support"}, {"session_id": "s1"}, {"session_id": "s0"}):
+        # The same words rank the same whatever the query, as nothing in scope tells them apart:
+        # what was said around one of them, outside the scope, does not count.
+        orders = [
+            [hit.id for hit in memory.search(query, user_id="ana", mode="vector", **scope) if hit.content == reply]  # type: ignore[arg-type]
+            for query in ("chlamydia doxycycline", "syphilis penicillin")
+        ]
+        assert orders[0] == orders[1] and orders[0] in ([control, target], [control], [target]), scope
+
+
 def test_a_date_the_query_names_brings_that_days_turns_forward(
     open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:

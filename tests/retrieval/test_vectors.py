@@ -247,6 +247,9 @@ def test_blending_finds_the_turn_after_a_matching_one() -> None:
     found = dict(blended.search("ana", query, 4))
     assert max(found, key=lambda seq: found[seq]) == 2
     assert found[1] > 0 and found[3] > 0 and found[4] == pytest.approx(0.0, abs=1e-6)
+    # Searching turns by their own vectors only, as a search narrowed to an agent or a session does.
+    own = blended.search_within("ana", query, 4, [None, np.array([1, 3])], own_only=True)
+    assert own == [plain.search("ana", query, 4), plain.search("ana", query, 4, np.array([1, 3]))]
 
 
 def test_incremental_loading_blends_like_loading_at_once() -> None:

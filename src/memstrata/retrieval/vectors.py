@@ -103,12 +103,19 @@ class VectorIndex:
                 self._generations[user_id] = self._generations.get(user_id, 0) + 1
                 self._blocks.pop(user_id, None)
 
-    def search(self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None) -> list[tuple[int, float]]:
-        """The ``limit`` most similar turns of ``user_id`` as (seq, cosine), best first."""
-        return self.search_within(user_id, query, limit, [allowed])[0]
+    def search(
+        self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None, *, own_only: bool = False
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` most similar turns of ``user_id`` as (seq, cosine), best first.
+
+        With ``own_only`` each turn scores by its own vector, never by the blend of its
+        neighbours: a search narrowed to one agent or session must not rank a turn by what
+        was said around it outside that scope.
+        """
+        return self.search_within(user_id, query, limit, [allowed], own_only=own_only)[0]
 
     def search_within(
-        self, user_id: str, query: Vectors, limit: int, allowed: Sequence[Seqs | None]
+        self, user_id: str, query: Vectors, limit: int, allowed: Sequence[Seqs | None], *, own_only: bool = False
     ) -> list[list[tuple[int, float]]]:
         """``search`` once per entry of ``allowed`` (None: every turn), scoring the vectors once for all."""
         with self._lock:
@@ -119,7 +126,7 @@ class VectorIndex:
             every_seq = block.seqs[: block.size].copy()
             query = np.asarray(query, np.float32)
             every_score = block.vectors[: block.size] @ query
-            if block.blend_norms is not None:
+            if block.blend_norms is not None and not own_only:
                 # A turn is found by itself or by its neighbourhood, whichever is closer.
                 every_score = np.maximum(every_score, self._blend_scores(every_score, block.blend_norms[: block.size]))
         found: list[list[tuple[int, float]]] = []

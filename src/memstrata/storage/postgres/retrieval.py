@@ -93,6 +93,8 @@ _IN_ROW = (
     " THEN t.search ELSE t.search || ''::tsvector END"
 )
 _COPIED = "t.search || ''::tsvector"
+#: A turn's tsvector without its neighbours' words: labels A and B are its own text and speaker.
+_OWN_LABELS = "ts_filter({vector}, '{{a,b}}')"
 #: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
 _DERIVED_TOTAL = "SELECT count(*) FROM derived t WHERE t.user_id = %s AND t.is_current AND t.tier = ANY(%s::text[])"
 #: A user's distinct speaker names (tool turns aside) by a loose index scan of ``turns_by_speaker``:
@@ -150,12 +152,14 @@ class RetrievalMixin(Connected):
         where, filter_parameters = filter_clause(filters)
         kept = f"TRUE{where}"
         counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
-
+        vector = _IN_ROW if self._column_compression else _COPIED
+        if filters.agent_id is not None:
+            # The neighbour labels hold what other agents said in the session: one agent's search
+            # matches and ranks its turns by their own text and speaker only.
+            kept += f" AND {_OWN_LABELS.format(vector='t.search')} @@ finder.query"
+            vector = _OWN_LABELS.format(vector=vector)
         statement = _FOCUSED_RANKING.format(
-            config=TEXT_SEARCH_CONFIG,
-            kept=kept,
-            weights=f"{_TURN_WEIGHTS}, ",
-            vector=_IN_ROW if self._column_compression else _COPIED,
+            config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ", vector=vector
         )
 
         def ranked(connection: Connection) -> list[tuple[Any, ...]]:

@@ -42,3 +42,9 @@ def focused_match(connection: sqlite3.Connection, match: str) -> str:
         rarest, _ = min(counted, key=lambda pair: pair[1])
         parts.append(f"{OWN_COLUMNS}: {rarest}")
     return " OR ".join(parts)
+
+
+def own_columns_only(match: str) -> str:
+    """``match`` (from ``fts_query`` or ``focused_match``) with every term searched in a turn's own text and speaker."""
+    terms = _QUOTED_TERM.findall(match)
+    return " OR ".join(f"{OWN_COLUMNS}: {term}" for term in terms) if terms else match

@@ -10,7 +10,7 @@ import numpy as np
 
 from memstrata.models import SearchFilters, Turn, format_time
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
-from memstrata.storage.sqlite.focus import focused_match
+from memstrata.storage.sqlite.focus import focused_match, own_columns_only
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
 
@@ -55,6 +55,10 @@ class RetrievalMixin:
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
             focused = focused_match(connection, match)
+            if filters.agent_id is not None:
+                # The neighbour columns hold what other agents said in the session: one agent's
+                # search matches its turns' own text and speaker only.
+                focused = own_columns_only(focused)
             rows = connection.execute(sql, [focused, user_id, *parameters, limit])
             return [(int(seq), float(score)) for seq, score in rows]
 
