@@ -77,6 +77,17 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -
     return lines[0]
 
 
+def test_add_runs_the_tier_work_of_what_it_stored(home: Path) -> None:
+    ok(run_cli("add", "We're thinking about going camping next month.", "--user", "mel", home=home))
+    connection = sqlite3.connect(home / DATABASE_FILE_NAME)
+    try:
+        pending = connection.execute("SELECT COUNT(*) FROM jobs WHERE user_id = 'mel'").fetchone()[0]
+        cells = connection.execute("SELECT COUNT(*) FROM cells WHERE user_id = 'mel'").fetchone()[0]
+    finally:
+        connection.close()
+    assert (pending, cells) == (0, 1)  # the plan is a fact already, not a job left for later
+
+
 def test_add_json_and_plain(home: Path) -> None:
     stored = json.loads(
         ok(run_cli("add", "I moved to Lisbon in May", "--user", "ana", "--session", "s1", "--json", home=home))

@@ -62,8 +62,19 @@ def add(
         message["name"] = name
     if message_id is not None:
         message["id"] = message_id
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         turns = memory.add([message], user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
+        try:
+            # This user's queued work (the facts, entities and summaries of what was just stored),
+            # so the next command finds it done. The message is stored whatever happens here.
+            memory.flush(timeout=FLUSH_SECONDS, user_id=user)
+        except StorageError:
+            error_console.print(
+                f"note: stored; its background work (facts, summaries) did not finish within {FLUSH_SECONDS:.0f} s"
+                " and stays queued for the next command that runs it",
+                highlight=False,
+                markup=False,
+            )
     if as_json:
         print_json(turns)
     else:
@@ -270,7 +281,7 @@ def import_(
 
     Example: memstrata import backup.jsonl
     """
-    with open_memory(home) as memory:
+    with open_memory(home, run_jobs=False) as memory:
         report = memory.import_(path)
     if as_json:
         print_json(report)

@@ -83,7 +83,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "we've been together for three years": the present perfect counts up to now, when
         # the clause ends there ("had been", "'d been" count up to some other moment, and
         # "for a day like this" is no duration).
-        ("since", rf"(?:have|has|ve|s)(?: \w+)? been(?: \w+){{0,4}}? for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}"),
+        # The subject of a contraction is quoted whole: "We've been …", not "ve been …".
+        (
+            "since",
+            rf"(?:have|has|\w+['\u2019](?:ve|s))(?: \w+)? been(?: \w+){{0,4}}?"
+            rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}",
+        ),
         ("few", r"(?:a )?few (?P<unit>day|week|month|year)s (?:ago|back)|the other day"),
         ("day_of_month", rf"on the (?P<ordinal>\d{{1,2}})(?:st|nd|rd|th){_ORDINAL_END}"),
         ("in", rf"in {_NUMBER} {_UNIT}(?! ago)"),
