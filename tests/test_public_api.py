@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import subprocess
 import sys
 import types
+import typing
 from importlib.metadata import version
 
 import memstrata
@@ -42,6 +44,28 @@ def test_every_public_memstrata_class_or_function_is_in_all() -> None:
     missing = public - set(memstrata.__all__)
     assert not missing, f"public but not in __all__: {sorted(missing)}"
     assert {"Memory", "Turn", "Hit", "Role", "InvalidInput", "load_settings"} <= public
+
+
+def test_every_model_a_public_memory_method_returns_is_importable_from_memstrata() -> None:
+    from memstrata import models
+
+    def models_in(hint: object, seen: frozenset[object] = frozenset()) -> set[type]:
+        if hint in seen:
+            return set()
+        found = {hint} if inspect.isclass(hint) and getattr(hint, "__module__", "") == models.__name__ else set()
+        for argument in typing.get_args(hint):
+            found |= models_in(argument, seen | {hint})
+        if inspect.isclass(hint) and dataclasses.is_dataclass(hint):  # what a returned model holds
+            for field_type in typing.get_type_hints(hint).values():
+                found |= models_in(field_type, seen | {hint})
+        return found
+
+    returned: set[type] = set()
+    for name, method in inspect.getmembers(memstrata.Memory, inspect.isfunction):
+        if not name.startswith("_"):
+            returned |= models_in(typing.get_type_hints(method).get("return"))
+    assert {model.__name__ for model in returned} - set(memstrata.__all__) == set()
+    assert {"Context", "Inspection", "Consolidation", "Cell", "Pattern", "Subgraph"} <= {m.__name__ for m in returned}
 
 
 def test_core_types_are_the_implementations() -> None:
