@@ -1,4 +1,4 @@
-"""Common query terms are dropped, or kept to a turn's own text, once the index is large."""
+"""Common query terms are dropped, or kept to a turn's own text, once the user's turns are many."""
 
 from __future__ import annotations
 
@@ -6,36 +6,59 @@ import sqlite3
 
 from memstrata.storage.focus import FOCUS_MIN_TURNS
 from memstrata.storage.sqlite.focus import focused_match
+from memstrata.storage.sqlite.ranking import Population, population
 
 
-def _index(turns: int) -> sqlite3.Connection:
-    """An in-memory turns_fts like migration 4's: every turn says "go", one in eight "family"."""
+def _index(turns: int, others: int = 0) -> sqlite3.Connection:
+    """An in-memory turns_fts like migration 4's: every one of ana's turns says "go", one in eight "family".
+
+    ``others`` more turns are bob's, and every one of them says "family".
+    """
     connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE turns (seq INTEGER PRIMARY KEY, user_id TEXT NOT NULL)")
+    connection.execute("CREATE INDEX turns_by_user ON turns (user_id)")
     connection.execute("CREATE VIRTUAL TABLE turns_fts USING fts5 (content, name, near, far)")
+    rows = [
+        (seq, "ana", "we go" + (" with family" if seq % 8 == 0 else "") + (" to lisbon" if seq == 7 else ""))
+        for seq in range(1, turns + 1)
+    ] + [(seq, "bob", "family dinner") for seq in range(turns + 1, turns + others + 1)]
+    connection.executemany("INSERT INTO turns (seq, user_id) VALUES (?, ?)", [(seq, user) for seq, user, _ in rows])
     connection.executemany(
         "INSERT INTO turns_fts (rowid, content, name, near, far) VALUES (?, ?, 'ana', '', '')",
-        [
-            (seq, "we go" + (" with family" if seq % 8 == 0 else "") + (" to lisbon" if seq == 7 else ""))
-            for seq in range(1, turns + 1)
-        ],
+        [(seq, text) for seq, _, text in rows],
     )
+    connection.commit()  # FTS5 writes the row count it ranks with on commit
     return connection
+
+
+def _focused(connection: sqlite3.Connection, match: str, user: str = "ana") -> str:
+    return focused_match(connection, match, population(connection, "turns_fts", "turns", user), user)
 
 
 def test_a_large_index_drops_common_terms_and_keeps_rare_ones() -> None:
     connection = _index(FOCUS_MIN_TURNS)
-    assert focused_match(connection, '"go" OR "family" OR "lisbon"') == '{content name}: "family" OR "lisbon"'
+    assert _focused(connection, '"go" OR "family" OR "lisbon"') == '{content name}: "family" OR "lisbon"'
 
 
 def test_when_every_term_is_common_the_rarest_is_kept_in_the_turns_own_text() -> None:
     connection = _index(FOCUS_MIN_TURNS)
-    assert focused_match(connection, '"go" OR "we"') == '{content name}: "go"'
+    assert _focused(connection, '"go" OR "we"') == '{content name}: "go"'
     found = connection.execute(
-        "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?", [focused_match(connection, '"go" OR "we"')]
+        "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?", [_focused(connection, '"go" OR "we"')]
     ).fetchone()[0]
     assert found == FOCUS_MIN_TURNS
 
 
 def test_a_small_index_or_an_unquoted_expression_is_left_alone() -> None:
-    assert focused_match(_index(100), '"go" OR "family"') == '"go" OR "family"'
-    assert focused_match(_index(FOCUS_MIN_TURNS), "go family") == "go family"
+    assert _focused(_index(100), '"go" OR "family"') == '"go" OR "family"'
+    assert _focused(_index(FOCUS_MIN_TURNS), "go family") == "go family"
+
+
+def test_what_other_users_say_never_changes_which_of_a_users_terms_are_searched() -> None:
+    # Bob says "family" in every one of his turns, which makes it common in the index, not in ana's turns.
+    alone, shared = _index(FOCUS_MIN_TURNS), _index(FOCUS_MIN_TURNS, others=3 * FOCUS_MIN_TURNS)
+    match = '"go" OR "family" OR "lisbon"'
+    assert _focused(shared, match) == _focused(alone, match) == '{content name}: "family" OR "lisbon"'
+    assert population(shared, "turns_fts", "turns", "ana") == Population(4 * FOCUS_MIN_TURNS, FOCUS_MIN_TURNS)
+    # Bob's turns are few by his own count: his queries run as they are.
+    assert _focused(_index(FOCUS_MIN_TURNS, others=10), '"family"', user="bob") == '"family"'

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 from memstrata.models import Cell, MemoryEvent, format_time
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
+from memstrata.storage.sqlite.focus import terms_of
+from memstrata.storage.sqlite.ranking import population, ranked_for_user
 from memstrata.storage.sqlite.shared import put_derived, tier_event
 from memstrata.storage.text import (
     CELL_TEXT_COLUMNS,
@@ -42,15 +44,28 @@ class KnowledgeMixin:
     def derived_fulltext(
         self, match: str, user_id: str, limit: int, tiers: Sequence[str] = ("longterm",)
     ) -> list[tuple[int, float]]:
-        """BM25 over current derived items of these tiers (longterm cells, scene, midterm, consolidation)."""
+        """BM25 over current derived items of these tiers (longterm cells, scene, midterm, consolidation).
+
+        With the user's own term statistics, over all their derived items (``ranking.py``).
+        """
         marks = ",".join("?" * len(tiers))
-        sql = (
-            "SELECT d.seq, -bm25(derived_fts) FROM derived_fts JOIN derived d ON d.seq = derived_fts.rowid "
-            f"WHERE derived_fts MATCH ? AND +d.user_id = ? AND d.is_current = 1 AND d.tier IN ({marks})"
-            " ORDER BY bm25(derived_fts) LIMIT ?"
-        )
-        rows = self._read(lambda connection: connection.execute(sql, (match, user_id, *tiers, limit)).fetchall())
-        return [(int(seq), float(score)) for seq, score in rows]
+
+        def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
+            return ranked_for_user(
+                connection,
+                fts="derived_fts",
+                table="derived",
+                rank="-bm25(derived_fts)",
+                parts=terms_of(match),
+                user_id=user_id,
+                kept=f"x.is_current = 1 AND x.tier IN ({marks})",
+                kept_parameters=list(tiers),
+                limit=limit,
+                people=population(connection, "derived_fts", "derived", user_id),
+            )
+
+        result: list[tuple[int, float]] = self._read(work)
+        return result
 
     def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:
         """(id, tier, content, source turn ids) of derived items, by seq."""

@@ -10,8 +10,9 @@ import numpy as np
 
 from memstrata.models import SearchFilters, Turn, format_time
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
-from memstrata.storage.sqlite.focus import focused_match, own_columns_only
+from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
+from memstrata.storage.sqlite.ranking import population, ranked_for_user
 from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
@@ -45,22 +46,28 @@ class RetrievalMixin:
         def _fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]: ...
 
     def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
-        """BM25 candidates; the score is -bm25 so higher is better."""
-        where, parameters = filter_clause(filters)
-        sql = (
-            f"SELECT t.seq, -bm25(turns_fts, {FULLTEXT_WEIGHTS}) AS score FROM turns_fts "
-            "JOIN turns t ON t.seq = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND t.user_id = ?{where} ORDER BY bm25(turns_fts, {FULLTEXT_WEIGHTS}) LIMIT ?"
-        )
+        """BM25 candidates, with the user's own term statistics (``ranking.py``); higher is better."""
+        where, parameters = filter_clause(filters, alias="x")
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
-            focused = focused_match(connection, match)
+            people = population(connection, "turns_fts", "turns", user_id)
+            focused = focused_match(connection, match, people, user_id)
             if filters.agent_id is not None:
                 # The neighbour columns hold what other agents said in the session: one agent's
                 # search matches its turns' own text and speaker only.
                 focused = own_columns_only(focused)
-            rows = connection.execute(sql, [focused, user_id, *parameters, limit])
-            return [(int(seq), float(score)) for seq, score in rows]
+            return ranked_for_user(
+                connection,
+                fts="turns_fts",
+                table="turns",
+                rank=f"-bm25(turns_fts, {FULLTEXT_WEIGHTS})",
+                parts=terms_of(focused),
+                user_id=user_id,
+                kept=f"1{where}",
+                kept_parameters=parameters,
+                limit=limit,
+                people=people,
+            )
 
         return self._read(work)
 
@@ -182,23 +189,23 @@ def insert_vector(connection: sqlite3.Connection, model_id: str, seq: int, user_
     )
 
 
-def filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
-    """SQL for the filters on table alias ``t``; empty when nothing narrows."""
+def filter_clause(filters: SearchFilters, alias: str = "t") -> tuple[str, list[Any]]:
+    """SQL for the filters on table alias ``alias``; empty when nothing narrows."""
     clauses: list[str] = []
     parameters: list[Any] = []
     if filters.agent_id is not None:
-        clauses.append("t.agent_id = ?")
+        clauses.append(f"{alias}.agent_id = ?")
         parameters.append(filters.agent_id)
     if filters.session_id is not None:
-        clauses.append("t.session_id = ?")
+        clauses.append(f"{alias}.session_id = ?")
         parameters.append(filters.session_id)
     if filters.roles:
-        clauses.append(f"t.role IN ({','.join('?' * len(filters.roles))})")
+        clauses.append(f"{alias}.role IN ({','.join('?' * len(filters.roles))})")
         parameters.extend(role.value for role in filters.roles)
     if filters.after is not None:
-        clauses.append("t.created_at >= ?")
+        clauses.append(f"{alias}.created_at >= ?")
         parameters.append(format_time(filters.after))
     if filters.before is not None:
-        clauses.append("t.created_at < ?")
+        clauses.append(f"{alias}.created_at < ?")
         parameters.append(format_time(filters.before))
     return "".join(f" AND {clause}" for clause in clauses), parameters
