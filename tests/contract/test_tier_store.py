@@ -528,6 +528,10 @@ def test_a_sleep_takes_the_turns_no_sleep_looked_at_oldest_first_then_the_newest
     assert store.unconsolidated_turns("ana", 4, after_seq=seqs[3]) == seqs[2:]
     assert store.unconsolidated_turns("ana", 10, after_seq=seqs[-1]) == seqs
     assert store.unconsolidated_turns("bob", 10) == []
+    store.mark_slept("ana", seqs[3])
+    store.mark_slept("ana", seqs[1])  # never moves back
+    store.mark_slept("bob", seqs[5])  # a user without turns (forgotten meanwhile) leaves no mark
+    assert (store.slept_through("ana"), store.slept_through("bob")) == (seqs[3], 0)
 
 
 # -- deletion reaches every tier ----------------------------------------------------------------

@@ -273,6 +273,25 @@ def test_consolidating_on_demand_works_through_a_whole_backlog_oldest_first(
         assert store.unconsolidated_size(USER, after_seq=store.slept_through(USER)) == (0, 0)  # type: ignore[attr-defined]
 
 
+def test_a_sleep_cut_short_is_done_again_by_the_retried_job(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=10) as memory:
+        for n in range(15):
+            _exchange(memory, f"I love hiking in the Alps, trip {n}", f"Hiking in the Alps sounds great, trip {n}")
+        store = memory._store
+        stored, failures = store.add_consolidation, []  # type: ignore[attr-defined]
+
+        def fails_once(*args: object) -> bool:
+            if not failures:
+                failures.append(True)
+                raise StorageError("writing failed: database is locked")
+            return bool(stored(*args))
+
+        monkeypatch.setattr(store, "add_consolidation", fails_once)
+        memory.flush(timeout=None)  # the job that slept fails once, and its retry sleeps again
+        assert failures and store.tier_counts(USER)["consolidations"] > 0  # type: ignore[attr-defined]
+        assert not memory._hierarchy.consolidation_due(USER)
+
+
 def test_visits_heat_up_segments_until_promotion(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, promote_heat=3.0) as memory:
         _exchange(memory, "The sailing regatta in Cascais starts at nine.")

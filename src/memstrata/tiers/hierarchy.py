@@ -378,11 +378,15 @@ class Hierarchy:
         seqs = self._store.unconsolidated_turns(
             user_id, CONSOLIDATION_BATCH, after_seq=self._store.slept_through(user_id)
         )
-        if seqs:
-            self._store.mark_slept(user_id, seqs[-1])
+        if not seqs:
+            return []
+        # Marked once the batch's clusters are stored: a sleep cut short (a crash, a storage
+        # error) leaves the mark where it was, so its retry looks at the same turns again.
+        looked_at = seqs[-1]
         vectors = self._store.vectors_for(self._embedder.model_id, seqs)
         seqs = [seq for seq in seqs if seq in vectors]
         if len(seqs) < policy.min_samples:
+            self._store.mark_slept(user_id, looked_at)
             return []
         matrix = np.stack([vectors[seq] for seq in seqs])
         labels = dbscan(matrix, eps=policy.eps, min_samples=policy.min_samples)
@@ -419,6 +423,7 @@ class Hierarchy:
             )
             if self._store.add_consolidation(consolidation, members):
                 made.append(consolidation)
+        self._store.mark_slept(user_id, looked_at)
         return made
 
 

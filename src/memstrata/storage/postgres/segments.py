@@ -286,9 +286,11 @@ class SegmentsMixin(Connected):
         """Record that a sleep of the user looked at the turns up to ``through_seq`` (never moves back)."""
         self._write(
             lambda connection: connection.execute(
-                "INSERT INTO sleep_marks (user_id, through_seq) VALUES (%s, %s) ON CONFLICT (user_id)"
+                # Only while the user has turns: a sleep that a forget overtook leaves no trace of them.
+                "INSERT INTO sleep_marks (user_id, through_seq) SELECT %(user)s, %(through)s"
+                " WHERE EXISTS (SELECT 1 FROM turns WHERE user_id = %(user)s) ON CONFLICT (user_id)"
                 " DO UPDATE SET through_seq = GREATEST(sleep_marks.through_seq, excluded.through_seq)",
-                (user_id, through_seq),
+                {"user": user_id, "through": through_seq},
             )
         )
 

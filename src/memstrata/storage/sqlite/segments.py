@@ -279,7 +279,9 @@ class SegmentsMixin:
         """Record that a sleep of the user looked at the turns up to ``through_seq`` (never moves back)."""
         self._write(
             lambda connection: connection.execute(
-                "INSERT INTO sleep_marks (user_id, through_seq) VALUES (?, ?) ON CONFLICT (user_id)"
+                # Only while the user has turns: a sleep that a forget overtook leaves no trace of them.
+                "INSERT INTO sleep_marks (user_id, through_seq) SELECT ?1, ?2"
+                " WHERE EXISTS (SELECT 1 FROM turns WHERE user_id = ?1) ON CONFLICT (user_id)"
                 " DO UPDATE SET through_seq = MAX(through_seq, excluded.through_seq)",
                 (user_id, through_seq),
             )
