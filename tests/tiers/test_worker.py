@@ -8,7 +8,9 @@ from collections import deque
 
 import pytest
 
+from memstrata.errors import StorageError
 from memstrata.storage.base import Job
+from memstrata.tiers import worker as worker_module
 from memstrata.tiers.worker import Worker
 
 
@@ -229,3 +231,36 @@ def test_a_slow_job_keeps_its_lease_while_it_runs_and_only_then() -> None:
     finally:
         worker.stop()
     assert set(renewed) == {1} and finished == [1, 2]
+
+
+def test_a_busy_store_when_an_outcome_is_recorded_neither_stops_the_worker_nor_loses_the_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "RECORD_PAUSE_SECONDS", 0.01)
+    jobs = deque([Job(1, "step", "ana", {}, 1), Job(2, "step", "ana", {}, 1), Job(3, "step", "ana", {}, 1)])
+    finished: list[int] = []
+    busy = iter([True, True, False] + [False] * 10)  # job 1's outcome meets a locked database twice
+
+    def finish(job: Job) -> None:
+        if next(busy):
+            raise StorageError("writing failed: database is locked")
+        finished.append(job.id)
+
+    def never_recorded(job: Job) -> None:
+        raise StorageError("writing failed: database is locked")  # busy past every retry
+
+    worker = Worker(lambda: jobs.popleft() if jobs else None, lambda job: None, finish, lambda *_: None)
+    worker.start()
+    try:
+        assert worker.wait_until(lambda: len(finished) == 3, 10)
+        assert finished == [1, 2, 3]
+        # An outcome that cannot be recorded at all leaves the job leased (it runs again later),
+        # and the thread goes on with the next.
+        worker._finish = never_recorded  # type: ignore[method-assign]
+        jobs.extend([Job(4, "step", "ana", {}, 1)])
+        worker.wake()
+        assert worker.wait_until(lambda: not jobs, 10)
+        threading.Event().wait(0.2)
+        assert worker._thread is not None and worker._thread.is_alive()
+    finally:
+        worker.stop()

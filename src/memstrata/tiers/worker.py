@@ -24,6 +24,9 @@ MAX_RETRY_DELAY_SECONDS = 300.0
 #: While someone waits on a user's work, every this-many-th job is still taken in queue order,
 #: so other users' work (and another waiter's) goes on however much the awaited user queues.
 QUEUE_ORDER_EVERY = 4
+# Recording a finished job's outcome waits out a busy store this many times, longer each time.
+RECORD_ATTEMPTS = 4
+RECORD_PAUSE_SECONDS = 0.5
 
 
 def retry_delay(attempts: int) -> float:
@@ -209,7 +212,13 @@ class Worker:
                 self._wake.wait(IDLE_POLL_SECONDS)
                 self._wake.clear()
                 continue
-            self._execute(job)
+            try:
+                self._execute(job)
+            except StorageError as exc:
+                # Recording the outcome failed ("database is locked" past the busy timeout, a
+                # dropped connection): the job stays leased and runs again once the lease ends.
+                log.warning("cannot record the outcome of job %s (%s): %s", job.id, job.kind, exc)
+                time.sleep(IDLE_POLL_SECONDS)
 
     def _next_job(self) -> Job | None:
         """The oldest job of a user someone waits on (each such user in turn), else the oldest of all.
@@ -238,9 +247,10 @@ class Worker:
                 self._run(job)
             except Exception as exc:  # a bad job must not kill the worker; it is retried, then parked
                 log.exception("job %s (%s) failed", job.id, job.kind)
-                self._fail(job, f"{type(exc).__name__}: {exc}", job.attempts < self._max_attempts)
+                reason = f"{type(exc).__name__}: {exc}"
+                _recorded(lambda: self._fail(job, reason, job.attempts < self._max_attempts))
                 return
-        self._finish(job)
+        _recorded(lambda: self._finish(job))
 
 
 class LeaseKeeper:
@@ -301,7 +311,24 @@ class LeaseKeeper:
             log.warning("cannot renew the lease of job %s: %s", job.id, exc)
             return
         with self._lock:
+            if job.id not in self._running:
+                return  # it finished while this round renewed the others: nothing was taken over
             self._lost.add(job.id)
         log.warning(
             "job %s (%s) was taken over by another worker; this run's outcome will not be recorded", job.id, job.kind
         )
+
+
+def _recorded(record: Callable[[], None]) -> None:
+    """Record a job's outcome, trying again a few times when the store is busy past its timeout.
+
+    Otherwise the job would stay leased, unrecorded, until its lease ends, and run again.
+    """
+    for attempt in range(1, RECORD_ATTEMPTS + 1):
+        try:
+            record()
+            return
+        except StorageError:
+            if attempt == RECORD_ATTEMPTS:
+                raise
+            time.sleep(RECORD_PAUSE_SECONDS * attempt)
