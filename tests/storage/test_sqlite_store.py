@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
@@ -135,6 +136,9 @@ def test_newer_schema_raises_schema_too_new_and_leaves_the_file_alone(db_path: P
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 'x')",
             (LATEST_VERSION + 1,),
         )
+    with _raw(db_path) as connection:  # a newer memstrata may also have left another journal mode
+        connection.isolation_level = None
+        assert connection.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
     before = db_path.read_bytes()
     with pytest.raises(SchemaTooNew) as info:
         SQLiteStore(db_path)
@@ -146,6 +150,7 @@ def test_newer_schema_raises_schema_too_new_and_leaves_the_file_alone(db_path: P
     with _raw(db_path) as check:
         assert check.execute("SELECT content FROM turns").fetchall() == [("keep me",)]
         assert check.execute("SELECT MAX(version) FROM schema_migrations").fetchone() == (LATEST_VERSION + 1,)
+        assert check.execute("PRAGMA journal_mode").fetchone() == ("delete",)
 
 
 def test_newer_schema_through_open_store_and_memory(db_path: Path) -> None:
@@ -516,13 +521,19 @@ def test_forget_leaves_no_word_of_the_user_in_the_database_files(db_path: Path) 
 def test_forget_warns_when_a_reader_keeps_the_deleted_text_in_the_wal(
     db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = SQLiteStore(db_path, busy_timeout_seconds=0.2)
+    store = SQLiteStore(db_path, busy_timeout_seconds=20)
     store.insert_turns([_turn("a0", "the hint is qwzxplkvv")], None, MODEL)
     with _raw(db_path) as reader:
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM turns").fetchall()  # holds a snapshot the checkpoint must keep
+        started = time.monotonic()
         with caplog.at_level("WARNING", logger="memstrata.storage.sqlite"):
             assert store.forget(Scope("ana")) == 1
+        # It does not wait for the reader (a wait held every other call of the store meanwhile)...
+        assert time.monotonic() - started < 10
+        store.insert_turns([_turn("b0", "and the store writes on")], None, MODEL)
         reader.execute("COMMIT")
     assert "write-ahead log still holds the deleted text" in caplog.text
+    # ...and waits as long as it should for everything else.
+    assert store._connection.execute("PRAGMA busy_timeout").fetchone() == (20_000,)
     store.close()

@@ -52,7 +52,9 @@ class HierarchyPolicy:
     # LoCoMo: one cluster of 419 turns, TES 0.26), so big clusters are cut into runs of
     # consecutive turns, whose topics are local in time.
     max_cluster_turns: int = 20
-    job_lease_seconds: float = 120.0
+    # Shorter than ``flush()``'s default 60 s wait, so a job a killed process left leased runs
+    # again within it; renewed every third of it while it runs.
+    job_lease_seconds: float = 45.0
     max_attempts: int = 3
     #: The zone in which a turn's day is read when a summary resolves its relative dates.
     timezone: tzinfo = UTC

@@ -424,6 +424,23 @@ MIGRATIONS: tuple[Migration, ...] = (
 LATEST_VERSION = MIGRATIONS[-1].version
 
 
+def refuse_if_too_new(version: int, location: str) -> None:
+    """Raise ``SchemaTooNew`` for a schema ``version`` past what this memstrata knows."""
+    if version > LATEST_VERSION:
+        raise SchemaTooNew(
+            f"{location} has schema version {version}, but this memstrata knows only up to "
+            f"{LATEST_VERSION}; upgrade memstrata (pip install -U memstrata) to open it"
+        )
+
+
+def stored_version(connection: sqlite3.Connection) -> int:
+    """The schema version a database holds (0: none yet), read without writing anything."""
+    known = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    if known.fetchone() is None:
+        return 0
+    return int(connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+
+
 def migrate(connection: sqlite3.Connection, location: str) -> int:
     """Bring the schema to ``LATEST_VERSION``; refuse a database from a newer memstrata."""
     connection.execute("BEGIN IMMEDIATE")
@@ -434,11 +451,7 @@ def migrate(connection: sqlite3.Connection, location: str) -> int:
         )
         row = connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
         current = int(row[0])
-        if current > LATEST_VERSION:
-            raise SchemaTooNew(
-                f"{location} has schema version {current}, but this memstrata knows only up to "
-                f"{LATEST_VERSION}; upgrade memstrata (pip install -U memstrata) to open it"
-            )
+        refuse_if_too_new(current, location)
         for migration in MIGRATIONS:
             if migration.version <= current:
                 continue

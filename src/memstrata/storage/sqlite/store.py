@@ -24,7 +24,7 @@ from memstrata.storage.sqlite import queue
 from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
-from memstrata.storage.sqlite.migrations import migrate
+from memstrata.storage.sqlite.migrations import migrate, refuse_if_too_new, stored_version
 from memstrata.storage.sqlite.queue import QueueMixin
 from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector, merge_fulltext
 from memstrata.storage.sqlite.rows import CHUNK, TURN_COLUMNS, chunks, turn_from_row, turn_row
@@ -71,6 +71,8 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         except OSError as exc:
             raise StorageError(f"cannot create the data directory for {self.location}: {exc}") from exc
         try:
+            # Refused before anything is set: switching to WAL would already change the file.
+            refuse_if_too_new(stored_version(self._connection), self.location)
             self._configure(busy_timeout_seconds)
             migrate(self._connection, self.location)
         except BaseException as exc:
@@ -81,7 +83,8 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
 
     def _configure(self, busy_timeout_seconds: float) -> None:
         connection = self._connection
-        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
+        self._busy_timeout_ms = int(busy_timeout_seconds * 1000)
+        connection.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         if self.location != ":memory:":
             self._enable_wal(busy_timeout_seconds)
         # FULL makes each commit durable against power loss, not just a killed process;
@@ -252,7 +255,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
             return count
 
         count = self._write(work)
-        [(busy, _, _)] = self._read(lambda connection: connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        [(busy, _, _)] = self._read(self._checkpoint_without_waiting)
         if busy:
             log.warning(
                 "forget: another connection was reading %s, so the write-ahead log still holds the deleted"
@@ -260,6 +263,14 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                 self.location,
             )
         return count
+
+    def _checkpoint_without_waiting(self, connection: sqlite3.Connection) -> list[Any]:
+        """Checkpoint and truncate the WAL as far as readers allow, now: waiting for them held every writer too."""
+        connection.execute("PRAGMA busy_timeout = 0")
+        try:
+            return connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
         """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
