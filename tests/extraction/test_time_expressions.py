@@ -96,6 +96,9 @@ def test_a_duration_up_to_now_says_since_when() -> None:
     assert meanings("I’ve been playing for about four months") == {
         "i’ve been playing for about four months": "since about January 2023"
     }
+    assert meanings("My sister-in-law's been here for 2 weeks.") == {
+        "sister-in-law's been here for 2 weeks": "since the week of 24 April 2023"
+    }
     assert meanings("She has really been there for 2 years and loves it") == {
         "has really been there for 2 years": "since 2021"
     }

@@ -82,6 +82,7 @@ def test_dates_in_a_query_are_read_as_periods(query: str, expected: tuple[Period
         "What did I buy last week with most of 2000 euros?",  # an amount, not a year
         "Did she finish the essay in 1500 words?",
         "How did the run of 2000 m go?",
+        "What was the growth of 2000%?",
     ],
 )
 def test_words_that_only_look_like_dates_name_no_period(query: str) -> None:
@@ -177,6 +178,7 @@ def test_a_date_with_its_year_is_named_as_a_period_or_a_boundary() -> None:
     assert not names_a_year("What did I do last weekend?")
     assert not names_a_year("What did I spend last week, out of 2000 dollars?")
     assert not names_a_year("Was it seen by 2000 followers?")
+    assert not names_a_year("Did it grow by 2000 % last year?")
     # A year followed by a noun that also starts a clause stays a year.
     assert names_a_year("What happened in 2020 people still talk about?")
     assert mentioned_periods("What did I do in 2022, mostly?") == (Period(2022),)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from memstrata import ConfigError, IdConflict, Role, SchemaTooNew, Scope, SearchFilters, StorageError, Turn
 from memstrata.models import Cell
 from memstrata.storage import open_store
-from memstrata.storage.sqlite import queue
+from memstrata.storage.sqlite import queue, retrieval
 from memstrata.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 from memstrata.storage.sqlite.retrieval import _SPEAKERS as SPEAKERS_QUERY
 from memstrata.storage.sqlite.store import SQLiteStore, open_sqlite
@@ -537,3 +538,27 @@ def test_forget_warns_when_a_reader_keeps_the_deleted_text_in_the_wal(
     # ...and waits as long as it should for everything else.
     assert store._connection.execute("PRAGMA busy_timeout").fetchone() == (20_000,)
     store.close()
+
+
+def test_full_text_reads_its_counts_and_rows_in_one_snapshot(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, other = SQLiteStore(db_path), SQLiteStore(db_path)
+    said = ["we sail to lisbon", "lisbon trams are yellow", *(f"an ordinary day number {n}" for n in range(6))]
+    store.insert_turns([_turn(f"a{n}", text) for n, text in enumerate(said)], None, MODEL)
+    store.insert_turns([_turn("b0", "a quiet day", user_id="bob")], None, MODEL)
+    match = '"lisbon" OR "sail"'
+    expected = store.fulltext(match, "ana", SearchFilters(), 10)
+    counted = retrieval.population
+
+    def then_bob_says_lisbon(*args: Any) -> Any:
+        found = counted(*args)
+        # Another process commits between the counts and the rows: neither may see it.
+        other.insert_turns([_turn(f"b{n}", "lisbon lisbon", user_id="bob") for n in range(1, 5)], None, MODEL)
+        return found
+
+    monkeypatch.setattr(retrieval, "population", then_bob_says_lisbon)
+    assert store.fulltext(match, "ana", SearchFilters(), 10) == expected
+    monkeypatch.undo()
+    # Once committed, bob's words do not reorder ana's results; his rows' length moves the scores a little.
+    assert [seq for seq, _ in store.fulltext(match, "ana", SearchFilters(), 10)] == [seq for seq, _ in expected]
+    store.close()
+    other.close()

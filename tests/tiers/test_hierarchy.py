@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -290,6 +291,19 @@ def test_a_sleep_cut_short_is_done_again_by_the_retried_job(home: Path, monkeypa
         memory.flush(timeout=None)  # the job that slept fails once, and its retry sleeps again
         assert failures and store.tier_counts(USER)["consolidations"] > 0  # type: ignore[attr-defined]
         assert not memory._hierarchy.consolidation_due(USER)
+
+
+def test_an_on_demand_sleep_waits_for_a_jobs_sleep_running_in_the_same_process(tiered: Memory) -> None:
+    for n in range(4):
+        _exchange(tiered, f"The garden shed roof leaks near the window, repair attempt {n} failed.")
+    tiered.flush()
+    finished = threading.Event()
+    with tiered._hierarchy._lock:  # a job (and its sleep) running in the background worker
+        sleeper = threading.Thread(target=lambda: (tiered.consolidate(user_id=USER), finished.set()))
+        sleeper.start()
+        assert not finished.wait(0.3), "the on-demand sleep ran beside the job's"
+    assert finished.wait(30)
+    sleeper.join(30)
 
 
 def test_visits_heat_up_segments_until_promotion(home: Path) -> None:

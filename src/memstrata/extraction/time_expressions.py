@@ -86,7 +86,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # The subject of a contraction is quoted whole: "We've been …", not "ve been …".
         (
             "since",
-            rf"(?:have|has|\w+['\u2019](?:ve|s))(?: \w+)? been(?: \w+){{0,4}}?"
+            rf"(?:have|has|[\w-]*\w['\u2019](?:ve|s))(?: \w+)? been(?: \w+){{0,4}}?"
             rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}",
         ),
         ("few", r"(?:a )?few (?P<unit>day|week|month|year)s (?:ago|back)|the other day"),

@@ -35,11 +35,11 @@ _YEAR = r"(?:19|20)\d\d"
 # A year-like number followed by a unit counts something ("of 2000 euros", "in 1500 words"). Nouns
 # that also start a sentence after a year ("in 2020 people stayed home") are left out.
 _COUNTED = (
-    r"%|percent|per\s*cent|euros?|eur|dollars?|usd|bucks|pounds?|gbp|quid|yen|yuan|rupees?|francs?|"
+    r"percent|per\s*cent|euros?|eur|dollars?|usd|bucks|pounds?|gbp|quid|yen|yuan|rupees?|francs?|"
     r"followers|subscribers|likes|votes|points|words|pages|steps|calories|kcal|"
     r"km|kilometers|kilometres|miles|meters|metres|feet|ft|m|kg|lbs?|grams|g|hours|minutes|mins|seconds|secs"
 )
-_NOT_COUNTED = rf"(?![.,]\d)(?!\s*(?:{_COUNTED})\b)"
+_NOT_COUNTED = rf"(?![.,]\d)(?!\s*(?:%|(?:{_COUNTED})\b))"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR_AFTER = rf",?\s*(?:of\s+)?({_YEAR})\b"
 _PART = r"early\s+|late\s+|mid-?"

@@ -365,12 +365,18 @@ class Hierarchy:
             self.consolidate(user_id)
 
     def consolidate_backlog(self, user_id: str) -> list[Consolidation]:
-        """Sleep batch after batch until every turn there was when it started has been looked at."""
-        pending, _ = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
-        made = self.consolidate(user_id)
-        for _ in range(max(0, pending - 1) // CONSOLIDATION_BATCH):
-            made.extend(self.consolidate(user_id))
-        return made
+        """Sleep batch after batch until every turn there was when it started has been looked at.
+
+        Under the lock the jobs run under: a job's sleep and this one never look at the same
+        turns at once (each would summarise them, an LLM call each), as the mark moves only
+        once a batch is stored.
+        """
+        with self._lock:
+            pending, _ = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
+            made = self.consolidate(user_id)
+            for _ in range(max(0, pending - 1) // CONSOLIDATION_BATCH):
+                made.extend(self.consolidate(user_id))
+            return made
 
     def consolidate(self, user_id: str) -> list[Consolidation]:
         """Cluster turns not yet consolidated and store one summary per cluster, with its TES."""

@@ -242,6 +242,8 @@ class Worker:
         return self._claim()
 
     def _execute(self, job: Job) -> None:
+        # The outcome is recorded while the lease is still renewed: waiting out a busy store
+        # must not let the lease run out and the job be taken over.
         with self._keeper.holding(job) if self._keeper is not None else contextlib.nullcontext():
             try:
                 self._run(job)
@@ -250,7 +252,7 @@ class Worker:
                 reason = f"{type(exc).__name__}: {exc}"
                 _recorded(lambda: self._fail(job, reason, job.attempts < self._max_attempts))
                 return
-        _recorded(lambda: self._finish(job))
+            _recorded(lambda: self._finish(job))
 
 
 class LeaseKeeper:

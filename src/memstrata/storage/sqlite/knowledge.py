@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from memstrata.models import Cell, MemoryEvent, format_time
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sqlite.focus import terms_of
-from memstrata.storage.sqlite.ranking import population, ranked_for_user
+from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
 from memstrata.storage.sqlite.shared import put_derived, tier_event
 from memstrata.storage.text import (
     CELL_TEXT_COLUMNS,
@@ -51,18 +51,19 @@ class KnowledgeMixin:
         marks = ",".join("?" * len(tiers))
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
-            return ranked_for_user(
-                connection,
-                fts="derived_fts",
-                table="derived",
-                rank="-bm25(derived_fts)",
-                parts=terms_of(match),
-                user_id=user_id,
-                kept=f"x.is_current = 1 AND x.tier IN ({marks})",
-                kept_parameters=list(tiers),
-                limit=limit,
-                people=population(connection, "derived_fts", "derived", user_id),
-            )
+            with one_snapshot(connection):
+                return ranked_for_user(
+                    connection,
+                    fts="derived_fts",
+                    table="derived",
+                    rank="-bm25(derived_fts)",
+                    parts=terms_of(match),
+                    user_id=user_id,
+                    kept=f"x.is_current = 1 AND x.tier IN ({marks})",
+                    kept_parameters=list(tiers),
+                    limit=limit,
+                    people=population(connection, "derived_fts", "derived", user_id),
+                )
 
         result: list[tuple[int, float]] = self._read(work)
         return result

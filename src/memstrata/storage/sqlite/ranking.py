@@ -22,7 +22,8 @@ import math
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 #: FTS5 floors a non-positive idf at this (fts5_aux.c), so a term in most rows still counts a little.
@@ -66,8 +67,9 @@ def population(connection: sqlite3.Connection, fts: str, table: str, user_id: st
 def indexed_rows(connection: sqlite3.Connection, fts: str) -> int:
     """The row count FTS5 itself ranks with: the first varint of its averages record.
 
-    FTS5 writes that record when a transaction commits; before (rows written in the
-    transaction still open), the rows are counted.
+    FTS5 writes that record when a transaction commits, so inside a write transaction it
+    may lag the rows written there (no caller ranks there); in a table whose first rows
+    are not committed yet there is none, and the rows are counted.
     """
     row = connection.execute(f"SELECT block FROM {fts}_data WHERE id = ?", (_AVERAGES_ID,)).fetchone()
     if row is None or not row[0]:
@@ -79,6 +81,16 @@ def fts5_idf(rows: int, matches: int) -> float:
     """FTS5's idf of a term in ``matches`` of ``rows`` rows."""
     idf = math.log((rows - matches + 0.5) / (matches + 0.5)) if rows > 0 else 0.0
     return idf if idf > 0 else IDF_FLOOR
+
+
+@contextmanager
+def one_snapshot(connection: sqlite3.Connection) -> Iterator[None]:
+    """Read the counts and the rows in one read transaction, so a commit between them changes neither."""
+    connection.execute("BEGIN")
+    try:
+        yield
+    finally:
+        connection.execute("COMMIT")
 
 
 def ranked_for_user(

@@ -12,7 +12,7 @@ from memstrata.models import SearchFilters, Turn, format_time
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
-from memstrata.storage.sqlite.ranking import population, ranked_for_user
+from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
 from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
@@ -50,6 +50,10 @@ class RetrievalMixin:
         where, parameters = filter_clause(filters, alias="x")
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
+            with one_snapshot(connection):
+                return ranked(connection)
+
+        def ranked(connection: sqlite3.Connection) -> list[tuple[int, float]]:
             people = population(connection, "turns_fts", "turns", user_id)
             focused = focused_match(connection, match, people, user_id)
             if filters.agent_id is not None:
