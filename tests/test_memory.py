@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memstrata import IdConflict, InvalidInput, Memory, MemstrataError, NotFound, Role, StorageError, Turn
+from memstrata.config import DATABASE_FILE_NAME
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.memory_search import asked_periods, joined
 from memstrata.retrieval.periods import Period, Span
@@ -1030,3 +1032,55 @@ def test_with_record_visits_off_reads_never_change_the_memory(tmp_path: Path) ->
             assert memory.context("sailing", user_id="ana").items
     with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
         assert reopened._store.count_jobs("ana") == 0
+
+
+def test_forget_after_the_tier_work_leaves_no_row_of_the_user_but_the_audit_of_it(memory: Memory) -> None:
+    for text in (
+        "Please, I live in Lisbon and I work as a nurse at Santa Maria. Thanks!",
+        "Please remind me: my sister Marta visits Lisbon next month. Thanks!",
+        "I love hiking in Sintra with Marta; we go every weekend.",
+    ):
+        memory.add(
+            [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted, Ana."}],
+            user_id="ana",
+            session_id="s1",
+        )
+    memory.add("bob likes hiking too", user_id="bob")
+    memory.flush()
+    memory.consolidate(user_id="ana")
+    memory.forget(user_id="ana")
+    connection = sqlite3.connect(memory.settings.data_dir / DATABASE_FILE_NAME)
+    try:
+        keyed = [
+            str(row[0])
+            for row in connection.execute(
+                "SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) p"
+                " WHERE m.type = 'table' AND p.name = 'user_id'"
+            )
+        ]
+        assert {"cells", "entities", "patterns", "pattern_observations", "segments", "derived"} <= set(keyed)
+        left = {
+            table: connection.execute(f"SELECT count(*) FROM {table} WHERE user_id = 'ana'").fetchone()[0]
+            for table in keyed
+        }
+        audit = connection.execute("SELECT kind, detail FROM events WHERE user_id = 'ana'").fetchall()
+    finally:
+        connection.close()
+    assert {table: count for table, count in left.items() if count and table != "events"} == {}
+    # The audit log stays (ids and counts), and holds none of her words.
+    assert "forget" in {kind for kind, _ in audit}
+    said = " ".join(detail for _, detail in audit).casefold()
+    assert not any(word in said for word in ("lisbon", "marta", "nurse", "hiking", "sintra", "please"))
+
+
+def test_a_search_or_context_narrowed_by_a_filter_covers_turns_only(memory: Memory) -> None:
+    memory.add("My favourite colour is blue.", user_id="ana", session_id="s1", agent_id="coder")
+    memory.add("We should plan the release next week.", user_id="ana", session_id="s2", agent_id="planner")
+    memory.flush()
+    assert any(hit.tier == "longterm" for hit in memory.search("favourite colour", user_id="ana", tiers=["longterm"]))
+    for narrowing in ({"session_id": "s2"}, {"roles": ["assistant"]}, {"agent_id": "planner"}):
+        hits = memory.search("favourite colour", user_id="ana", tiers=["longterm"], **narrowing)  # type: ignore[arg-type]
+        assert {hit.tier for hit in hits} <= {"episodic"}, narrowing
+    # A context for one agent leaves out facts and summaries (the profile, the user's, stays).
+    block = memory.context("What is my favourite colour?", user_id="ana", agent_id="planner")
+    assert {item.kind for item in block.items} & {"cell", "consolidation", "scene", "midterm"} == set()

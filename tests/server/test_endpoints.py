@@ -126,6 +126,8 @@ def test_context_packs_memories_under_the_budget(client: httpx.Client) -> None:
     assert "Lisbon" in context["text"]
     assert stored["id"] in context["turn_ids"]
     assert all("acme/" not in item["id"] for item in context["items"])
+    sources = [source for item in context["items"] for source in item["source_turn_ids"]]
+    assert stored["id"] in sources and not [source for source in sources if "acme/" in source]
 
 
 def test_context_reads_dates_in_the_requested_time_zone(client: httpx.Client) -> None:

@@ -63,10 +63,21 @@ def test_a_feature_that_needs_an_llm_is_501_not_503() -> None:
     assert status_of(errors.ConfigError("bad setting"))[0] == 503
 
 
-def test_server_errors_hide_their_details() -> None:
-    status, _, message = status_of(errors.StorageError("cannot open the SQLite store at /srv/secret/path.db"))
-    assert status == 503
-    assert "/srv/secret" not in message
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (errors.StorageError, 503),
+        (errors.ConfigError, 503),
+        (errors.EmbeddingError, 503),
+        (errors.ProviderError, 502),
+        (errors.SchemaTooNew, 503),
+        (errors.MissingDependency, 503),
+    ],
+)
+def test_server_errors_hide_their_details(error: type[errors.MemstrataError], expected: int) -> None:
+    status, _, message = status_of(error("cannot open the store at /srv/secret/path.db with key sk-123"))
+    assert status == expected
+    assert "/srv/secret" not in message and "sk-123" not in message
 
 
 @pytest.fixture
