@@ -132,6 +132,8 @@ def test_reply_aware_patterns_need_the_reply() -> None:
     ("text", "code"),
     [
         ("How do I sort a list of numbers in Python and print the result?", "en"),
+        ("I work as a nurse.", "en"),
+        ("I moved to Lisbon in May and I love the tram", "en"),
         ("¿Cómo puedo ordenar una lista de números en el programa?", "es"),
         ("Je voudrais savoir comment trier une liste dans le programme.", "fr"),
         ("Wie kann ich eine Liste in Python sortieren und was ist der Fehler?", "de"),

@@ -182,8 +182,10 @@ _CONTENT_STOPWORDS = (
 )
 _KEY_VERBS = word_set("ask say share prefer write correct greet followup")  # after the plural fold
 _LANGUAGE_WORDS = {
-    # "me" and "no" are Spanish too: listed here as well, they no longer tip English into Spanish.
-    "en": "the and is are you that this what how with for of to it my can do please have was not me no just give",
+    # "me" and "no" are Spanish too, and "a" and "as" Portuguese: listed here as well, they no
+    # longer tip English into Spanish ("I work as a nurse" read as Portuguese).
+    "en": "the and is are you that this what how with for of to it my can do please have was not me no just give"
+    " i a an as at in on be we",
     "es": "el la los las que y es en por para con una un no como qué cómo está pero mi me gracias hola del",
     "fr": "le la les des et est je tu vous que qui pour dans avec une un pas ce mon merci bonjour c'est du",
     "de": "der die das und ist ich du sie nicht mit für ein eine auf wie was zu den dem bitte danke",
