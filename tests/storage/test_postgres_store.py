@@ -702,3 +702,23 @@ def test_a_dropped_connection_is_replaced_before_use(postgres_url: str, tmp_path
         )
         memory.add("after the restart", user_id="ana")
         assert [hit.content for hit in memory.search("restart", user_id="ana")][:1] == ["after the restart"]
+
+
+def test_a_forget_racing_a_job_of_the_same_user_leaves_nothing_derived(postgres_url: str, tmp_path: Path) -> None:
+    open_postgres(postgres_url).close()
+    # The job's transaction stretched to seconds, as a slow disk or a busy server would.
+    _query(
+        postgres_url,
+        "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$",
+    )
+    _query(postgres_url, "CREATE TRIGGER slow AFTER INSERT ON derived FOR EACH ROW EXECUTE FUNCTION slow()")
+    with Memory(tmp_path / "home", storage_url=postgres_url, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("I live in Paris and my name is Bob.", user_id="alice")
+        worker = threading.Thread(target=memory._worker.drain)
+        worker.start()
+        time.sleep(0.5)  # the job is inside its slow transaction
+        assert memory.forget(user_id="alice").turns == 1
+        worker.join(60)
+    _query(postgres_url, "DROP TRIGGER slow ON derived")
+    for table in ("turns", "derived", "cells", "entities", "entity_edges"):
+        assert _query(postgres_url, f"SELECT count(*) FROM {table} WHERE user_id = 'alice'") == [(0,)], table

@@ -156,11 +156,16 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
         where, parameters = scope_clause(scope)
 
         def work(connection: Connection) -> int:
+            # Locked first: a background job deriving from these turns holds them (its rows refer
+            # to them), so this waits for it to commit and then purges what it wrote too; a job
+            # that starts later finds them gone. Without it, a job's rows outlived the forget.
+            seqs = [
+                int(r[0]) for r in connection.execute(f"SELECT seq FROM turns WHERE {where} FOR UPDATE", parameters)
+            ]
             neighbours: set[int] = set()  # forgetting a whole user leaves no neighbours behind
             if scope.agent_id is None and scope.session_id is None:
                 purge_derived(connection, scope.user_id, None)
             else:
-                seqs = [int(r[0]) for r in connection.execute(f"SELECT seq FROM turns WHERE {where}", parameters)]
                 neighbours = neighbour_seqs(connection, seqs)
                 _purge_for_turns(connection, scope.user_id, seqs)
             count = max(connection.execute(f"DELETE FROM turns WHERE {where}", parameters).rowcount, 0)
@@ -197,6 +202,8 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
                 }
             items = sorted(doomed)
             if tier == "episodic":
+                # As in ``forget``: wait for a job deriving from these turns, then purge its rows too.
+                connection.execute("SELECT seq FROM turns WHERE seq = ANY(%s::bigint[]) FOR UPDATE", (items,))
                 neighbours = neighbour_seqs(connection, items)
                 _purge_for_turns(connection, user_id, items)
                 connection.execute("DELETE FROM turns WHERE seq = ANY(%s::bigint[])", (items,))
