@@ -450,6 +450,41 @@ def test_forgetting_the_turn_that_set_a_trait_brings_back_the_value_it_replaced(
     assert store.profile("ana") == {}
 
 
+def test_a_cell_whose_slot_changed_since_it_was_read_is_not_stored(store: TierStore) -> None:
+    [porto, lisbon, braga] = store.insert_turns(
+        [_turn("t0", "I live in Porto"), _turn("t1", "I live in Lisbon"), _turn("t2", "I live in Braga")], None, MODEL
+    )
+    assert store.add_cell(_cell("c0", "Porto"), porto, single_valued=True, supersede=[], seen_current=[])
+    # A worker that read the slot empty, before "Porto" was stored, stores nothing.
+    stale = _cell("c1", "Lisbon", source="t1")
+    assert not store.add_cell(stale, lisbon, single_valued=True, supersede=[], seen_current=[])
+    assert [cell.id for cell in store.cells("ana", include_superseded=True)] == ["c0"]
+    assert store.derived_items([seq for seq, _ in store.derived_fulltext('"lisbon"', "ana", 10)], "ana") == {}
+    assert [event.kind for event in store.events("ana")] == []
+    # Read again, it supersedes the current value as usual.
+    assert store.add_cell(stale, lisbon, single_valued=True, supersede=["c0"], seen_current=["c0"])
+    # A caller that saw a value since superseded is refused too, as is one that missed a value.
+    assert not store.add_cell(
+        _cell("c2", "Braga", source="t2"), braga, single_valued=True, supersede=["c0"], seen_current=["c0"]
+    )
+    assert not store.add_cell(
+        _cell("c2", "Braga", source="t2"), braga, single_valued=True, supersede=[], seen_current=[]
+    )
+    assert [(cell.id, cell.is_current) for cell in store.cells("ana", include_superseded=True)] == [
+        ("c1", True),
+        ("c0", False),
+    ]
+
+
+def test_current_cells_are_all_of_a_slots_current_values(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn(f"t{n}", f"I like sport {n}") for n in range(502)], None, MODEL)
+    for n, seq in enumerate(seqs):
+        cell = replace(_cell(f"c{n}", f"sport {n}", source=f"t{n}"), attribute="likes")
+        store.add_cell(cell, seq, single_valued=False, supersede=[])
+    assert len(store.current_cells("ana", "user", "likes")) == 502
+    assert len(store.cells("ana", attribute="likes")) == 500  # the default limit of a listing
+
+
 def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
     turns = [_turn("t0", "first"), _turn("t1", "reply", role=Role.ASSISTANT), _turn("t2", "second")]
     turns.append(Turn(id="t3", user_id="ana", role=Role.USER, content="pinned", created_at=T0, importance=0.9))

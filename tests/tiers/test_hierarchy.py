@@ -538,6 +538,54 @@ def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -
         assert facts == [next(cell.id for cell in cells if cell.value == "Lisbon")]  # history is not searched
 
 
+@pytest.mark.parametrize("newer_first", [True, False])
+def test_two_workers_storing_one_fact_at_once_leave_one_current_value(
+    home: Path, monkeypatch: pytest.MonkeyPatch, newer_first: bool
+) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        day = datetime(2024, 1, 1, tzinfo=UTC)
+        memory.add("I live in Porto.", user_id=USER, timestamp=day)
+        memory.add("I live in Lisbon.", user_id=USER, timestamp=day + timedelta(days=30))
+        store, hierarchy = memory._store, memory._hierarchy
+        porto_job = store.claim_job(60)  # type: ignore[attr-defined]
+        lisbon_job = store.claim_job(60)  # type: ignore[attr-defined]
+        assert porto_job is not None and lisbon_job is not None
+        assert porto_job.payload["seqs"] < lisbon_job.payload["seqs"]
+        first, second = (porto_job, lisbon_job) if newer_first else (lisbon_job, porto_job)
+        # A worker in another process stores its value after this one read the slot, before it writes.
+        other = lambda: hierarchy.process(USER, second.payload["seqs"])  # noqa: E731
+        raced = after_first_read(monkeypatch, hierarchy._ids, "new", other)
+        hierarchy.run(first)
+        cells = memory.cells(user_id=USER, include_superseded=True)
+        assert raced and sorted((cell.value, cell.is_current) for cell in cells) == [("Lisbon", True), ("Porto", False)]
+        porto = next(cell for cell in cells if cell.value == "Porto")
+        assert porto.superseded_by == next(cell.id for cell in cells if cell.value == "Lisbon")
+
+
+def test_one_turn_processed_by_two_workers_at_once_stores_its_fact_once(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("I live in Porto.", user_id=USER)
+        store, hierarchy = memory._store, memory._hierarchy
+        job = store.claim_job(60)  # type: ignore[attr-defined]
+        other = lambda: hierarchy.process(USER, job.payload["seqs"])  # noqa: E731  another process's worker
+        raced = after_first_read(monkeypatch, hierarchy._ids, "new", other)
+        hierarchy.run(job)
+        assert raced and [cell.value for cell in memory.cells(user_id=USER, include_superseded=True)] == ["Porto"]
+
+
+def test_a_fact_whose_slot_keeps_changing_fails_so_its_job_is_tried_again(
+    tiered: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _exchange(tiered, "I live in Porto.")
+    monkeypatch.setattr(hierarchy_module, "FILING_PAUSE_SECONDS", 0.0)
+    monkeypatch.setattr(tiered._store, "add_cell", lambda *args, **kwargs: False)  # another worker always wins
+    job = tiered._store.claim_job(60)  # type: ignore[attr-defined]
+    with pytest.raises(StorageError, match="other workers kept changing"):
+        tiered._hierarchy.run(job)
+
+
 DAY = datetime(2024, 5, 2, tzinfo=UTC)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -260,7 +260,7 @@ class TierStore(Store, Protocol):
         ...
 
     def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
-        """Cells still valid for one subject and attribute."""
+        """Every cell still valid for one subject and attribute, newest first."""
         ...
 
     def cells(
@@ -270,13 +270,27 @@ class TierStore(Store, Protocol):
         subject: str | None = None,
         attribute: str | None = None,
         include_superseded: bool = False,
-        limit: int = 500,
+        limit: int | None = 500,
     ) -> list[Cell]:
-        """A user's cells, newest first; superseded ones only when asked."""
+        """A user's cells, newest first; superseded ones only when asked; all of them with ``limit=None``."""
         ...
 
-    def add_cell(self, cell: Cell, source_turn_seq: int, *, single_valued: bool, supersede: Sequence[str]) -> None:
+    def add_cell(
+        self,
+        cell: Cell,
+        source_turn_seq: int,
+        *,
+        single_valued: bool,
+        supersede: Sequence[str],
+        seen_current: Collection[str] | None = None,
+    ) -> bool:
         """Store a cell, closing the validity of the cells it supersedes (kept as history).
+
+        With ``seen_current`` (the ids of the cells its caller read as current for the cell's
+        subject and attribute), stores nothing and returns False when the current cells are no
+        longer exactly those: another worker stored or ended one of them since the read, so
+        the caller decides again. The check and the write are one transaction under the
+        user's writer lock.
 
         A cell given with ``valid_to`` and ``superseded_by`` set is stored as history at once
         (its turn was processed after a newer turn's value), with its supersession event.

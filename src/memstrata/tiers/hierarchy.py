@@ -15,6 +15,7 @@ import numpy as np
 
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
 from memstrata.errors import StorageError
+from memstrata.extraction.cells import ExtractedCell
 from memstrata.extraction.entities import entity_names, extract_entities
 from memstrata.extraction.patterns import observe_patterns
 from memstrata.extraction.time_expressions import annotate
@@ -149,48 +150,66 @@ class Hierarchy:
         known = self._known_attributes(user_id) if self.steps.uses_llm else []
         extracted = self.steps.cells(turn, known)
         for item in extracted:
-            current = self._store.current_cells(user_id, item.subject, item.attribute)
-            if any(cell.value.casefold() == item.value.casefold() for cell in current):
-                continue  # said again: nothing new to remember
-            slot = self._store.cells(
-                user_id,
-                subject=item.subject,
-                attribute=item.attribute,
-                include_superseded=True,
-                limit=SLOT_CELLS_SCANNED,
-            )
-            if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
-                continue  # stored when this turn was processed before (a retried job), superseded since
-            cell = Cell(
-                id=self._ids.new(),
-                user_id=user_id,
-                kind=item.kind.value,
-                subject=item.subject,
-                attribute=item.attribute,
-                value=item.value,
-                # The LLM's scene label has no column of its own; it leads the searchable text.
-                content=f"{item.scene}: {item.text}" if item.scene else item.text,
-                salience=item.salience,
-                valid_from=turn.created_at,
-                source_turn_id=turn.id,
-            )
-            # A cell from a turn processed late never retires a newer one; of a single value,
-            # it is history at once, replaced by the value said next.
-            candidates = [c for c in current if c.valid_from <= turn.created_at]
-            newer = [c for c in (*slot, *current) if c.valid_from > turn.created_at]
-            if item.is_single_valued and any(c.is_current for c in newer):
-                following = min(newer, key=lambda c: (c.valid_from, c.id))
-                cell = replace(cell, valid_to=following.valid_from, superseded_by=following.id)
-                # The value before it now ends where it begins, so their validities never overlap.
-                before = [c.id for c in slot if c.superseded_by == following.id and c.valid_from < cell.valid_from]
-                self._store.add_cell(cell, seq, single_valued=True, supersede=before)
-                continue
-            older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
-            self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older)
+            for attempt in range(FILING_ATTEMPTS):
+                if attempt:  # two workers that keep colliding drift apart
+                    time.sleep(random.uniform(0, FILING_PAUSE_SECONDS * attempt))
+                if self._remember_cell(user_id, seq, turn, item):
+                    break
+            else:
+                raise StorageError(
+                    f"a fact of user {user_id!r} could not be stored: other workers kept changing its"
+                    f" {item.subject} {item.attribute!r} meanwhile; the job is tried again"
+                )
         current_profile = self._store.profile(user_id) if self.steps.uses_llm else {}
         updates = self.steps.profile(turn, extracted, current_profile)
         if updates:
             self._store.set_profile(user_id, updates, seq, turn.created_at)
+
+    def _remember_cell(self, user_id: str, seq: int, turn: Turn, item: ExtractedCell) -> bool:
+        """Store one extracted cell where it belongs; False, storing nothing, if its slot changed meanwhile.
+
+        Another worker storing a value of the same subject and attribute between the reads
+        and the write would otherwise leave two current values of a single-valued fact, or
+        the same value twice; the write checks the current cells are still those read.
+        """
+        current = self._store.current_cells(user_id, item.subject, item.attribute)
+        if any(cell.value.casefold() == item.value.casefold() for cell in current):
+            return True  # said again: nothing new to remember
+        slot = self._store.cells(
+            user_id,
+            subject=item.subject,
+            attribute=item.attribute,
+            include_superseded=True,
+            limit=SLOT_CELLS_SCANNED,
+        )
+        if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
+            return True  # stored when this turn was processed before (a retried job), superseded since
+        seen = [c.id for c in current]
+        cell = Cell(
+            id=self._ids.new(),
+            user_id=user_id,
+            kind=item.kind.value,
+            subject=item.subject,
+            attribute=item.attribute,
+            value=item.value,
+            # The LLM's scene label has no column of its own; it leads the searchable text.
+            content=f"{item.scene}: {item.text}" if item.scene else item.text,
+            salience=item.salience,
+            valid_from=turn.created_at,
+            source_turn_id=turn.id,
+        )
+        # A cell from a turn processed late never retires a newer one; of a single value,
+        # it is history at once, replaced by the value said next.
+        candidates = [c for c in current if c.valid_from <= turn.created_at]
+        newer = [c for c in (*slot, *current) if c.valid_from > turn.created_at]
+        if item.is_single_valued and any(c.is_current for c in newer):
+            following = min(newer, key=lambda c: (c.valid_from, c.id))
+            cell = replace(cell, valid_to=following.valid_from, superseded_by=following.id)
+            # The value before it now ends where it begins, so their validities never overlap.
+            before = [c.id for c in slot if c.superseded_by == following.id and c.valid_from < cell.valid_from]
+            return self._store.add_cell(cell, seq, single_valued=True, supersede=before, seen_current=seen)
+        older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
+        return self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older, seen_current=seen)
 
     def _known_attributes(self, user_id: str) -> list[str]:
         """Attributes of the user's recent current cells, so the LLM extractor reuses their keys."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -143,8 +143,8 @@ class KnowledgeMixin:
     # -- cells and profile ------------------------------------------------------------
 
     def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
-        """Cells still valid for one subject and attribute."""
-        return self.cells(user_id, subject=subject, attribute=attribute, include_superseded=False)
+        """Every cell still valid for one subject and attribute, newest first."""
+        return self.cells(user_id, subject=subject, attribute=attribute, include_superseded=False, limit=None)
 
     def cells(
         self,
@@ -153,9 +153,9 @@ class KnowledgeMixin:
         subject: str | None = None,
         attribute: str | None = None,
         include_superseded: bool = False,
-        limit: int = 500,
+        limit: int | None = 500,
     ) -> list[Cell]:
-        """A user's cells, newest first; superseded ones only when asked."""
+        """A user's cells, newest first; superseded ones only when asked; all of them with ``limit=None``."""
         clauses, parameters = ["c.user_id = ?"], [user_id]
         if subject is not None:
             clauses.append("c.subject = ?")
@@ -169,13 +169,32 @@ class KnowledgeMixin:
             f"SELECT {_CELL_COLUMNS} FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
             f" WHERE {' AND '.join(clauses)} ORDER BY c.valid_from DESC, c.rowid DESC LIMIT ?"
         )
-        rows = self._read(lambda connection: connection.execute(sql, (*parameters, limit)).fetchall())
+        bound = -1 if limit is None else limit  # SQLite reads a negative limit as none
+        rows = self._read(lambda connection: connection.execute(sql, (*parameters, bound)).fetchall())
         return [_cell(row) for row in rows]
 
-    def add_cell(self, cell: Cell, source_turn_seq: int, *, single_valued: bool, supersede: Sequence[str]) -> None:
-        """Store a cell, closing the validity of the cells it supersedes (kept as history)."""
+    def add_cell(
+        self,
+        cell: Cell,
+        source_turn_seq: int,
+        *,
+        single_valued: bool,
+        supersede: Sequence[str],
+        seen_current: Collection[str] | None = None,
+    ) -> bool:
+        """Store a cell, closing the validity of the cells it supersedes (kept as history).
 
-        def work(connection: sqlite3.Connection) -> None:
+        False, storing nothing, when ``seen_current`` is given and the slot's current cells changed.
+        """
+
+        def work(connection: sqlite3.Connection) -> bool:
+            if seen_current is not None:
+                current = connection.execute(
+                    "SELECT id FROM cells WHERE user_id = ? AND subject = ? AND attribute = ? AND valid_to IS NULL",
+                    (cell.user_id, cell.subject, cell.attribute),
+                ).fetchall()
+                if {str(row[0]) for row in current} != set(seen_current):
+                    return False  # another worker changed the slot since its caller read it
             connection.execute(
                 "INSERT INTO cells (id, user_id, kind, subject, attribute, value, content, salience, single_valued,"
                 " scene_id, source_turn_seq, valid_from, valid_to, superseded_by, created_at)"
@@ -220,8 +239,9 @@ class KnowledgeMixin:
                 cell.valid_from,
                 is_current=cell.is_current,
             )
+            return True
 
-        self._write(work)
+        return bool(self._write(work))
 
     def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
         """Upsert profile traits, each with the turn it came from and when."""
