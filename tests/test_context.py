@@ -48,9 +48,10 @@ def test_context_never_shows_another_users_memory(memory: Memory) -> None:
 def test_stable_parts_come_before_the_excerpts(memory: Memory) -> None:
     _seed(memory)
     text = memory.context("where does Ana live?", user_id="ana", token_budget=1000).text
-    assert text.startswith("# Memory")
-    if "## About the user" in text:
-        assert text.index("## About the user") < text.index("## From past conversations")
+    assert text.startswith("# Memory\n## About the user\n")
+    titles = [line for line in text.splitlines() if line.startswith("## ")]
+    assert titles[0] == "## About the user" and titles[-1] == "## From past conversations", titles
+    assert "- location: Porto" in text.split("## From past conversations")[0]  # the profile, before any excerpt
 
 
 def test_small_budget_is_respected(memory: Memory) -> None:
@@ -63,8 +64,11 @@ def test_small_budget_is_respected(memory: Memory) -> None:
 def test_session_context_adds_its_recent_exchanges(memory: Memory) -> None:
     _seed(memory)
     context = memory.context("bacalhau", user_id="ana", session_id="s2", token_budget=1000)
-    assert "I live in Porto now." in context.text
-    assert "bacalhau" in context.text  # retrieval still spans the whole memory
+    past, recent = context.text.split("\n## Earlier in this session\n")
+    assert recent == "[2 June 2024 (Sunday)]\nuser: I live in Porto now."  # the session's own, last
+    assert "I live in Porto now." not in past  # shown once
+    assert "bacalhau" in past  # retrieval still spans the whole memory
+    assert "Earlier in this session" not in memory.context("bacalhau", user_id="ana", token_budget=1000).text
 
 
 def test_unknown_user_gets_an_empty_block(memory: Memory) -> None:

@@ -210,6 +210,20 @@ def test_metadata_nested_too_deep_or_containing_itself_is_invalid_input() -> Non
     _rejects(check_metadata, looped, match="nested")
 
 
+def test_metadata_nested_in_lists_counts_every_level() -> None:
+    deep: list[object] = []
+    for _ in range(63):
+        deep = [deep]  # 64 lists under the top-level mapping
+    _rejects(check_metadata, {"a": deep}, match="nested more than 64")
+    _rejects(check_metadata, {"a": ({"b": deep},)}, match="nested more than 64")
+    assert check_metadata({"a": deep[0]}) == {"a": deep[0]}
+    looped: list[object] = []
+    looped.append(looped)
+    _rejects(check_metadata, {"a": looped}, match="nested")
+    _rejects(check_metadata, {"a": ["fine", ["bad \ud800"]]}, match="metadata")
+    _rejects(check_metadata, {"a": [{1: "key not a string"}]}, match="keys must be strings")
+
+
 def test_a_huge_whole_number_importance_is_invalid_input_not_an_overflow() -> None:
     _rejects(check_importance, 10**400, match="between 0 and 1")
     _rejects(check_importance, -(10**400), match="between 0 and 1")

@@ -149,6 +149,13 @@ def test_eviction_ties_break_by_id() -> None:
     assert choose_evictions(heats, HeatPolicy(midterm_capacity=10, evict_below=1.5)) == ["a", "b", "c"]
 
 
+def test_a_segment_exactly_at_the_eviction_floor_stays() -> None:
+    heats = {"a": 0.5, "b": 1.0, "c": 2.0}
+    assert choose_evictions(heats, HeatPolicy(midterm_capacity=10, evict_below=1.0)) == ["a"]
+    assert choose_evictions(heats, HeatPolicy(midterm_capacity=3, evict_below=None)) == []
+    assert choose_evictions(heats, HeatPolicy(midterm_capacity=2)) == ["a"]
+
+
 def test_eviction_rejects_nan_heat() -> None:
     with pytest.raises(ValueError, match="NaN"):
         choose_evictions({"a": float("nan")}, HeatPolicy())

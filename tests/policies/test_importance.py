@@ -151,6 +151,32 @@ def test_more_novel_turns_score_higher() -> None:
     assert high > low
 
 
+def _static_score(text: str) -> float:
+    """The score of a user turn with no dynamic signal, so only the text's cues count."""
+    weights = ImportanceWeights(entity_density_weight=0.0, novelty_weight=0.0, recency_weight=0.0)
+    return importance(TurnFeatures(text=text, role="user"), weights=weights)[0]
+
+
+def test_a_question_a_number_and_a_date_word_each_add_their_weight() -> None:
+    weights = ImportanceWeights()
+    plain = _static_score("we talked about the garden again")  # six words, no cue
+    assert _static_score("we talked about the garden again?") == pytest.approx(plain + weights.question_weight)
+    assert _static_score("we talked about the garden 42") == pytest.approx(plain + weights.numbers_weight)
+    assert _static_score("we talked about the garden Monday") == pytest.approx(plain + weights.numbers_weight)
+    assert _static_score("we talked about the garden yesterday") == pytest.approx(plain + weights.numbers_weight)
+    both = _static_score("we talked about the garden 42?")
+    assert both == pytest.approx(plain + weights.question_weight + weights.numbers_weight)
+
+
+def test_length_counts_up_to_its_saturation_and_no_further() -> None:
+    weights = ImportanceWeights()
+    words = weights.length_saturation_words
+    scores = [_static_score(" ".join(["garden"] * n)) for n in (1, 5, 20, words, words * 3)]
+    assert scores[0] < scores[1] < scores[2] < scores[3] == scores[4]
+    role = weights.role_weights["user"]
+    assert scores[3] == pytest.approx(role + weights.length_weight)  # saturated: the whole length weight
+
+
 def test_user_outranks_assistant_outranks_tool() -> None:
     scores = [
         importance(TurnFeatures(text="I live in Oslo", role=role, novelty=0.5))[0]

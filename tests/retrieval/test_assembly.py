@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memstrata.retrieval import assembly
 from memstrata.retrieval.assembly import SECTION_TITLES, Candidate, assemble
-from memstrata.retrieval.tokens import count_tokens
+from memstrata.retrieval.tokens import count_joined, count_tokens
 
 START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -53,6 +55,23 @@ def test_budget_keeps_the_best_episodes_and_reports_what_it_left_out() -> None:
     kept = {item.id for item in context.items}
     assert "t0" in kept and "t39" not in kept
     assert context.omitted == 40 - len(kept)
+
+
+def test_a_block_whose_joined_lines_cost_more_than_their_parts_drops_its_weakest_episodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    candidates = {"episode": _episodes(40)}
+    fitted = assemble("q", "ana", candidates, 200)
+    # A tokenizer that merges across line breaks the other way: the joined block costs 30 tokens more.
+    monkeypatch.setattr(assembly, "count_joined", lambda lines: count_joined(lines) + 30)
+    trimmed = assemble("q", "ana", candidates, 200)
+    assert trimmed.tokens == count_joined(trimmed.text.split("\n")) + 30 <= 200
+    kept = [item.id for item in trimmed.items if item.kind == "episode"]
+    before = [item.id for item in fitted.items if item.kind == "episode"]
+    assert kept and len(kept) < len(before)
+    ranked = [f"t{i}" for i in range(40)]
+    assert sorted(kept, key=ranked.index) == ranked[: len(kept)]  # the best ones stay
+    assert trimmed.omitted == fitted.omitted + len(before) - len(kept)
 
 
 def test_one_section_cannot_crowd_out_the_episodes() -> None:

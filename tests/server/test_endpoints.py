@@ -221,14 +221,18 @@ def test_forget_a_session_then_the_user(client: httpx.Client) -> None:
 def test_tier_views(client: httpx.Client, memory: Memory) -> None:
     add(client, "I work as a nurse at the hospital in Lisbon", session_id="s1")
     add(client, [{"role": "assistant", "content": "Nursing in Lisbon sounds demanding."}], session_id="s1")
+    roof = [add(client, f"The garden shed roof leaks near the window, repair attempt {n} failed.")[0] for n in range(4)]
     memory.flush()
     inspection = client.get("/v1/inspect", params={"user_id": "ana", "limit": 5}).json()
     assert inspection["user_id"] == "ana"
-    assert inspection["counts"]["episodic"] == 2
+    assert inspection["counts"]["episodic"] == 6
     assert all(turn["user_id"] == "ana" for turn in inspection["working"])
     consolidated = client.post("/v1/consolidate", json={"user_id": "ana"})
     assert consolidated.status_code == 200
-    for item in consolidated.json()["consolidations"]:
+    made = consolidated.json()["consolidations"]
+    assert made, "four alike messages form a cluster"
+    assert {turn_id for item in made for turn_id in item["source_turn_ids"]} >= {turn["id"] for turn in roof}
+    for item in made:
         assert item["user_id"] == "ana"
         assert all("acme/" not in turn_id for turn_id in item["source_turn_ids"])
     listed = client.get("/v1/consolidations", params={"user_id": "ana"})

@@ -10,6 +10,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -272,6 +273,25 @@ def test_consolidating_on_demand_works_through_a_whole_backlog_oldest_first(
         assert said and {turn.id for turn in said} <= covered, "the oldest topic was consolidated too"
         # Every turn has been looked at: nothing is left for the next sleep to start from.
         assert store.unconsolidated_size(USER, after_seq=store.slept_through(USER)) == (0, 0)  # type: ignore[attr-defined]
+
+
+def test_a_big_cluster_is_summarised_in_runs_of_consecutive_turns(home: Path) -> None:
+    settings = {"consolidate_every": 1000, "consolidate_tokens": 10**6}  # only the sleep asked for
+    with Memory(home, embedder=HashEmbedder(), background=False, **settings) as memory:
+        hierarchy = memory._hierarchy
+        hierarchy.policy = replace(hierarchy.policy, max_cluster_turns=4)
+        for n in range(5):
+            _exchange(
+                memory, f"The garden shed roof leaks again, repair {n}.", reply=f"The garden shed roof, repair {n}."
+            )
+        memory.flush()
+        made = memory.consolidate(user_id=USER)
+        order = [turn.id for turn in memory.history(user_id=USER)]
+        runs = [[order.index(turn_id) for turn_id in item.source_turn_ids] for item in made]
+        assert runs and all(2 <= len(run) <= 4 for run in runs), runs  # cut, and no piece below min_samples
+        assert all(run == list(range(run[0], run[0] + len(run))) for run in runs), runs  # consecutive turns
+        summarised = sorted(index for run in runs for index in run)
+        assert len(summarised) == len(set(summarised)) >= 8  # pieces do not overlap; most of the 10 turns
 
 
 def test_a_sleep_cut_short_is_done_again_by_the_retried_job(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

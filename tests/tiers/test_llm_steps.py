@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -482,6 +482,25 @@ def test_an_unusable_supersession_reply_falls_back_to_the_single_valued_rule(
         memory.flush()
         assert [cell.value for cell in memory.cells(user_id=USER, attribute="location")] == ["Lisbon"]
     assert "supersede fell back" in _warnings(caplog)
+
+
+def test_a_late_fact_is_history_at_once_without_asking_the_model(home: Path) -> None:
+    llm = FakeLLM(
+        # In the order the jobs run: the newer turn's first.
+        {"extract_cells": [{"cells": [_cell("location", "Lisbon")]}, {"cells": [_cell("location", "Porto")]}]}
+    )
+    with _open(home, llm) as memory:
+        day = datetime(2024, 1, 1, tzinfo=UTC)
+        memory.add("I live in Porto.", user_id=USER, timestamp=day)
+        memory.add("I live in Lisbon.", user_id=USER, timestamp=day + timedelta(days=30))
+        earlier = memory._store.claim_job(60)  # type: ignore[attr-defined]
+        later = memory._store.claim_job(60)  # type: ignore[attr-defined]
+        memory._hierarchy.run(later)  # two workers: the newer turn's job finishes first
+        memory._hierarchy.run(earlier)
+        history = memory.cells(user_id=USER, attribute="location", include_superseded=True)
+    assert [(cell.value, cell.is_current) for cell in history] == [("Lisbon", True), ("Porto", False)]
+    assert history[1].superseded_by == history[0].id and history[1].valid_to == day + timedelta(days=30)
+    assert llm.calls_for("supersede") == []  # a newer value is current: nothing for the model to decide
 
 
 def test_offline_supersession_follows_the_single_valued_rule(home: Path) -> None:
