@@ -454,34 +454,50 @@ def test_a_cell_whose_slot_changed_since_it_was_read_is_not_stored(store: TierSt
     [porto, lisbon, braga] = store.insert_turns(
         [_turn("t0", "I live in Porto"), _turn("t1", "I live in Lisbon"), _turn("t2", "I live in Braga")], None, MODEL
     )
-    assert store.add_cell(_cell("c0", "Porto"), porto, single_valued=True, supersede=[], seen_current=[])
+    assert store.add_cell(_cell("c0", "Porto"), porto, single_valued=True, supersede=[], seen_slot={})
     # A worker that read the slot empty, before "Porto" was stored, stores nothing.
     stale = _cell("c1", "Lisbon", source="t1")
-    assert not store.add_cell(stale, lisbon, single_valued=True, supersede=[], seen_current=[])
+    assert not store.add_cell(stale, lisbon, single_valued=True, supersede=[], seen_slot={})
     assert [cell.id for cell in store.cells("ana", include_superseded=True)] == ["c0"]
     assert store.derived_items([seq for seq, _ in store.derived_fulltext('"lisbon"', "ana", 10)], "ana") == {}
     assert [event.kind for event in store.events("ana")] == []
     # Read again, it supersedes the current value as usual.
-    assert store.add_cell(stale, lisbon, single_valued=True, supersede=["c0"], seen_current=["c0"])
-    # A caller that saw a value since superseded is refused too, as is one that missed a value.
-    assert not store.add_cell(
-        _cell("c2", "Braga", source="t2"), braga, single_valued=True, supersede=["c0"], seen_current=["c0"]
-    )
-    assert not store.add_cell(
-        _cell("c2", "Braga", source="t2"), braga, single_valued=True, supersede=[], seen_current=[]
-    )
+    assert store.add_cell(stale, lisbon, single_valued=True, supersede=["c0"], seen_slot={"c0": True})
+    # A caller that saw a value since ended is refused too, as is one that missed a cell.
+    braga_cell = _cell("c2", "Braga", source="t2")
+    assert not store.add_cell(braga_cell, braga, single_valued=True, supersede=["c0"], seen_slot={"c0": True})
+    assert not store.add_cell(braga_cell, braga, single_valued=True, supersede=[], seen_slot={"c1": True})
     assert [(cell.id, cell.is_current) for cell in store.cells("ana", include_superseded=True)] == [
         ("c1", True),
         ("c0", False),
     ]
 
 
-def test_current_cells_are_all_of_a_slots_current_values(store: TierStore) -> None:
+def test_a_late_cell_whose_slot_gained_history_since_it_was_read_is_not_stored(store: TierStore) -> None:
+    day = timedelta(days=10)
+    [porto, lisbon, berlin] = store.insert_turns(
+        [_turn("t0", "I live in Porto"), _turn("t1", "I live in Lisbon"), _turn("t2", "I live in Berlin")], None, MODEL
+    )
+    assert store.add_cell(
+        _cell("c2", "Berlin", valid_from=T0 + 2 * day, source="t2"), berlin, single_valued=True, supersede=[]
+    )
+    # Two late values read the slot with Berlin alone; Lisbon is stored first, as history.
+    lisbon_cell = replace(
+        _cell("c1", "Lisbon", valid_from=T0 + day, source="t1"), valid_to=T0 + 2 * day, superseded_by="c2"
+    )
+    porto_cell = replace(_cell("c0", "Porto", source="t0"), valid_to=T0 + 2 * day, superseded_by="c2")
+    assert store.add_cell(lisbon_cell, lisbon, single_valued=True, supersede=[], seen_slot={"c2": True})
+    assert not store.add_cell(porto_cell, porto, single_valued=True, supersede=[], seen_slot={"c2": True})
+    assert [cell.id for cell in store.cells("ana", include_superseded=True)] == ["c2", "c1"]
+
+
+def test_a_slot_is_read_whole_without_a_limit(store: TierStore) -> None:
     seqs = store.insert_turns([_turn(f"t{n}", f"I like sport {n}") for n in range(502)], None, MODEL)
     for n, seq in enumerate(seqs):
         cell = replace(_cell(f"c{n}", f"sport {n}", source=f"t{n}"), attribute="likes")
         store.add_cell(cell, seq, single_valued=False, supersede=[])
     assert len(store.current_cells("ana", "user", "likes")) == 502
+    assert len(store.cells("ana", attribute="likes", include_superseded=True, limit=None)) == 502
     assert len(store.cells("ana", attribute="likes")) == 500  # the default limit of a listing
 
 

@@ -595,6 +595,35 @@ def test_one_turn_processed_by_two_workers_at_once_stores_its_fact_once(
         assert raced and [cell.value for cell in memory.cells(user_id=USER, include_superseded=True)] == ["Porto"]
 
 
+@pytest.mark.parametrize("same_turn", [False, True])
+def test_two_workers_storing_late_facts_at_once_keep_validities_apart(
+    home: Path, monkeypatch: pytest.MonkeyPatch, same_turn: bool
+) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        day = datetime(2024, 1, 1, tzinfo=UTC)
+        for n, city in enumerate(("Porto", "Lisbon", "Berlin")):
+            memory.add(f"I live in {city}.", user_id=USER, timestamp=day + timedelta(days=10 * n))
+        store, hierarchy = memory._store, memory._hierarchy
+        porto_job, lisbon_job, berlin_job = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
+        hierarchy.run(berlin_job)  # the newest value is stored first: the other two are late
+        other = porto_job if same_turn else lisbon_job
+        # A worker in another process stores a late value after this one read the slot, before it writes.
+        raced = after_first_read(
+            monkeypatch, hierarchy._ids, "new", lambda: hierarchy.process(USER, other.payload["seqs"])
+        )
+        hierarchy.run(porto_job)
+        if same_turn:
+            hierarchy.run(lisbon_job)
+        cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
+        assert raced and len(memory.cells(user_id=USER, include_superseded=True)) == 3  # nothing twice
+        assert (cells["Porto"].valid_to, cells["Porto"].superseded_by) == (day + timedelta(days=10), cells["Lisbon"].id)
+        assert (cells["Lisbon"].valid_to, cells["Lisbon"].superseded_by) == (
+            day + timedelta(days=20),
+            cells["Berlin"].id,
+        )
+        assert [cell.value for cell in memory.cells(user_id=USER)] == ["Berlin"]
+
+
 def test_a_fact_whose_slot_keeps_changing_fails_so_its_job_is_tried_again(
     tiered: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

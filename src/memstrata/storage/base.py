@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -282,15 +282,15 @@ class TierStore(Store, Protocol):
         *,
         single_valued: bool,
         supersede: Sequence[str],
-        seen_current: Collection[str] | None = None,
+        seen_slot: Mapping[str, bool] | None = None,
     ) -> bool:
         """Store a cell, closing the validity of the cells it supersedes (kept as history).
 
-        With ``seen_current`` (the ids of the cells its caller read as current for the cell's
-        subject and attribute), stores nothing and returns False when the current cells are no
-        longer exactly those: another worker stored or ended one of them since the read, so
-        the caller decides again. The check and the write are one transaction under the
-        user's writer lock.
+        With ``seen_slot`` (every cell of the new cell's subject and attribute its caller
+        read, each id with whether it was current), stores nothing and returns False when
+        the slot is no longer exactly that: another worker stored, ended or deleted one of
+        its cells since the read, so the caller decides again. The check and the write are
+        one transaction under the user's writer lock.
 
         A cell given with ``valid_to`` and ``superseded_by`` set is stored as history at once
         (its turn was processed after a newer turn's value), with its supersession event.

@@ -32,7 +32,6 @@ from memstrata.tiers.steps import MemorySteps, keywords
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
-SLOT_CELLS_SCANNED = 500  # newest cells of one subject and attribute read to place a new one
 
 
 # Filing an exchange is read, then written; a write that lost a race to another worker is redone.
@@ -168,23 +167,22 @@ class Hierarchy:
     def _remember_cell(self, user_id: str, seq: int, turn: Turn, item: ExtractedCell) -> bool:
         """Store one extracted cell where it belongs; False, storing nothing, if its slot changed meanwhile.
 
-        Another worker storing a value of the same subject and attribute between the reads
-        and the write would otherwise leave two current values of a single-valued fact, or
-        the same value twice; the write checks the current cells are still those read.
+        Another worker storing or ending a value of the same subject and attribute between
+        the read and the write would otherwise leave two current values of a single-valued
+        fact, the same value twice, or two late values whose validities overlap; the write
+        checks the slot is still as read.
         """
-        current = self._store.current_cells(user_id, item.subject, item.attribute)
+        # Every cell of the slot: multi-valued attributes carry their object ("likes:hiking"),
+        # so a slot holds the history of one value, not a list that grows without end.
+        slot = self._store.cells(
+            user_id, subject=item.subject, attribute=item.attribute, include_superseded=True, limit=None
+        )
+        current = [c for c in slot if c.is_current]
         if any(cell.value.casefold() == item.value.casefold() for cell in current):
             return True  # said again: nothing new to remember
-        slot = self._store.cells(
-            user_id,
-            subject=item.subject,
-            attribute=item.attribute,
-            include_superseded=True,
-            limit=SLOT_CELLS_SCANNED,
-        )
         if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
             return True  # stored when this turn was processed before (a retried job), superseded since
-        seen = [c.id for c in current]
+        seen = {c.id: c.is_current for c in slot}
         cell = Cell(
             id=self._ids.new(),
             user_id=user_id,
@@ -201,15 +199,19 @@ class Hierarchy:
         # A cell from a turn processed late never retires a newer one; of a single value,
         # it is history at once, replaced by the value said next.
         candidates = [c for c in current if c.valid_from <= turn.created_at]
-        newer = [c for c in (*slot, *current) if c.valid_from > turn.created_at]
+        newer = [c for c in slot if c.valid_from > turn.created_at]
         if item.is_single_valued and any(c.is_current for c in newer):
             following = min(newer, key=lambda c: (c.valid_from, c.id))
             cell = replace(cell, valid_to=following.valid_from, superseded_by=following.id)
             # The value before it now ends where it begins, so their validities never overlap.
             before = [c.id for c in slot if c.superseded_by == following.id and c.valid_from < cell.valid_from]
-            return self._store.add_cell(cell, seq, single_valued=True, supersede=before, seen_current=seen)
-        older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
-        return self._store.add_cell(cell, seq, single_valued=item.is_single_valued, supersede=older, seen_current=seen)
+            stored = self._store.add_cell(cell, seq, single_valued=True, supersede=before, seen_slot=seen)
+        else:
+            older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
+            stored = self._store.add_cell(
+                cell, seq, single_valued=item.is_single_valued, supersede=older, seen_slot=seen
+            )
+        return stored is not False  # a store written before the check returns None: it stored the cell
 
     def _known_attributes(self, user_id: str) -> list[str]:
         """Attributes of the user's recent current cells, so the LLM extractor reuses their keys."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -180,21 +180,21 @@ class KnowledgeMixin:
         *,
         single_valued: bool,
         supersede: Sequence[str],
-        seen_current: Collection[str] | None = None,
+        seen_slot: Mapping[str, bool] | None = None,
     ) -> bool:
         """Store a cell, closing the validity of the cells it supersedes (kept as history).
 
-        False, storing nothing, when ``seen_current`` is given and the slot's current cells changed.
+        False, storing nothing, when ``seen_slot`` is given and the slot is no longer as read.
         """
 
         def work(connection: sqlite3.Connection) -> bool:
-            if seen_current is not None:
-                current = connection.execute(
-                    "SELECT id FROM cells WHERE user_id = ? AND subject = ? AND attribute = ? AND valid_to IS NULL",
+            if seen_slot is not None:
+                rows = connection.execute(
+                    "SELECT id, valid_to IS NULL FROM cells WHERE user_id = ? AND subject = ? AND attribute = ?",
                     (cell.user_id, cell.subject, cell.attribute),
                 ).fetchall()
-                if {str(row[0]) for row in current} != set(seen_current):
-                    return False  # another worker changed the slot since its caller read it
+                if {str(row[0]): bool(row[1]) for row in rows} != dict(seen_slot):
+                    return False  # another worker stored, ended or deleted one of them since the read
             connection.execute(
                 "INSERT INTO cells (id, user_id, kind, subject, attribute, value, content, salience, single_valued,"
                 " scene_id, source_turn_seq, valid_from, valid_to, superseded_by, created_at)"
