@@ -129,6 +129,9 @@ def test_env_values_are_normalised(home: Path, monkeypatch: pytest.MonkeyPatch) 
         ("busy_timeout_seconds", -1.5),
         ("timezone", "Mars/Olympus"),
         ("timezone", "../etc/passwd"),
+        ("working_ttl_seconds", float("inf")),  # once killed the worker thread on the first Redis upkeep
+        ("busy_timeout_seconds", float("inf")),
+        ("promote_heat", float("nan")),
     ],
 )
 def test_invalid_value_in_any_source_raises_config_error_naming_it(

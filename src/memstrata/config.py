@@ -28,7 +28,7 @@ DATABASE_FILE_NAME = "memstrata.db"
 class Settings(BaseSettings):
     """Every knob of the embedded engine, with its default."""
 
-    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_", extra="forbid", frozen=True, allow_inf_nan=False)
 
     home: Path | None = Field(default=None, description="Data directory; defaults to the platform's user data dir.")
     storage_url: str | None = Field(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import multiprocessing
 import sqlite3
 import time
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from memstrata import ConfigError, IdConflict, Memory
+from memstrata import ConfigError, IdConflict, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Role, Turn
 from memstrata.storage import open_store
@@ -30,6 +31,8 @@ from memstrata.tiers.working import WORKING_JOB, SharedWorkingMemory, WorkingPol
 from tests.redis_server import RedisServer, free_port, require_driver
 
 require_driver()
+
+import redis  # noqa: E402
 
 from memstrata.storage.redis.working import open_redis_working  # noqa: E402
 
@@ -212,6 +215,93 @@ def test_redis_down_at_add_time_loses_nothing(tmp_path: Path) -> None:
             memory.flush()  # the add's replay tracks the turn now that Redis is back
             assert [turn.id for turn in memory.inspect(user_id="ana").working] == [stored[0].id]
             assert memory.profile(user_id="ana").get("location") == "Porto"  # and it was processed
+
+
+def test_forgetting_one_agents_turns_leaves_the_other_agents_exchanges_in_the_session(
+    tmp_path: Path, redis_url: str
+) -> None:
+    settings: dict[str, Any] = {"background": False, "working_url": redis_url}
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), **settings) as memory:
+        exchange = [
+            {"role": "user", "content": "I adopted a cat named Miso"},
+            {"role": "assistant", "content": "Lovely!"},
+        ]
+        kept = memory.add(exchange, user_id="ana", session_id="s", agent_id="pets")
+        memory.add("note for the planner", user_id="ana", session_id="s", agent_id="planner")
+        memory.flush()
+        memory.forget(user_id="ana", agent_id="planner", session_id="s")
+        assert [turn.content for turn in memory.inspect(user_id="ana").working] == [turn.content for turn in kept]
+        memory.forget(user_id="ana", session_id="s")
+        assert memory.inspect(user_id="ana").working == ()
+
+
+def test_an_add_that_fails_after_its_turns_may_have_been_committed_keeps_its_replay(
+    store: TierStore, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _shared(store, redis_url)
+    committed = store.insert_turns
+
+    def lost_at_commit(*args: Any, **kwargs: Any) -> list[int]:
+        committed(*args, **kwargs)
+        raise StorageError("connection lost during COMMIT")  # the turns are in, the caller cannot know
+
+    monkeypatch.setattr(store, "insert_turns", lost_at_commit)
+    with pytest.raises(StorageError):
+        shared.insert(_pair(0), None, MODEL)
+    monkeypatch.setattr(store, "insert_turns", committed)
+    ran = Recorder(store, shared).drain()  # the replay finds the turns: it tracks and processes them
+    seqs = sorted(seq for seq, _ in store.iterate("ana"))
+    assert len(seqs) == 2 and _seqs(ran, "process") == seqs and shared.working_seqs("ana", "s") == seqs
+
+
+def test_a_late_replay_meeting_a_brief_outage_waits_rather_than_filing_tracked_turns(
+    store: TierStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = RedisServer()
+    with server:
+        shared = _shared(store, server.url(), unreachable_grace_seconds=30.0)
+        seqs = shared.insert(_pair(0), None, MODEL)  # tracked by the add
+        assert shared.working_seqs("ana", "s") == seqs
+        # The replay runs much later (a backlog), just as Redis blinks: it is not the add's age that counts.
+        later = time.time() + 120
+        monkeypatch.setattr(time, "time", lambda: later)
+        working = shared._working
+        track = working.track
+        blinks = [StorageError("cannot reach the Redis working set")]
+
+        def blinking(*args: Any, **kwargs: Any) -> Any:
+            if blinks:
+                raise blinks.pop()
+            return track(*args, **kwargs)
+
+        monkeypatch.setattr(working, "track", blinking)
+        ran = Recorder(store, shared).drain()
+        assert not blinks and _seqs(ran, "midterm") == [] and _seqs(ran, "process") == seqs
+        assert shared.working_seqs("ana", "s") == seqs
+        shared.close()
+
+
+def test_a_redis_that_may_evict_working_sets_is_reported(
+    store: TierStore, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    before = client.config_get("maxmemory-policy")["maxmemory-policy"]
+    try:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        with caplog.at_level(logging.WARNING, logger="memstrata.working"):
+            shared = _shared(store, redis_url)
+            shared.insert(_pair(0), None, MODEL)
+            shared.insert(_pair(1), None, MODEL)
+        warnings = [record.getMessage() for record in caplog.records if "maxmemory-policy" in record.getMessage()]
+        assert len(warnings) == 1 and "allkeys-lru" in warnings[0] and "noeviction" in warnings[0]
+        client.config_set("maxmemory-policy", "noeviction")
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="memstrata.working"):
+            _shared(store, redis_url).insert(_pair(2), None, MODEL)
+        assert not [record for record in caplog.records if "maxmemory-policy" in record.getMessage()]
+    finally:
+        client.config_set("maxmemory-policy", before)
+        client.close()
 
 
 def _writer(home: str, url: str, tag: str, count: int, start: Any) -> None:

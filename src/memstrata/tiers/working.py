@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from memstrata.errors import StorageError
+from memstrata.errors import InvalidInput, StorageError
 from memstrata.models import Scope, SearchFilters, Turn
 from memstrata.storage.base import Job, Overflow, TierStore, Vectors, WorkingSet
 
@@ -91,9 +91,11 @@ class SharedWorkingMemory:
                 payload = {"ids": ids, "batch": batches[user_id], "queued_at": queued_at}
                 queued.append(self._store.enqueue_job(WORKING_JOB, user_id, payload))
             seqs = self._store.insert_turns(turns, vectors, model_id)
-        except BaseException:
+        except InvalidInput:
             # A refused add (an id conflict, text the store cannot index) changes nothing: its
-            # replays go. One left behind (the store went down) waits for its turns, then ends.
+            # replays go. Any other failure may come after the turns were committed (a connection
+            # lost during COMMIT, an interrupt), so its replays stay: each waits for its turns,
+            # then tracks and processes them, or ends if they never came.
             for job_id in queued:
                 with contextlib.suppress(StorageError):
                     self._store.finish_job(job_id)
@@ -112,10 +114,15 @@ class SharedWorkingMemory:
         return seqs
 
     def forget(self, scope: Scope) -> None:
-        """Drop the working memory of a forgotten user or session (an agent's turns just stop being found)."""
+        """Drop the working memory of a forgotten user or session (an agent's turns just stop being found).
+
+        A session holds every agent's exchanges: forgetting one agent's leaves the others' in place.
+        """
+        if scope.agent_id is not None:
+            return
         if scope.session_id is not None:
             self._working.forget(scope.user_id, scope.session_id)
-        elif scope.agent_id is None:
+        else:
             self._working.forget(scope.user_id)
 
     # -- reading ----------------------------------------------------------------------
@@ -197,8 +204,11 @@ class SharedWorkingMemory:
         try:
             overflows = self._working.track(pairs, self.policy.capacity, batch=batch or None)
         except StorageError as exc:
-            if age < self.policy.unreachable_grace_seconds:
-                self._later(job)
+            # Counted from this job's first failed try, not from its add: a replay run late (a
+            # backlog) that meets a blip would otherwise file turns its add had tracked already.
+            failing_since = float(job.payload.get("unreachable_since") or time.time())
+            if time.time() - failing_since < self.policy.unreachable_grace_seconds:
+                self._later(job, unreachable_since=failing_since)
                 return
             log.warning("working memory unreachable; filing %d turns straight to mid-term: %s", len(pairs), exc)
             overflows = [Overflow("", job.user_id, tuple(seq for seq, _ in pairs))]
@@ -235,10 +245,10 @@ class SharedWorkingMemory:
                     found.append((seq, turn))
         return found
 
-    def _later(self, job: Job) -> None:
-        """Queue the job again after a pause, without spending its attempts."""
+    def _later(self, job: Job, **noted: float) -> None:
+        """Queue the job again after a pause, without spending its attempts (``noted`` joins its payload)."""
         time.sleep(self.policy.retry_seconds)
-        self._store.enqueue_job(job.kind, job.user_id, dict(job.payload))
+        self._store.enqueue_job(job.kind, job.user_id, {**job.payload, **noted})
 
     def _queue(self, overflows: Sequence[Overflow]) -> None:
         """Queue one ``midterm`` job per overflow, then acknowledge them."""

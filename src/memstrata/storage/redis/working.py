@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from memstrata.storage.base import WorkingSet
 
 T = TypeVar("T")
+log = logging.getLogger("memstrata.working")
 PREFIX = "memstrata:working:"
 SOCKET_TIMEOUT_SECONDS = 5.0
 DEFAULT_LEASE_SECONDS = 60.0
@@ -68,6 +70,7 @@ class RedisWorkingSet:
         self._track = client.register_script(_script("track.lua"))
         self._expire = client.register_script(_script("expire.lua"))
         self._reclaim = client.register_script(_script("reclaim.lua"))
+        self._eviction_checked = False
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -75,6 +78,7 @@ class RedisWorkingSet:
 
     def track(self, turns: Sequence[tuple[int, Turn]], capacity: int, *, batch: str | None = None) -> list[Overflow]:
         """Add (seq, turn) pairs to their sessions in one atomic script; the overflows it moved out."""
+        self._warn_if_evicting()
         sessions: dict[tuple[str, str], list[tuple[int, Turn]]] = {}
         for seq, turn in turns:
             sessions.setdefault((turn.user_id, turn.session_id or ""), []).append((seq, turn))
@@ -91,6 +95,24 @@ class RedisWorkingSet:
                 arguments += [seq, 1 if turn.role is Role.USER else 0]
         reply = self._call(lambda: self._track(keys=keys, args=arguments))
         return _overflows(reply)
+
+    def _warn_if_evicting(self) -> None:
+        """Once: say so when the server may evict working sets (they carry no expiry, so only ``allkeys-*`` can)."""
+        if self._eviction_checked:
+            return
+        self._eviction_checked = True
+        try:
+            policy = str(self._client.config_get("maxmemory-policy").get("maxmemory-policy", ""))
+        except redis.RedisError:
+            return  # managed services often refuse CONFIG; the docs say what to set
+        if policy.startswith("allkeys"):
+            log.warning(
+                "the Redis working set at %s runs with maxmemory-policy %s: when it fills up, Redis may evict"
+                " working sets, and their exchanges then never reach mid-term (the turns stay in the store);"
+                " use maxmemory-policy noeviction",
+                self.location,
+                policy,
+            )
 
     def acknowledge(self, overflows: Sequence[Overflow]) -> None:
         """Forget pending overflows whose mid-term jobs are queued durably."""
