@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 from memstrata import ConfigError, Memory, Settings, load_settings
@@ -262,4 +263,31 @@ def test_neighbour_weights_come_from_env_as_json(monkeypatch: pytest.MonkeyPatch
     assert load_settings().neighbour_weights == ()
     monkeypatch.setenv("MEMSTRATA_NEIGHBOUR_WEIGHTS", "[2]")
     with pytest.raises(ConfigError, match="neighbour"):
+        load_settings()
+
+
+@pytest.mark.parametrize("setting", ["neighbour_weights", "llm_prices"])
+def test_a_json_setting_the_environment_cannot_decode_is_a_config_error(
+    home: Path, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    monkeypatch.setenv(f"MEMSTRATA_{setting.upper()}", "notjson")
+    with pytest.raises(ConfigError, match=setting):
+        load_settings(home=home)
+
+
+def test_an_empty_home_means_the_platform_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *args, **kwargs: str(tmp_path / "platform"))
+    monkeypatch.setenv("MEMSTRATA_HOME", "")
+    (tmp_path / "platform").mkdir()
+    (tmp_path / "platform" / "memstrata.toml").write_text("[memstrata]\nworking_capacity = 7\n")
+    settings = load_settings()
+    assert settings.data_dir == tmp_path / "platform" and settings.working_capacity == 7
+    assert load_settings(home="  ").data_dir == tmp_path / "platform"
+
+
+def test_a_home_under_an_unknown_users_directory_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="cannot be expanded"):
+        load_settings(home="~no-such-user-here/memory")
+    monkeypatch.setenv("MEMSTRATA_HOME", "~no-such-user-here/memory")
+    with pytest.raises(ConfigError, match="cannot be expanded"):
         load_settings()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone
@@ -865,6 +866,50 @@ def test_export_to_an_unwritable_place_raises_storage_error(memory: Memory, tmp_
     memory.add("x", user_id="ana")
     with pytest.raises(StorageError):
         memory.export(tmp_path / "no" / "such" / "dir" / "e.jsonl")
+
+
+def test_an_export_through_a_symlink_writes_the_file_it_points_at(memory: Memory, tmp_path: Path) -> None:
+    memory.add("x", user_id="ana")
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(tmp_path / "real" / "backup.jsonl")
+    report = memory.export(link)
+    assert link.is_symlink() and (tmp_path / "real" / "backup.jsonl").is_file()
+    assert report.path == str(tmp_path / "real" / "backup.jsonl") and report.turns == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "link.jsonl", "real"]  # no partial file left
+
+
+@pytest.mark.parametrize("target", ["", " ", ".", "/", "fifo", "folder", 5, None])
+def test_an_export_path_that_is_no_regular_file_is_invalid_input(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: object
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "fifo")  # replaced by a rename, its reader would get nothing
+    (tmp_path / "folder").mkdir()
+    memory.add("x", user_id="ana")
+    with pytest.raises(InvalidInput, match="export path"):
+        memory.export(target)  # type: ignore[arg-type]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo", "folder", "home"]
+    assert (tmp_path / "fifo").is_fifo()
+
+
+def test_an_export_the_file_system_refuses_is_a_storage_error_and_leaves_nothing(
+    memory: Memory, tmp_path: Path
+) -> None:
+    memory.add("x", user_id="ana")
+    (tmp_path / "afile").write_text("not a folder")
+    with pytest.raises(StorageError, match="Not a directory"):
+        memory.export(tmp_path / "afile" / "x.jsonl")
+    longest = "b" * (255 - len(".jsonl")) + ".jsonl"  # fits, but not with ".partial" after it
+    with pytest.raises(StorageError, match="cannot write the export"):
+        memory.export(tmp_path / longest)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile", "home"]
+
+
+@pytest.mark.parametrize("source", ["", None, 5])
+def test_an_import_path_that_is_no_path_is_invalid_input(memory: Memory, source: object) -> None:
+    with pytest.raises(InvalidInput, match="file to import"):
+        memory.import_(source)  # type: ignore[arg-type]
 
 
 # -- lifecycle ------------------------------------------------------------------------------------

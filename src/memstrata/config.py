@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from memstrata.errors import ConfigError
 from memstrata.llms.prices import ModelPrice, default_prices
@@ -113,6 +113,15 @@ class Settings(BaseSettings):
         default=None, ge=1, description="Vector size asked of the openai embedder; default: what the model returns."
     )
 
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home_expanded(cls, value: object) -> object:
+        # An empty MEMSTRATA_HOME means unset, as it does where memstrata.toml is looked up.
+        if isinstance(value, str | Path):
+            text = str(value).strip()
+            return _expanded(text) if text else None
+        return value
+
     @field_validator("neighbour_weights")
     @classmethod
     def _weights_in_range(cls, value: tuple[float, ...]) -> tuple[float, ...]:
@@ -178,7 +187,8 @@ class _TomlInHome(PydanticBaseSettingsSource):
     ) -> None:
         super().__init__(settings_cls)
         home = init_settings().get("home") or env_settings().get("home")
-        directory = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("memstrata", appauthor=False))
+        home = str(home).strip() if home is not None else ""
+        directory = _expanded(home) if home else Path(platformdirs.user_data_dir("memstrata", appauthor=False))
         self._values = _read_toml(directory / CONFIG_FILE_NAME)
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
@@ -203,6 +213,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return {key.replace("-", "_"): value for key, value in section.items()}
 
 
+def _expanded(home: str) -> Path:
+    """``home`` with ``~`` expanded; ConfigError when it names a user without a home."""
+    try:
+        return Path(home).expanduser()
+    except RuntimeError as exc:
+        raise ConfigError(f"invalid memstrata settings: home {home!r} cannot be expanded: {exc}") from None
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build :class:`Settings`, turning validation problems into :class:`ConfigError`."""
     given = {key: value for key, value in overrides.items() if value is not None}
@@ -213,3 +231,6 @@ def load_settings(**overrides: Any) -> Settings:
             f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}" for error in exc.errors()
         )
         raise ConfigError(f"invalid memstrata settings: {problems}") from exc
+    except SettingsError as exc:  # a value the environment source could not decode (JSON settings)
+        cause = f": {exc.__cause__}" if exc.__cause__ is not None else ""
+        raise ConfigError(f"invalid memstrata settings: {exc}{cause}") from exc

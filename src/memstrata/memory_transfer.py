@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ class TransferViews:
         memory = self._transfer_memory
         memory._require_open()
         user = memory._user(user_id) if user_id is not None else None
-        target = Path(path).expanduser()
+        target = _export_target(path)
         temporary = target.with_name(target.name + ".partial")
         model_id = memory._embedder.model_id
         turns = vectors = 0
@@ -45,10 +46,10 @@ class TransferViews:
                 os.fsync(handle.fileno())
             temporary.replace(target)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
-            raise StorageError(f"cannot write the export to {target}: {exc}") from exc
+            _remove(temporary)
+            raise StorageError(f"cannot write the export to {target}: {exc.strerror or exc}") from exc
         except BaseException:
-            temporary.unlink(missing_ok=True)  # a store error or an interrupt: no half copy of the memories stays
+            _remove(temporary)  # a store error or an interrupt: no half copy of the memories stays
             raise
         _sync_directory(target.parent)
         return TransferReport(str(target), turns, vectors)
@@ -73,7 +74,7 @@ class TransferViews:
         """
         memory = self._transfer_memory
         memory._require_open()
-        source = Path(path).expanduser()
+        source = _path(path, "the file to import")
         try:
             with source.open("r", encoding="utf-8") as handle:
                 items = read_export(iter(handle), max_bytes=self.settings.max_text_bytes)
@@ -99,6 +100,42 @@ class TransferViews:
     @property
     def _transfer_memory(self) -> Memory:
         return self  # type: ignore[return-value]
+
+
+def _path(value: object, what: str) -> Path:
+    """``value`` as a path with ``~`` expanded; InvalidInput for anything that is not one."""
+    if not isinstance(value, str | os.PathLike):
+        raise InvalidInput(f"{what} must be a path (str or os.PathLike), not {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput(f"{what} must be a non-empty path")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError as exc:  # "~nobody/x": no such user's home
+        raise InvalidInput(f"{what} {text!r} cannot be expanded: {exc}") from exc
+
+
+def _export_target(value: object) -> Path:
+    """Where an export goes: a regular file's path, through any symlink to it.
+
+    The export is written beside its target and renamed over it, so a symlink is followed
+    first (the link keeps pointing at the new file) and a target that is not a regular file
+    (a directory, a FIFO, a device) is refused rather than replaced.
+    """
+    target = _path(value, "the export path")
+    if target.name in ("", ".", ".."):
+        raise InvalidInput(f"the export path {str(target)!r} names a directory; give a file name, e.g. backup.jsonl")
+    resolved = target.resolve()
+    if resolved.exists() and not resolved.is_file():
+        kind = "a directory" if resolved.is_dir() else "not a regular file"
+        raise InvalidInput(f"the export path {str(target)!r} is {kind}; give a regular file's path")
+    return resolved
+
+
+def _remove(path: Path) -> None:
+    """Delete a partial file if there is one; a failure to is not the error worth reporting."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
 
 
 def _sync_directory(folder: Path) -> None:

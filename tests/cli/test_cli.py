@@ -404,3 +404,14 @@ def test_consolidate_reports_tes(home: Path) -> None:
     made = json.loads(ok(run_cli("consolidate", "--user", "ana", "--json", home=home)))
     assert made and all(0.0 <= item["tes"] <= 1.0 and item["source_turn_ids"] for item in made)
     assert "0 consolidations" in ok(run_cli("consolidate", "--user", "ana", home=home))
+
+
+def test_control_characters_in_stored_messages_print_as_text(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    seed(home, ["evil \x1b[31mRED\x1b[0m \x1b]0;pwned\x07 title \x9b2J"])
+    for command in (["history", "--user", "ana"], ["search", "RED", "--user", "ana"]):
+        printed = ok(run_cli(*command, home=home))
+        assert "\\x1b[31mRED" in printed and "\\x9b" in printed, printed
+        assert not any(character in printed for character in "\x1b\x07\x9b"), printed
+    piped = ok(run_cli("context", "RED", "--user", "ana", home=home))  # not a terminal: the block as assembled
+    assert "\x1b]0;pwned\x07" in piped and "\\x1b" not in piped  # (click drops colour codes when piped)

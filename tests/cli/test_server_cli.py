@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from memstrata.bench.serve import free_port
-from memstrata.cli.server_commands import _check_can_listen
+from memstrata.cli.common import check_can_listen
 from memstrata.errors import ConfigError
 from tests.cli.test_cli import ok, run_cli
 
@@ -129,7 +129,7 @@ def test_the_port_check_tries_every_address_the_host_resolves_to(monkeypatch: py
         resolved = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("127.0.0.2", "127.0.0.1")]
         monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: resolved)
         with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.2:{port}"):
-            _check_can_listen("127.0.0.2", port)
+            check_can_listen("127.0.0.2", port)
 
 
 def test_serve_over_a_store_it_cannot_open_exits_with_the_storage_code(tmp_path: Path) -> None:

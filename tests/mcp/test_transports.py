@@ -121,3 +121,14 @@ def test_a_bad_user_exits_before_serving(tmp_path: Path) -> None:
     result = run_cli("mcp", "--user", " ", home=tmp_path / "home")
     assert result.returncode == 2
     assert "user_id" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_http_server_that_cannot_listen_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run_cli("mcp", "--transport", "http", "--port", str(port), home=tmp_path / "home")
+    assert result.returncode == 4, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+    for port_given in ("70000", "-1"):
+        result = run_cli("mcp", "--transport", "http", "--port", port_given, home=tmp_path / "home")
+        assert result.returncode == 2 and "--port" in result.stderr and "Traceback" not in result.stderr

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
@@ -51,9 +54,22 @@ console = Console(emoji=False)
 error_console = Console(stderr=True, emoji=False)
 
 
+# C0 and C1 control characters but tab and newline: a stored message must not drive the terminal
+# (colours, window titles, the clipboard through OSC 52).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters written out as ``\\xNN``, so printing it cannot drive a terminal."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 def shown(value: object) -> Text:
-    """Stored data (a message, an id, a name) as Rich text that is never read as markup: "[/b]" prints as typed."""
-    return Text(str(value))
+    """Stored data (a message, an id, a name) as Rich text that is never read as markup: "[/b]" prints as typed.
+
+    Control characters are written out (``\\x1b``), so a stored escape sequence prints as text.
+    """
+    return Text(visible(str(value)))
 
 
 def console_error(message: str) -> None:
@@ -97,3 +113,21 @@ def to_jsonable(value: Any) -> Any:
 def print_json(value: Any) -> None:
     """Print ``value`` as JSON on stdout (machine-readable, no colour)."""
     typer.echo(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2))
+
+
+def check_can_listen(host: str, port: int, *, port_setting: str = " (or the server_port setting)") -> None:
+    """Raise ConfigError if nothing can listen on ``host``:``port`` (in use, or not this machine's address).
+
+    Every address the name resolves to is tried, as the server binds them all ("localhost"
+    may be 127.0.0.1 and ::1).
+    """
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with contextlib.ExitStack() as held:
+            for family, address in dict.fromkeys((info[0], info[4]) for info in found):
+                held.enter_context(socket.create_server(address, family=family))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses that port or choose"
+            f" another with --port{port_setting}, and check --host is an address of this machine"
+        ) from exc

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from memstrata.cli.common import HomeOption, error_console, open_memory
+from memstrata.cli.common import HomeOption, check_can_listen, error_console, open_memory
 
 if TYPE_CHECKING:
     from memstrata.mcp.app import LogLevel as ServerLogLevel
@@ -52,7 +52,9 @@ def mcp(
         str | None, typer.Option("--agent", help="Act as this agent: tools read and write its memories.")
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on (http only).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on (http only); the endpoint is /mcp.")] = 8421,
+    port: Annotated[
+        int, typer.Option(min=0, max=65_535, help="Port to listen on (http only); the endpoint is /mcp.")
+    ] = 8421,
     log_level: Annotated[LogLevel, typer.Option(help="What to log on stderr.")] = LogLevel.WARNING,
     home: HomeOption = None,
 ) -> None:
@@ -68,6 +70,9 @@ def mcp(
     require_mcp_dependencies()
     from memstrata.mcp.app import create_server
 
+    if transport is Transport.HTTP:
+        # One line and the "bad setting" exit code, before the store opens, as `serve` does.
+        check_can_listen(host, port, port_setting="")
     if transport is Transport.HTTP and host not in LOOPBACK_HOSTS:
         error_console.print(
             f"[yellow]warning:[/] the MCP HTTP transport has no authentication, and {host} is not a loopback "

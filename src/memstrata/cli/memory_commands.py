@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +23,7 @@ from memstrata.cli.common import (
     print_json,
     shown,
     to_jsonable,
+    visible,
 )
 from memstrata.errors import StorageError
 from memstrata.memory_context import check_budget
@@ -79,7 +81,7 @@ def add(
         print_json(turns)
     else:
         for turn in turns:
-            console.print(Text.assemble("stored ", (turn.id, "bold"), f" for {turn.user_id}"))
+            console.print(Text.assemble("stored ", (visible(turn.id), "bold"), f" for {visible(turn.user_id)}"))
 
 
 def search(
@@ -183,7 +185,8 @@ def context(
         print_json({**to_jsonable(built), "turn_ids": list(built.turn_ids)})
         return
     if built.text:
-        typer.echo(built.text)
+        # Piped, the block goes out as assembled (for a prompt); on a terminal, its control characters are written out.
+        typer.echo(visible(built.text) if sys.stdout.isatty() else built.text)
     if not built.items and not built.omitted:
         error_console.print("nothing in memory for this query", highlight=False)
         return

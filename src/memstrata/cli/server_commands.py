@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated
@@ -12,9 +10,18 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from memstrata.cli.common import HomeOption, JsonOption, console, error_console, print_json, shown, to_jsonable
+from memstrata.cli.common import (
+    HomeOption,
+    JsonOption,
+    check_can_listen,
+    console,
+    error_console,
+    print_json,
+    shown,
+    to_jsonable,
+)
 from memstrata.config import load_settings
-from memstrata.errors import ConfigError, InvalidInput
+from memstrata.errors import InvalidInput
 from memstrata.memory import Memory
 from memstrata.server.keys import ClosableKeyStore, create_key, list_keys, open_key_store, revoke_key
 
@@ -71,7 +78,7 @@ def serve(
     if print_openapi:
         typer.echo(openapi_document(create_app(settings=settings)), nl=False)
         return
-    _check_can_listen(settings.server_host, settings.server_port)
+    check_can_listen(settings.server_host, settings.server_port)
     # Opened here, not in the app's lifespan, so a storage or configuration error is a
     # one-line message and its exit code rather than uvicorn's startup traceback. The app
     # closes it on shutdown, before uvicorn re-raises a SIGTERM.
@@ -89,24 +96,6 @@ def serve(
         uvicorn.run(app, host=settings.server_host, port=settings.server_port, log_level=log_level.lower())
     finally:
         memory.close()
-
-
-def _check_can_listen(host: str, port: int) -> None:
-    """Raise ConfigError if nothing can listen on ``host``:``port`` (in use, or not this machine's address).
-
-    Every address the name resolves to is tried, as the server binds them all ("localhost"
-    may be 127.0.0.1 and ::1).
-    """
-    try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        with contextlib.ExitStack() as held:
-            for family, address in dict.fromkeys((info[0], info[4]) for info in found):
-                held.enter_context(socket.create_server(address, family=family))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses that port or choose"
-            " another with --port (or the server_port setting), and check --host is an address of this machine"
-        ) from exc
 
 
 @keys_app.command("create")
