@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from collections import Counter
@@ -56,6 +57,7 @@ EMBED_BATCH = 64
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
+log = logging.getLogger("memstrata.memory")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -411,9 +413,19 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             with self._visits_lock:  # visits not yet queued would queue a job for a user who is gone
                 self._pending_visits.pop(scope.user_id, None)
         count = self._store.forget(scope)
-        if self._shared_working is not None:
-            self._shared_working.forget(scope)
         self._index.drop(scope.user_id)
+        if self._shared_working is not None:
+            try:
+                self._shared_working.forget(scope)
+            except StorageError as exc:
+                # The deletion stands: Redis holds turn numbers and ids, never text, and reads skip
+                # turns the store no longer has. Its leftover keys wait for the session's expiry.
+                log.warning(
+                    "the memories were deleted, but the Redis working set could not be cleared (%s); its keys"
+                    " for %r, which hold no text, go when the session expires",
+                    exc,
+                    scope.user_id,
+                )
         return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
 
     # -- about ------------------------------------------------------------------------

@@ -304,6 +304,41 @@ def test_a_redis_that_may_evict_working_sets_is_reported(
         client.close()
 
 
+def test_forget_while_redis_is_down_deletes_and_says_what_is_left(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer()  # not started: connections are refused
+    settings: dict[str, Any] = {"background": False, "working_url": server.url()}
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), **settings) as memory:
+        memory.add("I live in Porto", user_id="ana", session_id="s")
+        with caplog.at_level(logging.WARNING, logger="memstrata.memory"):
+            deletion = memory.forget(user_id="ana")
+        assert deletion.turns == 1 and memory.history(user_id="ana") == []
+        assert memory.search("Porto", user_id="ana") == []
+        assert any("memories were deleted" in record.getMessage() for record in caplog.records)
+
+
+def test_reads_skip_a_redis_that_just_failed_until_it_answers_again(
+    store: TierStore, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _shared(store, redis_url)
+    seqs = shared.insert(_pair(0), None, MODEL)
+    working = shared._working
+    read, calls = working.working_seqs, []
+
+    def stalled(*args: Any, **kwargs: Any) -> list[int]:
+        calls.append(args)
+        raise StorageError("the Redis working set timed out")  # after its 5 s timeout, in real life
+
+    monkeypatch.setattr(working, "working_seqs", stalled)
+    assert shared.working_seqs("ana", "s") == [] and shared.working_seqs("ana", "s") == []
+    assert len(calls) == 1  # the second read did not wait on it again
+    monkeypatch.setattr(working, "working_seqs", read)
+    shared.insert(_pair(1), None, MODEL)  # skipped by the add too, left to its replay
+    Recorder(store, shared).drain()  # the replay reaches Redis: reads use it again
+    assert shared.working_seqs("ana", "s") == seqs + sorted(seq for seq, _ in store.iterate("ana"))[2:]
+
+
 def _writer(home: str, url: str, tag: str, count: int, start: Any) -> None:
     """One server process: adds ``count`` exchanges to the shared session, starting with the other one."""
     with Memory(home, embedder=HashEmbedder(), background=False, working_url=url, working_capacity=2) as memory:

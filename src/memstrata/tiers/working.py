@@ -133,10 +133,13 @@ class SharedWorkingMemory:
         Context and chat keep working through an outage: the turns are still in episodic
         memory, found by search; only the "recent exchanges" section is missing meanwhile.
         """
+        if time.monotonic() < self._quiet_until:
+            return []  # it failed a moment ago: a stalled server would cost every read its timeout
         try:
             return self._working.working_seqs(user_id, session_id)
         except StorageError as exc:
             log.warning("working memory unreadable; going on without it: %s", exc)
+            self._quiet_until = time.monotonic() + self.policy.outage_seconds
             return []
 
     # -- background work --------------------------------------------------------------
@@ -203,6 +206,7 @@ class SharedWorkingMemory:
         pairs = sorted(stored)
         try:
             overflows = self._working.track(pairs, self.policy.capacity, batch=batch or None)
+            self._quiet_until = 0.0  # it answers again: adds and reads need not skip it any longer
         except StorageError as exc:
             # Counted from this job's first failed try, not from its add: a replay run late (a
             # backlog) that meets a blip would otherwise file turns its add had tracked already.
