@@ -291,3 +291,22 @@ def test_a_home_under_an_unknown_users_directory_is_a_config_error(monkeypatch: 
     monkeypatch.setenv("MEMSTRATA_HOME", "~no-such-user-here/memory")
     with pytest.raises(ConfigError, match="cannot be expanded"):
         load_settings()
+
+
+def test_a_blank_home_argument_leaves_the_home_to_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTRATA_HOME", str(tmp_path / "env-home"))
+    (tmp_path / "env-home").mkdir()
+    (tmp_path / "env-home" / "memstrata.toml").write_text("[memstrata]\nworking_capacity = 7\n")
+    for blank in ("", "  "):
+        settings = load_settings(home=blank)
+        assert (settings.data_dir, settings.working_capacity) == (tmp_path / "env-home", 7)
+
+
+def test_prices_refuse_infinite_numbers(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    with pytest.raises(ConfigError, match="llm_prices"):
+        load_settings(home=home, llm_prices={"m": {"input": float("inf"), "output": 1.0}})
+    monkeypatch.setenv("MEMSTRATA_LLM_PRICES", '{"m": {"input": Infinity, "output": 1}}')
+    with pytest.raises(ConfigError, match="llm_prices"):
+        load_settings(home=home)

@@ -875,7 +875,7 @@ def test_an_export_through_a_symlink_writes_the_file_it_points_at(memory: Memory
     link.symlink_to(tmp_path / "real" / "backup.jsonl")
     report = memory.export(link)
     assert link.is_symlink() and (tmp_path / "real" / "backup.jsonl").is_file()
-    assert report.path == str(tmp_path / "real" / "backup.jsonl") and report.turns == 1
+    assert report.path == str(link) and report.turns == 1  # reported as given
     assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "link.jsonl", "real"]  # no partial file left
 
 
@@ -904,6 +904,15 @@ def test_an_export_the_file_system_refuses_is_a_storage_error_and_leaves_nothing
     with pytest.raises(StorageError, match="cannot write the export"):
         memory.export(tmp_path / longest)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["afile", "home"]
+
+
+def test_an_export_through_a_symlink_loop_is_invalid_input(memory: Memory, tmp_path: Path) -> None:
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    memory.add("x", user_id="ana")
+    with pytest.raises(InvalidInput, match="cannot be followed"):
+        memory.export(loop)
+    assert loop.is_symlink()
 
 
 @pytest.mark.parametrize("source", ["", None, 5])

@@ -223,7 +223,12 @@ def _expanded(home: str) -> Path:
 
 def load_settings(**overrides: Any) -> Settings:
     """Build :class:`Settings`, turning validation problems into :class:`ConfigError`."""
-    given = {key: value for key, value in overrides.items() if value is not None}
+    # None, and a blank home, leave the setting to the other sources (MEMSTRATA_HOME, the default).
+    given = {
+        key: value
+        for key, value in overrides.items()
+        if value is not None and not (key == "home" and isinstance(value, str) and not value.strip())
+    }
     try:
         return Settings(**given)
     except ValidationError as exc:

@@ -28,7 +28,8 @@ class TransferViews:
         memory = self._transfer_memory
         memory._require_open()
         user = memory._user(user_id) if user_id is not None else None
-        target = _export_target(path)
+        given = _path(path, "the export path")
+        target = _export_target(given)
         temporary = target.with_name(target.name + ".partial")
         model_id = memory._embedder.model_id
         turns = vectors = 0
@@ -52,7 +53,7 @@ class TransferViews:
             _remove(temporary)  # a store error or an interrupt: no half copy of the memories stays
             raise
         _sync_directory(target.parent)
-        return TransferReport(str(target), turns, vectors)
+        return TransferReport(str(given), turns, vectors)
 
     def _write_page(
         self, handle: Any, page: list[tuple[int, Turn]], embeddings: bool, turns: int, vectors: int
@@ -115,18 +116,23 @@ def _path(value: object, what: str) -> Path:
         raise InvalidInput(f"{what} {text!r} cannot be expanded: {exc}") from exc
 
 
-def _export_target(value: object) -> Path:
+def _export_target(target: Path) -> Path:
     """Where an export goes: a regular file's path, through any symlink to it.
 
     The export is written beside its target and renamed over it, so a symlink is followed
     first (the link keeps pointing at the new file) and a target that is not a regular file
     (a directory, a FIFO, a device) is refused rather than replaced.
     """
-    target = _path(value, "the export path")
     if target.name in ("", ".", ".."):
         raise InvalidInput(f"the export path {str(target)!r} names a directory; give a file name, e.g. backup.jsonl")
-    resolved = target.resolve()
-    if resolved.exists() and not resolved.is_file():
+    try:
+        resolved = target.resolve()
+        present = resolved.exists()
+    except RuntimeError as exc:  # a symlink loop (Python 3.11 raises this, not OSError)
+        raise InvalidInput(f"the export path {str(target)!r} cannot be followed: {exc}") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot write the export to {target}: {exc.strerror or exc}") from exc
+    if present and not resolved.is_file():
         kind = "a directory" if resolved.is_dir() else "not a regular file"
         raise InvalidInput(f"the export path {str(target)!r} is {kind}; give a regular file's path")
     return resolved

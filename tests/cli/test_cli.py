@@ -413,5 +413,9 @@ def test_control_characters_in_stored_messages_print_as_text(tmp_path: Path) -> 
         printed = ok(run_cli(*command, home=home))
         assert "\\x1b[31mRED" in printed and "\\x9b" in printed, printed
         assert not any(character in printed for character in "\x1b\x07\x9b"), printed
+    seed(home, [f"The garden shed roof leaks \x1b[31mRED\x1b[0m, repair {n}." for n in range(4)], session="s2")
+    for command in (["consolidate", "--user", "ana"], ["inspect", "--user", "ana"]):  # summaries quote the turns
+        printed = ok(run_cli(*command, home=home))
+        assert "\\x1b[31mRED" in printed and "\x1b" not in printed, printed
     piped = ok(run_cli("context", "RED", "--user", "ana", home=home))  # not a terminal: the block as assembled
     assert "\x1b]0;pwned\x07" in piped and "\\x1b" not in piped  # (click drops colour codes when piped)

@@ -254,6 +254,20 @@ def test_an_add_that_fails_after_its_turns_may_have_been_committed_keeps_its_rep
     assert len(seqs) == 2 and _seqs(ran, "process") == seqs and shared.working_seqs("ana", "s") == seqs
 
 
+def test_an_add_that_failed_before_committing_leaves_no_replay_to_wait_for(
+    store: TierStore, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _shared(store, redis_url)
+
+    def locked(*args: Any, **kwargs: Any) -> list[int]:
+        raise StorageError("database is locked")  # nothing was written
+
+    monkeypatch.setattr(store, "insert_turns", locked)
+    with pytest.raises(StorageError, match="locked"):
+        shared.insert(_pair(0), None, MODEL)
+    assert store.count_jobs() == 0  # a flush has nothing to wait a minute for
+
+
 def test_a_late_replay_meeting_a_brief_outage_waits_rather_than_filing_tracked_turns(
     store: TierStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -296,6 +310,9 @@ def test_a_redis_that_may_evict_working_sets_is_reported(
         assert len(warnings) == 1 and "allkeys-lru" in warnings[0] and "noeviction" in warnings[0]
         client.config_set("maxmemory-policy", "noeviction")
         caplog.clear()
+        down = _shared(store, f"redis://127.0.0.1:{free_port()}/0")  # unreachable at first use: asked later
+        down.insert(_pair(3), None, MODEL)
+        assert not down._working._eviction_checked  # type: ignore[attr-defined]
         with caplog.at_level(logging.WARNING, logger="memstrata.working"):
             _shared(store, redis_url).insert(_pair(2), None, MODEL)
         assert not [record for record in caplog.records if "maxmemory-policy" in record.getMessage()]

@@ -15,6 +15,7 @@ from memstrata.llms.none import HOW_TO_CONFIGURE
 from memstrata.memory import Memory
 from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply
+from memstrata.terminal import visible
 from memstrata.validation import check_identifier
 
 #: Every command with its help line, in the order ``/help`` lists them.
@@ -112,7 +113,7 @@ class ChatShell:
     def _chat(self, text: str) -> None:
         reply = self.memory.chat(text, user_id=self.user_id, session_id=self.session_id, token_budget=self.token_budget)
         label = Text("memory> " if reply.is_extractive else "agent> ", style="bold cyan")
-        self.console.print(label + Text(reply.answer))
+        self.console.print(label + Text(visible(reply.answer)))
         self._say(_footer(reply), style="dim")
         for item in reply.consolidations:
             self._say(
@@ -128,7 +129,7 @@ class ChatShell:
             return
         table = Table("kind", "tier", "score", "memory", title="memories used", title_justify="left")
         for item in reply.memories:
-            table.add_row(Text(item.kind), Text(item.tier), f"{item.score:.4f}", Text(_short(item.text)))
+            table.add_row(Text(item.kind), Text(item.tier), f"{item.score:.4f}", Text(visible(_short(item.text))))
         self.console.print(table)
 
     # -- commands ---------------------------------------------------------------------
@@ -136,7 +137,7 @@ class ChatShell:
     def _inspect(self, argument: str) -> None:
         self.memory.flush(user_id=self.user_id)  # this user's queued work done, as `memstrata inspect` does
         report = self.memory.inspect(user_id=self.user_id, limit=5)
-        table = Table("tier", "items", title=Text(f"memory of {report.user_id}"), title_justify="left")
+        table = Table("tier", "items", title=Text(visible(f"memory of {report.user_id}")), title_justify="left")
         for name, count in report.counts.items():
             table.add_row(name, str(count))
         self.console.print(table)
@@ -154,14 +155,16 @@ class ChatShell:
             self._say("no memories matched")
             return
         table = Table(
-            "#", "score", "when", "session", "memory", title=Text(f"search: {argument}"), title_justify="left"
+            "#", "score", "when", "session", "memory", title=Text(visible(f"search: {argument}")), title_justify="left"
         )
         for rank, hit in enumerate(hits, start=1):
             turn = hit.turn
             when = f"{turn.created_at:%Y-%m-%d %H:%M}" if turn else hit.tier
             speaker = f"{turn.name or turn.role.value}: " if turn else ""
             session = (turn.session_id or "") if turn else ""
-            table.add_row(str(rank), f"{hit.score:.4f}", when, Text(session), Text(speaker + hit.content))
+            table.add_row(
+                str(rank), f"{hit.score:.4f}", when, Text(visible(session)), Text(visible(speaker + hit.content))
+            )
         self.console.print(table)
 
     def _profile(self, argument: str) -> None:
@@ -174,12 +177,12 @@ class ChatShell:
         if profile:
             table = Table("trait", "value", title="profile", title_justify="left")
             for key, value in profile.items():
-                table.add_row(Text(key), Text(value))
+                table.add_row(Text(visible(key)), Text(visible(value)))
             self.console.print(table)
         if cells:
             facts = Table("kind", "fact", "since", title="current facts", title_justify="left")
             for cell in cells:
-                facts.add_row(cell.kind, Text(cell.content), f"{cell.valid_from:%Y-%m-%d}")
+                facts.add_row(cell.kind, Text(visible(cell.content)), f"{cell.valid_from:%Y-%m-%d}")
             self.console.print(facts)
 
     def _consolidate(self, argument: str) -> None:
@@ -229,7 +232,7 @@ class ChatShell:
         self.console.print(Text(message, style=style or ""))
 
     def _error(self, message: str) -> None:
-        self.console.print(Text("error: ", style="bold red") + Text(message))
+        self.console.print(Text("error: ", style="bold red") + Text(visible(message)))
 
 
 def _footer(reply: ChatReply) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memory import Memory
+from memstrata.terminal import visible
 
 #: Most specific first; anything else that is a MemstrataError exits 1.
 EXIT_CODES: tuple[tuple[type[MemstrataError], int], ...] = (
@@ -52,16 +52,6 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 # No emoji codes: stored text such as ":thumbs_up:" prints as typed.
 console = Console(emoji=False)
 error_console = Console(stderr=True, emoji=False)
-
-
-# C0 and C1 control characters but tab and newline: a stored message must not drive the terminal
-# (colours, window titles, the clipboard through OSC 52).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """``text`` with control characters written out as ``\\xNN``, so printing it cannot drive a terminal."""
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def shown(value: object) -> Text:

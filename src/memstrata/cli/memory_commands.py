@@ -23,11 +23,11 @@ from memstrata.cli.common import (
     print_json,
     shown,
     to_jsonable,
-    visible,
 )
 from memstrata.errors import StorageError
 from memstrata.memory_context import check_budget
 from memstrata.models import Turn
+from memstrata.terminal import visible
 from memstrata.validation import check_identifier, check_text, check_timezone
 
 #: How long ``context`` waits for queued background work before it gives up.

@@ -77,12 +77,10 @@ def _print(report: Inspection) -> None:
             patterns.add_row(f"{pattern.score:.2f}", str(pattern.count), shown(pattern.description))
         console.print(patterns)
     if report.entities:
-        console.print(
-            "entities: " + ", ".join(f"{e.name} ({e.kind}, {e.mentions})" for e in report.entities), markup=False
-        )
+        named = ", ".join(f"{e.name} ({e.kind}, {e.mentions})" for e in report.entities)
+        console.print(Text.assemble("entities: ", shown(named)))
     for consolidation in report.consolidations:
-        line = f"consolidation TES {consolidation.tes:.3f}: {consolidation.summary}"
-        console.print(line, highlight=False, markup=False)
+        console.print(Text.assemble(f"consolidation TES {consolidation.tes:.3f}: ", shown(consolidation.summary)))
     if report.events:
         events = Table("when", "event", "detail", title="event log")
         for event in report.events:
@@ -111,7 +109,7 @@ def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption =
         return
     for item in made:
         turns = (f"{len(item.source_turn_ids)} turns", "bold")
-        console.print(Text.assemble(turns, f" → {item.summary}  (TES {item.tes:.3f})"))
+        console.print(Text.assemble(turns, " → ", shown(item.summary), f"  (TES {item.tes:.3f})"))
     console.print(f"{len(made)} consolidations")
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ModelPrice(BaseModel):
     """What one million tokens cost with one model, in USD (``cached_input`` defaults to ``input``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input: float = Field(ge=0, description="USD per million uncached input tokens.")
     output: float = Field(ge=0, description="USD per million output tokens.")

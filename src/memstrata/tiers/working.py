@@ -91,14 +91,15 @@ class SharedWorkingMemory:
                 payload = {"ids": ids, "batch": batches[user_id], "queued_at": queued_at}
                 queued.append(self._store.enqueue_job(WORKING_JOB, user_id, payload))
             seqs = self._store.insert_turns(turns, vectors, model_id)
-        except InvalidInput:
+        except BaseException as exc:
             # A refused add (an id conflict, text the store cannot index) changes nothing: its
             # replays go. Any other failure may come after the turns were committed (a connection
-            # lost during COMMIT, an interrupt), so its replays stay: each waits for its turns,
-            # then tracks and processes them, or ends if they never came.
-            for job_id in queued:
-                with contextlib.suppress(StorageError):
-                    self._store.finish_job(job_id)
+            # lost during COMMIT, an interrupt): the replays stay if the turns are there, or if
+            # that cannot be told now (each then waits for its turns, or ends when they never come).
+            if isinstance(exc, InvalidInput) or not self._maybe_stored(turns):
+                for job_id in queued:
+                    with contextlib.suppress(StorageError):
+                        self._store.finish_job(job_id)
             raise
         if time.monotonic() < self._quiet_until:
             return seqs
@@ -112,6 +113,17 @@ class SharedWorkingMemory:
                 break
             self._queue_quietly(overflows)
         return seqs
+
+    def _maybe_stored(self, turns: Sequence[Turn]) -> bool:
+        """Whether any of ``turns`` may be in the store: True when some are, or when the store cannot say."""
+        try:
+            for user_id in dict.fromkeys(turn.user_id for turn in turns):
+                ids = [turn.id for turn in turns if turn.user_id == user_id]
+                if self._store.get_by_ids(ids, user_id):
+                    return True
+        except StorageError:  # a store that fails again cannot say: keep the replays
+            return True
+        return False
 
     def forget(self, scope: Scope) -> None:
         """Drop the working memory of a forgotten user or session (an agent's turns just stop being found).

@@ -78,7 +78,6 @@ class RedisWorkingSet:
 
     def track(self, turns: Sequence[tuple[int, Turn]], capacity: int, *, batch: str | None = None) -> list[Overflow]:
         """Add (seq, turn) pairs to their sessions in one atomic script; the overflows it moved out."""
-        self._warn_if_evicting()
         sessions: dict[tuple[str, str], list[tuple[int, Turn]]] = {}
         for seq, turn in turns:
             sessions.setdefault((turn.user_id, turn.session_id or ""), []).append((seq, turn))
@@ -94,17 +93,21 @@ class RedisWorkingSet:
             for seq, turn in members:
                 arguments += [seq, 1 if turn.role is Role.USER else 0]
         reply = self._call(lambda: self._track(keys=keys, args=arguments))
+        self._warn_if_evicting()  # after a call that answered: a stalled server is not waited on twice
         return _overflows(reply)
 
     def _warn_if_evicting(self) -> None:
         """Once: say so when the server may evict working sets (they carry no expiry, so only ``allkeys-*`` can)."""
         if self._eviction_checked:
             return
-        self._eviction_checked = True
         try:
             policy = str(self._client.config_get("maxmemory-policy").get("maxmemory-policy", ""))
+        except redis.ResponseError:
+            self._eviction_checked = True  # managed services often refuse CONFIG; the docs say what to set
+            return
         except redis.RedisError:
-            return  # managed services often refuse CONFIG; the docs say what to set
+            return  # unreachable just now: asked again after the next tracking
+        self._eviction_checked = True
         if policy.startswith("allkeys"):
             log.warning(
                 "the Redis working set at %s runs with maxmemory-policy %s: when it fills up, Redis may evict"
