@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli.test_cli import run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 NOT_RUN = {"bench"}  # the LoCoMo benchmark takes minutes; `memstrata bench` has tests of its own
@@ -33,24 +32,13 @@ def test_the_python_quickstart_runs_and_recalls_the_fact(
 
 
 def test_the_shell_examples_run_in_order(tmp_path: Path) -> None:
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
-    environment |= {"MEMSTRATA_HOME": str(tmp_path / "home"), "MEMSTRATA_EMBEDDER": "hash"}
     ran = []
     for line in _block("Use it from the shell", "bash").splitlines():
         words = shlex.split(line, comments=True)
         if not words or words[1] in NOT_RUN:
             continue
         assert words[0] == "memstrata", line
-        result = subprocess.run(
-            [sys.executable, "-m", "memstrata", *words[1:]],
-            cwd=tmp_path,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        result = run_cli(*words[1:], home=tmp_path / "home", cwd=tmp_path)
         assert result.returncode == 0, f"{line}\nstdout: {result.stdout}\nstderr: {result.stderr}"
         if "--json" in words:
             json.loads(result.stdout)

@@ -21,9 +21,9 @@ START = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
 
 
 def run_cli(
-    *args: str, home: Path, embedder: str | None = "hash", env: dict[str, str] | None = None
+    *args: str, home: Path, embedder: str | None = "hash", env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m memstrata args…`` with its own data dir and no stdin."""
+    """Run ``python -m memstrata args…`` with its own data dir and no stdin (in ``cwd``, if given)."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
     environment["MEMSTRATA_HOME"] = str(home)
     environment["COLUMNS"] = "200"  # keep rich tables from wrapping what the tests look for
@@ -32,6 +32,7 @@ def run_cli(
     environment.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "memstrata", *args],
+        cwd=cwd,
         env=environment,
         stdin=subprocess.DEVNULL,
         capture_output=True,

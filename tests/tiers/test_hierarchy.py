@@ -558,6 +558,12 @@ def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -
         assert facts == [next(cell.id for cell in cells if cell.value == "Lisbon")]  # history is not searched
 
 
+def _raced_by_another_process(monkeypatch: pytest.MonkeyPatch, memory: Memory, seqs: list[int]) -> list[bool]:
+    """Another process's worker processes ``seqs`` after this one read a fact's slot, before it writes the fact."""
+    hierarchy = memory._hierarchy
+    return after_first_read(monkeypatch, hierarchy._ids, "new", lambda: hierarchy.process(USER, seqs))
+
+
 @pytest.mark.parametrize("newer_first", [True, False])
 def test_two_workers_storing_one_fact_at_once_leave_one_current_value(
     home: Path, monkeypatch: pytest.MonkeyPatch, newer_first: bool
@@ -572,9 +578,7 @@ def test_two_workers_storing_one_fact_at_once_leave_one_current_value(
         assert porto_job is not None and lisbon_job is not None
         assert porto_job.payload["seqs"] < lisbon_job.payload["seqs"]
         first, second = (porto_job, lisbon_job) if newer_first else (lisbon_job, porto_job)
-        # A worker in another process stores its value after this one read the slot, before it writes.
-        other = lambda: hierarchy.process(USER, second.payload["seqs"])  # noqa: E731
-        raced = after_first_read(monkeypatch, hierarchy._ids, "new", other)
+        raced = _raced_by_another_process(monkeypatch, memory, second.payload["seqs"])
         hierarchy.run(first)
         cells = memory.cells(user_id=USER, include_superseded=True)
         assert raced and sorted((cell.value, cell.is_current) for cell in cells) == [("Lisbon", True), ("Porto", False)]
@@ -589,8 +593,7 @@ def test_one_turn_processed_by_two_workers_at_once_stores_its_fact_once(
         memory.add("I live in Porto.", user_id=USER)
         store, hierarchy = memory._store, memory._hierarchy
         job = store.claim_job(60)  # type: ignore[attr-defined]
-        other = lambda: hierarchy.process(USER, job.payload["seqs"])  # noqa: E731  another process's worker
-        raced = after_first_read(monkeypatch, hierarchy._ids, "new", other)
+        raced = _raced_by_another_process(monkeypatch, memory, job.payload["seqs"])
         hierarchy.run(job)
         assert raced and [cell.value for cell in memory.cells(user_id=USER, include_superseded=True)] == ["Porto"]
 
@@ -607,10 +610,7 @@ def test_two_workers_storing_late_facts_at_once_keep_validities_apart(
         porto_job, lisbon_job, berlin_job = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
         hierarchy.run(berlin_job)  # the newest value is stored first: the other two are late
         other = porto_job if same_turn else lisbon_job
-        # A worker in another process stores a late value after this one read the slot, before it writes.
-        raced = after_first_read(
-            monkeypatch, hierarchy._ids, "new", lambda: hierarchy.process(USER, other.payload["seqs"])
-        )
+        raced = _raced_by_another_process(monkeypatch, memory, other.payload["seqs"])
         hierarchy.run(porto_job)
         if same_turn:
             hierarchy.run(lisbon_job)
