@@ -400,10 +400,15 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._require_open()
         user = self._user(user_id)
         identifier = str(check_identifier(turn_id, "id"))
+        session: str | None = None
+        if self._shared_working is not None:  # which working set may hold it, read before it goes
+            found = self._store.get_by_ids([identifier], user).get(identifier)
+            session = None if found is None else found.session_id or ""
         seq = self._store.delete(identifier, user)
         if seq is None:
             raise NotFound(f"no memory with id {identifier!r} for user {user!r}")
         self._index.remove(user, np.array([seq], dtype=np.int64))
+        self._discard_deleted(user, session)
 
     def forget(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> Deletion:
         """Hard-delete everything in a scope (a whole user by default), indexes included."""
@@ -414,19 +419,24 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
                 self._pending_visits.pop(scope.user_id, None)
         count = self._store.forget(scope)
         self._index.drop(scope.user_id)
-        if self._shared_working is not None:
-            try:
-                self._shared_working.forget(scope)
-            except StorageError as exc:
-                # The deletion stands: Redis holds turn numbers and ids, never text, and reads skip
-                # turns the store no longer has. Its leftover keys wait for the session's expiry.
-                log.warning(
-                    "the memories were deleted, but the Redis working set could not be cleared (%s); its keys"
-                    " for %r, which hold no text, go when the session expires",
-                    exc,
-                    scope.user_id,
-                )
+        self._discard_deleted(scope.user_id, scope.session_id)
         return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
+
+    def _discard_deleted(self, user_id: str, session_id: str | None) -> None:
+        """Free the Redis working-set places of deleted turns (one session's, or all the user's)."""
+        if self._shared_working is None:
+            return
+        try:
+            self._shared_working.discard_deleted(user_id, session_id)
+        except StorageError as exc:
+            # The deletion stands: Redis holds turn numbers and ids, never text, and reads skip
+            # turns the store no longer has. Its leftover keys wait for the session's expiry.
+            log.warning(
+                "the memories were deleted, but the Redis working set could not be cleared (%s); its keys"
+                " for %r, which hold no text, go when the session expires",
+                exc,
+                user_id,
+            )
 
     # -- about ------------------------------------------------------------------------
 

@@ -236,6 +236,7 @@ class TierViews:
         count = self._tiers.prune(user, tier, cutoff, keep_last)
         if tier == "episodic" and count:
             self._index.drop(user)  # type: ignore[attr-defined]
+            self._discard_deleted(user, None)  # type: ignore[attr-defined]
         return count
 
 

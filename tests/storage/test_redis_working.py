@@ -113,17 +113,26 @@ def test_idle_sessions_expire_whole_as_overflows(working: RedisWorkingSet, redis
     assert working.working_seqs("ana", "old") == [5, 6]
 
 
-def test_forgetting_leaves_no_trace_of_the_user(working: RedisWorkingSet, redis_url: str) -> None:
+def test_discarding_removes_only_the_turns_named_and_empty_sessions_go_whole(
+    working: RedisWorkingSet, redis_url: str
+) -> None:
     working.track([*_exchange(1, user="ana-x"), *_exchange(3, user="ana-x", session="t"), *_exchange(5, user="bob")], 1)
     pending = working.track([*_exchange(7, user="ana-x"), *_exchange(9, user="bob")], 1)  # left pending
-    working.forget("ana-x", "t")
-    assert working.working_seqs("ana-x") == [7, 8]
-    working.forget("ana-x")
-    assert working.working_seqs("ana-x") == []
-    assert not any("ana-x" in key for key in _keys(redis_url))
+    assert working.sessions("ana-x") == {"s": [7, 8], "t": [3, 4]} and working.sessions("ana-x", "t") == {"t": [3, 4]}
+    (held,) = working.pending("ana-x")
+    assert held.seqs == (1, 2) and working.pending("ana-x", "t") == [] and len(pending) == 2
+    working.discard("ana-x", {"s": [8], "t": [3, 4, 99]})
+    assert working.sessions("ana-x") == {"s": [7]}  # one turn out of "s"; "t" emptied, so it went
+    assert not any(":t:" in key for key in _keys(redis_url))
+    working.discard("ana-x", {"s": [7]}, [held.token])
+    assert working.working_seqs("ana-x") == [] and working.pending("ana-x") == []
+    assert not any("ana-x" in key for key in _keys(redis_url))  # no trace of the user is left
     time.sleep(0.6)
-    assert [o.user_id for o in working.reclaim(10)] == ["bob"]  # ana-x's pending overflow went too
-    assert working.working_seqs("bob") == [9, 10] and len(pending) == 2
+    assert [o.user_id for o in working.reclaim(10)] == ["bob"]  # ana-x's pending overflow went
+    assert working.working_seqs("bob") == [9, 10]
+    # A discarded turn is gone from the session's seen set too, and the session starts afresh.
+    working.track(_exchange(7, user="ana-x"), 1)
+    assert working.working_seqs("ana-x") == [7, 8]
 
 
 def test_concurrent_tracking_moves_every_exchange_exactly_once(redis_url: str) -> None:

@@ -113,9 +113,14 @@ def test_a_crash_after_storing_and_before_tracking_is_replayed(store: TierStore,
     assert _seqs(ran, "midterm") == seqs[:2] and _seqs(ran, "process") == seqs
 
 
-def test_a_job_whose_add_never_stored_its_turns_waits_for_them_then_ends(store: TierStore, redis_url: str) -> None:
+def test_a_job_whose_add_never_stored_its_turns_waits_for_them_then_ends(
+    store: TierStore, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shared = _shared(store, redis_url, commit_grace_seconds=0.3)
     store.enqueue_job(WORKING_JOB, "ana", {"ids": ["never"], "batch": "b", "queued_at": time.time()})
+    # The worker's clock runs two minutes ahead of the add's machine: the wait is the worker's own pauses.
+    ahead = time.time() + 120
+    monkeypatch.setattr(time, "time", lambda: ahead)
     started = time.monotonic()
     assert Recorder(store, shared).drain() == []
     assert time.monotonic() - started >= 0.3  # it waited for a slow add before giving up
@@ -147,6 +152,25 @@ def test_turns_stored_while_redis_is_down_reach_midterm_when_it_stays_down(store
     assert [turn.content for turn in store.get_by_seqs(seqs, "ana").values()] == ["q 0", "a 0"]
     ran = Recorder(store, shared).drain()
     assert _seqs(ran, "midterm") == seqs and _seqs(ran, "process") == seqs
+
+
+def test_a_stalled_redis_counts_the_time_its_tries_took_toward_the_grace(
+    store: TierStore, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = _shared(store, redis_url, unreachable_grace_seconds=0.3)
+    shared._quiet_until = time.monotonic() + 60  # the add leaves tracking to its replay, as after a failure
+    seqs = shared.insert(_pair(0), None, MODEL)
+    tries: list[float] = []
+
+    def stalled(*args: Any, **kwargs: Any) -> Any:
+        tries.append(time.monotonic())
+        time.sleep(0.2)  # a client timeout, in short
+        raise StorageError("the Redis working set timed out")
+
+    monkeypatch.setattr(shared._working, "track", stalled)
+    ran = Recorder(store, shared).drain()
+    assert _seqs(ran, "midterm") == seqs and _seqs(ran, "process") == seqs
+    assert len(tries) == 3  # the first failure starts the count; the second try and two pauses end it
 
 
 def test_turns_stored_while_redis_is_down_are_replayed_into_it_when_it_returns(store: TierStore) -> None:
@@ -231,8 +255,53 @@ def test_forgetting_one_agents_turns_leaves_the_other_agents_exchanges_in_the_se
         memory.flush()
         memory.forget(user_id="ana", agent_id="planner", session_id="s")
         assert [turn.content for turn in memory.inspect(user_id="ana").working] == [turn.content for turn in kept]
+        assert _redis_held(memory, "ana") == {"s": memory._working_seqs("ana")}  # the planner's place is free
         memory.forget(user_id="ana", session_id="s")
-        assert memory.inspect(user_id="ana").working == ()
+        assert memory.inspect(user_id="ana").working == () and _redis_held(memory, "ana") == {}
+
+
+def test_deleted_turns_give_up_their_places_so_live_exchanges_stay_longer(tmp_path: Path, redis_url: str) -> None:
+    settings: dict[str, Any] = {"background": False, "working_url": redis_url, "working_capacity": 2}
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), **settings) as memory:
+        first = memory.add("I live in Porto", user_id="ana", session_id="s")
+        second = memory.add("Scratch that, ignore it", user_id="ana", session_id="s")
+        memory.delete(second[0].id, user_id="ana")
+        third = memory.add("I work as a nurse", user_id="ana", session_id="s")
+        # Two live exchanges fit in a capacity of 2: the deleted one no longer pushes the first out.
+        assert [turn.id for turn in memory.inspect(user_id="ana").working] == [first[0].id, third[0].id]
+        memory.flush()
+        working, filed = _working_and_filed(memory, "ana")
+        assert filed == [] and _redis_held(memory, "ana") == {"s": working}
+        # Pruning episodic memory frees places the same way.
+        assert memory.prune(user_id="ana", tier="episodic", keep_last=1) == 1
+        assert (
+            _redis_held(memory, "ana") == {"s": memory._working_seqs("ana")} and len(memory._working_seqs("ana")) == 1
+        )
+
+
+def test_an_add_between_a_forgets_two_steps_keeps_its_place_in_working_memory(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    settings: dict[str, Any] = {"background": False, "working_url": redis_url}
+    with (
+        Memory(home, embedder=HashEmbedder(), **settings) as memory,
+        Memory(home, embedder=HashEmbedder(), **settings) as other,
+    ):
+        memory.add("an old note", user_id="ana", session_id="s")
+        deleting, late = memory._store.forget, []
+
+        def another_process_adds_in_between(scope: Any) -> int:
+            count = deleting(scope)
+            late.extend(other.add("I moved to Lisbon", user_id="ana", session_id="s"))
+            return count
+
+        monkeypatch.setattr(memory._store, "forget", another_process_adds_in_between)
+        assert memory.forget(user_id="ana", session_id="s").turns == 1
+        assert [turn.id for turn in memory.inspect(user_id="ana").working] == [turn.id for turn in late]
+        other.flush()
+        working, filed = _working_and_filed(memory, "ana")
+        assert working == _all_seqs(home, "ana") and filed == []  # in working memory, not lost between tiers
 
 
 def test_an_add_that_fails_after_its_turns_may_have_been_committed_keeps_its_replay(
@@ -427,6 +496,12 @@ def _working_and_filed(memory: Memory, user: str) -> tuple[list[int], list[int]]
         return working, sorted(filed)
     finally:
         store.close()
+
+
+def _redis_held(memory: Memory, user: str) -> dict[str, list[int]]:
+    """What Redis itself holds for the user, deleted turns included (reads hide those)."""
+    assert memory._shared_working is not None
+    return memory._shared_working._working.sessions(user)
 
 
 def _all_seqs(home: Path, user: str) -> list[int]:

@@ -458,7 +458,9 @@ class WorkingSet(Protocol):
       :class:`Overflow` that stays pending until ``acknowledge``; ``reclaim`` hands pending
       overflows out again once their lease ran out (their caller died before queueing them).
       Expiry is a move, never a drop.
-    - Reads never see another user's turns; ``forget`` removes every trace of a user or session.
+    - Reads never see another user's turns. ``discard`` removes exactly the turns and
+      overflows it is given (those the store no longer holds), never one tracked since, and
+      a session it leaves empty goes whole: forgetting a user leaves no trace of them.
     - Driver errors are raised as :class:`memstrata.errors.StorageError`.
     """
 
@@ -492,8 +494,16 @@ class WorkingSet(Protocol):
         """Turns in working memory (one session, or all of the user's), oldest first."""
         ...
 
-    def forget(self, user_id: str, session_id: str | None = None) -> None:
-        """Drop a user's (or one session's) working memory, pending overflows included."""
+    def sessions(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
+        """Session key ('' for turns without one) → its turns in working memory, for one session or all."""
+        ...
+
+    def pending(self, user_id: str, session_id: str | None = None) -> list[Overflow]:
+        """The user's (or one session's) overflows not acknowledged yet, whoever holds their lease."""
+        ...
+
+    def discard(self, user_id: str, seqs: Mapping[str, Sequence[int]], tokens: Sequence[str] = ()) -> None:
+        """Remove these turns (session key → seqs) and these pending overflows, atomically; empty sessions go."""
         ...
 
     def close(self) -> None:

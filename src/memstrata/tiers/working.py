@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 import uuid
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from memstrata.errors import InvalidInput, StorageError
-from memstrata.models import Scope, SearchFilters, Turn
+from memstrata.models import SearchFilters, Turn
 from memstrata.storage.base import Job, Overflow, TierStore, Vectors, WorkingSet
 
 log = logging.getLogger("memstrata.working")
@@ -81,7 +82,7 @@ class SharedWorkingMemory:
 
     def insert(self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str) -> list[int]:
         """Store new turns durably, then track them; the replay job queued first covers crashes and outages."""
-        queued_at = time.time()
+        queued_at = time.time()  # read only by workers of an earlier version (a rolling upgrade)
         batches: dict[str, str] = {}
         queued: list[int] = []
         try:
@@ -125,17 +126,22 @@ class SharedWorkingMemory:
             return True
         return False
 
-    def forget(self, scope: Scope) -> None:
-        """Drop the working memory of a forgotten user or session (an agent's turns just stop being found).
+    def discard_deleted(self, user_id: str, session_id: str | None = None) -> None:
+        """After a delete, forget or prune: drop from the working set the turns the store no longer holds.
 
-        A session holds every agent's exchanges: forgetting one agent's leaves the others' in place.
+        Only those go (one session's, or all the user's), and pending overflows left with none:
+        a turn another process stored after the deletion keeps its place, and the exchanges
+        of agents not forgotten stay in their session.
         """
-        if scope.agent_id is not None:
-            return
-        if scope.session_id is not None:
-            self._working.forget(scope.user_id, scope.session_id)
-        else:
-            self._working.forget(scope.user_id)
+        held = self._working.sessions(user_id, session_id)
+        pending = self._working.pending(user_id, session_id)
+        seqs = {seq for found in held.values() for seq in found} | {
+            seq for overflow in pending for seq in overflow.seqs
+        }
+        present = set(self._store.get_by_seqs(sorted(seqs), user_id)) if seqs else set()
+        gone = {key: [seq for seq in found if seq not in present] for key, found in held.items()}
+        tokens = [overflow.token for overflow in pending if not present.intersection(overflow.seqs)]
+        self._working.discard(user_id, gone, tokens)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -204,27 +210,33 @@ class SharedWorkingMemory:
         """Track the job's turns (unless their add did), queue their overflow, then process them."""
         ids = [str(turn_id) for turn_id in job.payload.get("ids", [])]
         batch = str(job.payload.get("batch", ""))
-        age = time.time() - float(job.payload.get("queued_at", 0.0))
         stored = self._stored(job.user_id, ids)
         if not stored:
             # Stored turns would be found (some at least: they are written at once), so the add
             # is still writing, or failed, or its turns were deleted since. The last shows in
-            # Redis; the others are told apart by waiting a while.
-            if age < self.policy.commit_grace_seconds and not self._tracked(batch):
-                self._later(job)
+            # Redis; the others are told apart by waiting a while. The wait is the pauses this
+            # job took, each timed on its own worker's monotonic clock: machines whose clocks
+            # disagree cannot end it early (time in the queue is not counted, so it errs long).
+            waited = _seconds(job.payload, "waited_seconds")
+            if waited < self.policy.commit_grace_seconds and not self._tracked(batch):
+                self._later(job, "waited_seconds", waited)
             else:
                 self._release(batch)
             return
         pairs = sorted(stored)
+        started = time.monotonic()
         try:
             overflows = self._working.track(pairs, self.policy.capacity, batch=batch or None)
             self._quiet_until = 0.0  # it answers again: adds and reads need not skip it any longer
         except StorageError as exc:
-            # Counted from this job's first failed try, not from its add: a replay run late (a
-            # backlog) that meets a blip would otherwise file turns its add had tracked already.
-            failing_since = float(job.payload.get("unreachable_since") or time.time())
-            if time.time() - failing_since < self.policy.unreachable_grace_seconds:
-                self._later(job, unreachable_since=failing_since)
+            # Counted from the end of this job's first failed try, not from its add (a replay run
+            # late, in a backlog, that meets a blip would otherwise file turns its add had tracked),
+            # on the monotonic clocks of the workers that tried: the pauses, and each later try.
+            unreachable = _seconds(job.payload, "unreachable_seconds")
+            if "unreachable_seconds" in job.payload:
+                unreachable += time.monotonic() - started
+            if unreachable < self.policy.unreachable_grace_seconds:
+                self._later(job, "unreachable_seconds", unreachable)
                 return
             log.warning("working memory unreachable; filing %d turns straight to mid-term: %s", len(pairs), exc)
             overflows = [Overflow("", job.user_id, tuple(seq for seq, _ in pairs))]
@@ -261,10 +273,12 @@ class SharedWorkingMemory:
                     found.append((seq, turn))
         return found
 
-    def _later(self, job: Job, **noted: float) -> None:
-        """Queue the job again after a pause, without spending its attempts (``noted`` joins its payload)."""
+    def _later(self, job: Job, counter: str, so_far: float) -> None:
+        """Queue the job again after a pause, without spending its attempts; the pause is added to ``counter``."""
+        started = time.monotonic()
         time.sleep(self.policy.retry_seconds)
-        self._store.enqueue_job(job.kind, job.user_id, {**job.payload, **noted})
+        waited = so_far + time.monotonic() - started
+        self._store.enqueue_job(job.kind, job.user_id, {**job.payload, counter: waited})
 
     def _queue(self, overflows: Sequence[Overflow]) -> None:
         """Queue one ``midterm`` job per overflow, then acknowledge them."""
@@ -279,3 +293,13 @@ class SharedWorkingMemory:
             self._queue(overflows)
         except StorageError as exc:
             log.warning("overflow left pending in working memory, to be reclaimed: %s", exc)
+
+
+def _seconds(payload: dict[str, object], counter: str) -> float:
+    """A wait counted in a job's payload; 0 when absent or unreadable (a job from an older version)."""
+    value = payload.get(counter, 0.0)
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0

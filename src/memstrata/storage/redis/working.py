@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -70,6 +70,7 @@ class RedisWorkingSet:
         self._track = client.register_script(_script("track.lua"))
         self._expire = client.register_script(_script("expire.lua"))
         self._reclaim = client.register_script(_script("reclaim.lua"))
+        self._discard = client.register_script(_script("discard.lua"))
         self._eviction_checked = False
 
     def close(self) -> None:
@@ -174,8 +175,12 @@ class RedisWorkingSet:
 
     def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
         """Turns in working memory (one session, or all of the user's), oldest first."""
+        return sorted(seq for seqs in self.sessions(user_id, session_id).values() for seq in seqs)
 
-        def work() -> list[int]:
+    def sessions(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
+        """Session key ('' for turns without one) → its turns in working memory, for one session or all."""
+
+        def work() -> dict[str, list[int]]:
             if session_id is not None:
                 sids = [_sid(user_id, session_id)]
             else:
@@ -184,37 +189,37 @@ class RedisWorkingSet:
                 for sid in sids:
                     pipeline.zrange(_session_key(sid, "items"), 0, -1)
                 replies: list[list[str]] = pipeline.execute()
-            return sorted(int(seq) for members in replies for seq in members)
+            held = zip(sids, replies, strict=True)
+            return {_split_sid(sid)[1]: sorted(int(seq) for seq in seqs) for sid, seqs in held if seqs}
 
         return self._call(work)
 
-    def forget(self, user_id: str, session_id: str | None = None) -> None:
-        """Drop a user's (or one session's) working memory, pending overflows and batch names included."""
+    def pending(self, user_id: str, session_id: str | None = None) -> list[Overflow]:
+        """Overflows of the user's (or one session's) not acknowledged yet, whoever holds their lease."""
 
-        def work() -> None:
-            if session_id is not None:
-                sids = [_sid(user_id, session_id)]
-            else:
-                sids = [str(sid) for sid in self._client.smembers(_user_key(user_id))]
-            pending = self._client.hgetall(_key("pending"))
-            doomed = [
-                str(token)
-                for token, payload in pending.items()
-                if (item := json.loads(payload))["user"] == user_id
-                and (session_id is None or item.get("session") == session_id)
-            ]
-            with self._client.pipeline(transaction=True) as pipeline:
-                for sid in sids:
-                    pipeline.delete(*(_session_key(sid, part) for part in ("items", "seen", "meta")))
-                if sids:
-                    pipeline.zrem(_key("idle"), *sids)
-                    pipeline.srem(_user_key(user_id), *sids)
-                if doomed:
-                    pipeline.hdel(_key("pending"), *doomed)
-                    pipeline.zrem(_key("pending-due"), *doomed)
-                pipeline.execute()
+        def work() -> list[Overflow]:
+            found = []
+            for token, payload in self._client.hgetall(_key("pending")).items():
+                item = json.loads(payload)
+                if item["user"] == user_id and (session_id is None or item.get("session") == session_id):
+                    found.append((str(token), payload))
+            return _overflows([part for pair in found for part in pair])
 
-        self._call(work)
+        return self._call(work)
+
+    def discard(self, user_id: str, seqs: Mapping[str, Sequence[int]], tokens: Sequence[str] = ()) -> None:
+        """Remove these turns (session key → seqs) and these pending overflows; a session left empty goes."""
+        sessions = {key: list(found) for key, found in seqs.items() if found}
+        if not sessions and not tokens:
+            return
+        keys = [_key("idle"), _key("pending"), _key("pending-due"), _user_key(user_id)]
+        arguments: list[str | int] = [len(sessions), len(tokens)]
+        for session_key, found in sessions.items():
+            sid = _sid(user_id, session_key)
+            keys += [_session_key(sid, part) for part in ("items", "seen", "meta")]
+            arguments += [sid, len(found), *found]
+        arguments += list(tokens)
+        self._call(lambda: self._discard(keys=keys, args=arguments))
 
     def _call(self, work: Callable[[], T]) -> T:
         """Run ``work``, translating redis-py's errors into StorageError that say what to check."""

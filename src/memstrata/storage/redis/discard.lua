@@ -1,0 +1,28 @@
+-- Remove turns the store no longer holds from their sessions, and pending overflows left with none.
+-- Only the seqs named go: a turn tracked since the caller looked (another process's new add) stays.
+-- A session left empty goes whole, as in expiry, but without an overflow: there is nothing to file.
+-- KEYS: idle, pending, due, sessions (the user's), then per session: items, seen, meta
+-- ARGV: session count, token count, then per session: sid, seq count, seqs; then the tokens
+local sessions, tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
+local arg = 3
+for session = 0, sessions - 1 do
+  local items, seen, meta = KEYS[5 + session * 3], KEYS[6 + session * 3], KEYS[7 + session * 3]
+  local sid, count = ARGV[arg], tonumber(ARGV[arg + 1])
+  arg = arg + 2
+  for turn = 1, count do
+    redis.call('ZREM', items, ARGV[arg])
+    redis.call('SREM', seen, ARGV[arg])
+    arg = arg + 1
+  end
+  if redis.call('ZCARD', items) == 0 then
+    redis.call('DEL', items, seen, meta)
+    redis.call('ZREM', KEYS[1], sid)
+    redis.call('SREM', KEYS[4], sid)
+  end
+end
+for token = 1, tokens do
+  redis.call('HDEL', KEYS[2], ARGV[arg])
+  redis.call('ZREM', KEYS[3], ARGV[arg])
+  arg = arg + 1
+end
+return sessions
