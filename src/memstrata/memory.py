@@ -400,15 +400,16 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._require_open()
         user = self._user(user_id)
         identifier = str(check_identifier(turn_id, "id"))
-        session: str | None = None
-        if self._shared_working is not None:  # which working set may hold it, read before it goes
+        found = None
+        if self._shared_working is not None:  # which session's working set may hold it, read before it goes
             found = self._store.get_by_ids([identifier], user).get(identifier)
-            session = None if found is None else found.session_id or ""
         seq = self._store.delete(identifier, user)
         if seq is None:
             raise NotFound(f"no memory with id {identifier!r} for user {user!r}")
         self._index.remove(user, np.array([seq], dtype=np.int64))
-        self._discard_deleted(user, session)
+        if self._shared_working is not None and found is not None:
+            shared = self._shared_working
+            self._clear_working(user, lambda: shared.discard_turns(user, found.session_id, [seq]))
 
     def forget(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> Deletion:
         """Hard-delete everything in a scope (a whole user by default), indexes included."""
@@ -424,16 +425,21 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
 
     def _discard_deleted(self, user_id: str, session_id: str | None) -> None:
         """Free the Redis working-set places of deleted turns (one session's, or all the user's)."""
-        if self._shared_working is None:
-            return
+        if self._shared_working is not None:
+            shared = self._shared_working
+            self._clear_working(user_id, lambda: shared.discard_deleted(user_id, session_id))
+
+    @staticmethod
+    def _clear_working(user_id: str, clear: Callable[[], None]) -> None:
+        """Run a Redis clean-up after a deletion; its failure is a warning, as the deletion stands."""
         try:
-            self._shared_working.discard_deleted(user_id, session_id)
+            clear()
         except StorageError as exc:
             # The deletion stands: Redis holds turn numbers and ids, never text, and reads skip
             # turns the store no longer has. Its leftover keys wait for the session's expiry.
             log.warning(
                 "the memories were deleted, but the Redis working set could not be cleared (%s); its keys"
-                " for %r, which hold no text, go when the session expires",
+                " for %r, which hold no text, go when the session expires or is forgotten",
                 exc,
                 user_id,
             )

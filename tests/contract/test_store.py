@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -59,6 +60,16 @@ def test_seqs_grow_in_commit_order_and_never_come_back(store: TierStore) -> None
     assert later > max(first)
     [reused] = store.insert_turns([_turn("b", "two again")], None, MODEL)
     assert reused > later
+
+
+def test_the_store_clock_runs_forward_near_this_machines_time(store: TierStore) -> None:
+    # The test's database runs on this machine, so its clock is this one's; in production it
+    # is the database server's, which every process sharing the store reads alike.
+    before = time.time()
+    first = store.clock()
+    time.sleep(0.01)
+    second = store.clock()
+    assert before - 1 < first < second < time.time() + 1
 
 
 def test_turn_round_trips_exactly(store: TierStore) -> None:

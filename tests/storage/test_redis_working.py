@@ -113,26 +113,27 @@ def test_idle_sessions_expire_whole_as_overflows(working: RedisWorkingSet, redis
     assert working.working_seqs("ana", "old") == [5, 6]
 
 
-def test_discarding_removes_only_the_turns_named_and_empty_sessions_go_whole(
+def test_discarding_removes_only_the_turns_named_and_sessions_with_none_left_go_whole(
     working: RedisWorkingSet, redis_url: str
 ) -> None:
     working.track([*_exchange(1, user="ana-x"), *_exchange(3, user="ana-x", session="t"), *_exchange(5, user="bob")], 1)
     pending = working.track([*_exchange(7, user="ana-x"), *_exchange(9, user="bob")], 1)  # left pending
     assert working.sessions("ana-x") == {"s": [7, 8], "t": [3, 4]} and working.sessions("ana-x", "t") == {"t": [3, 4]}
+    assert working.tracked("ana-x") == {"s": [1, 2, 7, 8], "t": [3, 4]}  # 1 and 2 left for mid-term
     (held,) = working.pending("ana-x")
     assert held.seqs == (1, 2) and working.pending("ana-x", "t") == [] and len(pending) == 2
     working.discard("ana-x", {"s": [8], "t": [3, 4, 99]})
-    assert working.sessions("ana-x") == {"s": [7]}  # one turn out of "s"; "t" emptied, so it went
+    assert working.sessions("ana-x") == {"s": [7]}  # one turn out of "s"; "t" has none left, so it went
     assert not any(":t:" in key for key in _keys(redis_url))
-    working.discard("ana-x", {"s": [7]}, [held.token])
-    assert working.working_seqs("ana-x") == [] and working.pending("ana-x") == []
-    assert not any("ana-x" in key for key in _keys(redis_url))  # no trace of the user is left
+    # "s" still remembers 1 and 2, which left for mid-term: a replay of their add stays a no-op.
+    working.discard("ana-x", {"s": [7]})
+    assert working.working_seqs("ana-x") == [] and working.tracked("ana-x") == {"s": [1, 2]}
+    assert working.track(_exchange(1, user="ana-x"), 1) == [] and working.working_seqs("ana-x") == []
+    working.discard("ana-x", {"s": [1, 2]}, [held.token])
+    assert working.pending("ana-x") == [] and not any("ana-x" in key for key in _keys(redis_url))
     time.sleep(0.6)
     assert [o.user_id for o in working.reclaim(10)] == ["bob"]  # ana-x's pending overflow went
     assert working.working_seqs("bob") == [9, 10]
-    # A discarded turn is gone from the session's seen set too, and the session starts afresh.
-    working.track(_exchange(7, user="ana-x"), 1)
-    assert working.working_seqs("ana-x") == [7, 8]
 
 
 def test_concurrent_tracking_moves_every_exchange_exactly_once(redis_url: str) -> None:

@@ -118,13 +118,67 @@ def test_a_job_whose_add_never_stored_its_turns_waits_for_them_then_ends(
 ) -> None:
     shared = _shared(store, redis_url, commit_grace_seconds=0.3)
     store.enqueue_job(WORKING_JOB, "ana", {"ids": ["never"], "batch": "b", "queued_at": time.time()})
-    # The worker's clock runs two minutes ahead of the add's machine: the wait is the worker's own pauses.
-    ahead = time.time() + 120
+    # The worker's machine's clock runs two minutes ahead: the wait is timed on the store's clock.
+    store_clock, ahead = time.time, time.time() + 120
+    monkeypatch.setattr(store, "clock", store_clock)
     monkeypatch.setattr(time, "time", lambda: ahead)
     started = time.monotonic()
     assert Recorder(store, shared).drain() == []
     assert time.monotonic() - started >= 0.3  # it waited for a slow add before giving up
     assert store.count_jobs() == 0
+
+
+def test_replays_waiting_for_their_turns_wait_together_not_one_after_another(store: TierStore, redis_url: str) -> None:
+    shared = _shared(store, redis_url, commit_grace_seconds=0.4)
+    for n in range(8):  # adds that crashed before storing anything
+        store.enqueue_job(WORKING_JOB, "ana", {"ids": [f"never-{n}"], "batch": f"b{n}", "queued_at": store.clock()})
+    started = time.monotonic()
+    assert Recorder(store, shared).drain() == []
+    # Each waits out the grace from its own add; one after another would take 8 × 0.4 s.
+    assert time.monotonic() - started < 2.4 and store.count_jobs() == 0
+
+
+def test_a_replay_run_again_after_its_session_lost_its_other_turns_tracks_nothing_twice(
+    store: TierStore, redis_url: str
+) -> None:
+    shared = _shared(store, redis_url)
+    pairs = [_pair(n) for n in range(3)]
+    seqs = [shared.insert(pair, None, MODEL) for pair in pairs]
+    Recorder(store, shared).drain()  # the first exchange left for mid-term
+    for pair in pairs[1:]:
+        for turn in pair:
+            store.delete(turn.id, "ana")
+    shared.discard_deleted("ana", "s")
+    assert shared.working_seqs("ana", "s") == []
+    # The first exchange's job runs once more (a lease taken over after it released its batch).
+    again = {"ids": [turn.id for turn in pairs[0]], "batch": "released", "queued_at": store.clock()}
+    store.enqueue_job(WORKING_JOB, "ana", again)
+    ran = Recorder(store, shared).drain()
+    assert _seqs(ran, "process") == seqs[0] and _seqs(ran, "midterm") == []
+    assert shared.working_seqs("ana", "s") == []  # it stays in mid-term only
+
+
+def test_deletes_skip_a_redis_that_just_failed(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings: dict[str, Any] = {"background": False, "working_url": redis_url}
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), **settings) as memory:
+        stored = [memory.add(text, user_id="ana", session_id="s")[0] for text in ("one", "two", "three")]
+        assert memory._shared_working is not None
+        calls: list[Any] = []
+
+        def stalled(*args: Any) -> None:
+            calls.append(args)
+            raise StorageError("the Redis working set timed out")  # after its timeout, in real life
+
+        monkeypatch.setattr(memory._shared_working._working, "discard", stalled)
+        with caplog.at_level(logging.WARNING, logger="memstrata.memory"):
+            for turn in stored[:2]:
+                memory.delete(turn.id, user_id="ana")
+            memory.forget(user_id="ana", session_id="s")
+        assert len(calls) == 1  # the later deletions did not wait on it again
+        assert memory.history(user_id="ana") == []
+        assert sum("memories were deleted" in record.getMessage() for record in caplog.records) == 3
 
 
 def test_a_refused_add_leaves_no_replay_behind(store: TierStore, redis_url: str) -> None:

@@ -169,6 +169,14 @@ class Store(Protocol):
         """Totals for ``info``: turns, users, sessions, vectors per model."""
         ...
 
+    def clock(self) -> float:
+        """Seconds since the epoch on the store's own clock, read alike by every process that shares it.
+
+        SQLite is shared only by processes on one machine, so that machine's clock; PostgreSQL
+        reads the database server's. Waits that span processes (and machines) are timed on it.
+        """
+        ...
+
 
 class TierStore(Store, Protocol):
     """A store that also holds the derived tiers (segments, cells, profile, patterns, entities,
@@ -460,7 +468,7 @@ class WorkingSet(Protocol):
       Expiry is a move, never a drop.
     - Reads never see another user's turns. ``discard`` removes exactly the turns and
       overflows it is given (those the store no longer holds), never one tracked since, and
-      a session it leaves empty goes whole: forgetting a user leaves no trace of them.
+      a session left with no tracked turn goes whole: forgetting a user leaves no trace of them.
     - Driver errors are raised as :class:`memstrata.errors.StorageError`.
     """
 
@@ -494,8 +502,8 @@ class WorkingSet(Protocol):
         """Turns in working memory (one session, or all of the user's), oldest first."""
         ...
 
-    def sessions(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
-        """Session key ('' for turns without one) → its turns in working memory, for one session or all."""
+    def tracked(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
+        """Session key ('' for turns without one) → every turn tracked there and not discarded since."""
         ...
 
     def pending(self, user_id: str, session_id: str | None = None) -> list[Overflow]:
@@ -503,7 +511,11 @@ class WorkingSet(Protocol):
         ...
 
     def discard(self, user_id: str, seqs: Mapping[str, Sequence[int]], tokens: Sequence[str] = ()) -> None:
-        """Remove these turns (session key → seqs) and these pending overflows, atomically; empty sessions go."""
+        """Remove these turns (session key → seqs) and these pending overflows, atomically.
+
+        A session goes whole once no turn it tracked is left; until then it remembers the turns
+        it tracked, so a replayed add of one of them stays a no-op.
+        """
         ...
 
     def close(self) -> None:

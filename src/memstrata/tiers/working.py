@@ -82,7 +82,7 @@ class SharedWorkingMemory:
 
     def insert(self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str) -> list[int]:
         """Store new turns durably, then track them; the replay job queued first covers crashes and outages."""
-        queued_at = time.time()  # read only by workers of an earlier version (a rolling upgrade)
+        queued_at = self._store.clock()  # the store's clock, which every worker reads alike
         batches: dict[str, str] = {}
         queued: list[int] = []
         try:
@@ -127,21 +127,39 @@ class SharedWorkingMemory:
         return False
 
     def discard_deleted(self, user_id: str, session_id: str | None = None) -> None:
-        """After a delete, forget or prune: drop from the working set the turns the store no longer holds.
+        """After a forget or prune: drop from the working set the turns the store no longer holds.
 
         Only those go (one session's, or all the user's), and pending overflows left with none:
         a turn another process stored after the deletion keeps its place, and the exchanges
-        of agents not forgotten stay in their session.
+        of agents not forgotten stay in their session. StorageError when Redis fails, or
+        failed a moment ago (it is not waited on again).
         """
-        held = self._working.sessions(user_id, session_id)
-        pending = self._working.pending(user_id, session_id)
-        seqs = {seq for found in held.values() for seq in found} | {
-            seq for overflow in pending for seq in overflow.seqs
-        }
-        present = set(self._store.get_by_seqs(sorted(seqs), user_id)) if seqs else set()
-        gone = {key: [seq for seq in found if seq not in present] for key, found in held.items()}
-        tokens = [overflow.token for overflow in pending if not present.intersection(overflow.seqs)]
-        self._working.discard(user_id, gone, tokens)
+
+        def work() -> None:
+            tracked = self._working.tracked(user_id, session_id)
+            pending = self._working.pending(user_id, session_id)
+            seqs = {seq for found in tracked.values() for seq in found}
+            seqs.update(seq for overflow in pending for seq in overflow.seqs)
+            present = set(self._store.get_by_seqs(sorted(seqs), user_id)) if seqs else set()
+            gone = {key: [seq for seq in found if seq not in present] for key, found in tracked.items()}
+            tokens = [overflow.token for overflow in pending if not present.intersection(overflow.seqs)]
+            self._working.discard(user_id, gone, tokens)
+
+        self._unless_quiet(work)
+
+    def discard_turns(self, user_id: str, session_id: str | None, seqs: Sequence[int]) -> None:
+        """After a delete: drop these turns of one session (``None``: the turns without one); no reads needed."""
+        self._unless_quiet(lambda: self._working.discard(user_id, {session_id or "": list(seqs)}))
+
+    def _unless_quiet(self, work: Callable[[], None]) -> None:
+        """Run a clean-up on the working set, unless it failed a moment ago; a failure starts a quiet spell."""
+        if time.monotonic() < self._quiet_until:
+            raise StorageError("the working set failed a moment ago; not tried again yet")
+        try:
+            work()
+        except StorageError:
+            self._quiet_until = time.monotonic() + self.policy.outage_seconds
+            raise
 
     # -- reading ----------------------------------------------------------------------
 
@@ -214,29 +232,25 @@ class SharedWorkingMemory:
         if not stored:
             # Stored turns would be found (some at least: they are written at once), so the add
             # is still writing, or failed, or its turns were deleted since. The last shows in
-            # Redis; the others are told apart by waiting a while. The wait is the pauses this
-            # job took, each timed on its own worker's monotonic clock: machines whose clocks
-            # disagree cannot end it early (time in the queue is not counted, so it errs long).
-            waited = _seconds(job.payload, "waited_seconds")
-            if waited < self.policy.commit_grace_seconds and not self._tracked(batch):
-                self._later(job, "waited_seconds", waited)
+            # Redis; the others are told apart by waiting a while, on the store's clock (the
+            # database server's): the add's and the worker's machines need not agree on time.
+            age = self._store.clock() - _number(job.payload.get("queued_at"))
+            if age < self.policy.commit_grace_seconds and not self._tracked(batch):
+                self._later(job)
             else:
                 self._release(batch)
             return
         pairs = sorted(stored)
-        started = time.monotonic()
         try:
             overflows = self._working.track(pairs, self.policy.capacity, batch=batch or None)
             self._quiet_until = 0.0  # it answers again: adds and reads need not skip it any longer
         except StorageError as exc:
-            # Counted from the end of this job's first failed try, not from its add (a replay run
-            # late, in a backlog, that meets a blip would otherwise file turns its add had tracked),
-            # on the monotonic clocks of the workers that tried: the pauses, and each later try.
-            unreachable = _seconds(job.payload, "unreachable_seconds")
-            if "unreachable_seconds" in job.payload:
-                unreachable += time.monotonic() - started
-            if unreachable < self.policy.unreachable_grace_seconds:
-                self._later(job, "unreachable_seconds", unreachable)
+            # Counted from this job's first failed try, not from its add: a replay run late (a
+            # backlog) that meets a blip would otherwise file turns its add had tracked already.
+            now = self._store.clock()
+            failing_since = _number(job.payload.get("unreachable_since")) or now
+            if now - failing_since < self.policy.unreachable_grace_seconds:
+                self._later(job, unreachable_since=failing_since)
                 return
             log.warning("working memory unreachable; filing %d turns straight to mid-term: %s", len(pairs), exc)
             overflows = [Overflow("", job.user_id, tuple(seq for seq, _ in pairs))]
@@ -273,12 +287,10 @@ class SharedWorkingMemory:
                     found.append((seq, turn))
         return found
 
-    def _later(self, job: Job, counter: str, so_far: float) -> None:
-        """Queue the job again after a pause, without spending its attempts; the pause is added to ``counter``."""
-        started = time.monotonic()
+    def _later(self, job: Job, **noted: float) -> None:
+        """Queue the job again after a pause, without spending its attempts (``noted`` joins its payload)."""
         time.sleep(self.policy.retry_seconds)
-        waited = so_far + time.monotonic() - started
-        self._store.enqueue_job(job.kind, job.user_id, {**job.payload, counter: waited})
+        self._store.enqueue_job(job.kind, job.user_id, {**job.payload, **noted})
 
     def _queue(self, overflows: Sequence[Overflow]) -> None:
         """Queue one ``midterm`` job per overflow, then acknowledge them."""
@@ -295,11 +307,10 @@ class SharedWorkingMemory:
             log.warning("overflow left pending in working memory, to be reclaimed: %s", exc)
 
 
-def _seconds(payload: dict[str, object], counter: str) -> float:
-    """A wait counted in a job's payload; 0 when absent or unreadable (a job from an older version)."""
-    value = payload.get(counter, 0.0)
+def _number(value: object) -> float:
+    """A time noted in a job's payload; 0 when absent or unreadable."""
     try:
-        seconds = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return 0.0
-    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0
+    return number if math.isfinite(number) else 0.0

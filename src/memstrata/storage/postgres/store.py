@@ -255,6 +255,11 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
         """
         return [str(row[0]) for row in self._fetch_all(_USERS_WITH_PREFIX, [prefix])]
 
+    def clock(self) -> float:
+        """The database server's clock, which every process and machine sharing the store reads alike."""
+        (row,) = self._fetch_all("SELECT extract(epoch FROM clock_timestamp())::float8", [])
+        return float(row[0])
+
     def counts(self) -> dict[str, int]:
         """Totals for ``info``."""
 

@@ -1,6 +1,7 @@
 -- Remove turns the store no longer holds from their sessions, and pending overflows left with none.
 -- Only the seqs named go: a turn tracked since the caller looked (another process's new add) stays.
--- A session left empty goes whole, as in expiry, but without an overflow: there is nothing to file.
+-- A session goes whole once it has tracked no turn that still exists (its seen set is empty): while
+-- one does, seen keeps a replay of that turn's add a no-op, even after the turn left for mid-term.
 -- KEYS: idle, pending, due, sessions (the user's), then per session: items, seen, meta
 -- ARGV: session count, token count, then per session: sid, seq count, seqs; then the tokens
 local sessions, tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -14,7 +15,7 @@ for session = 0, sessions - 1 do
     redis.call('SREM', seen, ARGV[arg])
     arg = arg + 1
   end
-  if redis.call('ZCARD', items) == 0 then
+  if redis.call('SCARD', seen) == 0 then
     redis.call('DEL', items, seen, meta)
     redis.call('ZREM', KEYS[1], sid)
     redis.call('SREM', KEYS[4], sid)

@@ -194,6 +194,23 @@ class RedisWorkingSet:
 
         return self._call(work)
 
+    def tracked(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
+        """Session key → every turn tracked there and not discarded (those that left for mid-term too)."""
+
+        def work() -> dict[str, list[int]]:
+            if session_id is not None:
+                sids = [_sid(user_id, session_id)]
+            else:
+                sids = sorted(str(sid) for sid in self._client.smembers(_user_key(user_id)))
+            with self._client.pipeline(transaction=False) as pipeline:
+                for sid in sids:
+                    pipeline.smembers(_session_key(sid, "seen"))
+                replies: list[set[str]] = pipeline.execute()
+            held = zip(sids, replies, strict=True)
+            return {_split_sid(sid)[1]: sorted(int(seq) for seq in seqs) for sid, seqs in held if seqs}
+
+        return self._call(work)
+
     def pending(self, user_id: str, session_id: str | None = None) -> list[Overflow]:
         """Overflows of the user's (or one session's) not acknowledged yet, whoever holds their lease."""
 
@@ -208,7 +225,7 @@ class RedisWorkingSet:
         return self._call(work)
 
     def discard(self, user_id: str, seqs: Mapping[str, Sequence[int]], tokens: Sequence[str] = ()) -> None:
-        """Remove these turns (session key → seqs) and these pending overflows; a session left empty goes."""
+        """Remove these turns (session key → seqs) and these pending overflows; a session with no turn left goes."""
         sessions = {key: list(found) for key, found in seqs.items() if found}
         if not sessions and not tokens:
             return

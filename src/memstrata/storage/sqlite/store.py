@@ -358,6 +358,10 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         """
         return [str(row[0]) for row in self._fetch_all(_USERS_WITH_PREFIX, [prefix, len(prefix)])]
 
+    def clock(self) -> float:
+        """This machine's clock: a SQLite file is shared only by processes on the machine that holds it."""
+        return time.time()
+
     def counts(self) -> dict[str, int]:
         """Totals for ``info``."""
 
