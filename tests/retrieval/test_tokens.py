@@ -47,6 +47,41 @@ def test_prose_counts_are_within_six_percent_of_bpe(encoding: str) -> None:
     assert abs(estimated - actual) / actual < 0.06
 
 
+# One sentence per script, written for this test: what a memory block may hold besides English.
+_SCRIPTS = {
+    "Chinese": "我昨天和朋友一起去公园散步，天气非常好。我们聊了很多关于工作和家庭的事情。",
+    "Japanese": "昨日は友達と公園を散歩しました。とても天気が良かったです。来月、東京に行く予定です。",
+    "Korean": "어제 친구와 함께 공원에서 산책을 했어요. 날씨가 정말 좋았어요. 다음 달에 서울에 가요.",
+    "Hebrew": "אתמול הלכתי לטייל בפארק עם חבר. מזג האוויר היה נהדר. בחודש הבא אני מבקר בירושלים.",
+    "Arabic": "ذهبت أمس للتنزه في الحديقة مع صديقي. كان الطقس رائعا جدا. في الشهر القادم أزور القاهرة.",
+    "Hindi": "कल मैं अपने दोस्त के साथ पार्क में टहलने गया। मौसम बहुत अच्छा था। अगले महीने मैं दिल्ली जाऊंगा।",
+    "Russian": "Вчера я гулял в парке с другом. Погода была прекрасной. В следующем месяце я еду в Москву.",
+    "Greek": "Χθες περπάτησα στο πάρκο με έναν φίλο. Ο καιρός ήταν υπέροχος. Τον επόμενο μήνα πάω στην Αθήνα.",
+    "Vietnamese": "Hôm qua tôi đi dạo trong công viên với một người bạn. Thời tiết thật tuyệt vời.",
+    "Thai": "เมื่อวานฉันไปเดินเล่นในสวนสาธารณะกับเพื่อน อากาศดีมาก เดือนหน้าฉันจะไปเยี่ยมพ่อแม่",
+    "emoji": "Great news 🎉🎉 we adopted a puppy 🐶❤️ and she loves the beach 🏖️🌊 so much 😂👍🏽 🇵🇹 👨‍👩‍👧",
+    "combining marks": "Zalgo t̷e̵x̶t̴ with combining marks: é (e + ́) and n̈ and a̐ everywhere",
+    "symbols": "∑ x² ≤ ∞ → λ·μ ≈ π ± √2 ∀ε>0 ∃δ ⊂ ℝ",
+}
+
+
+@pytest.mark.parametrize("script", sorted(_SCRIPTS))
+def test_other_scripts_and_emoji_are_not_undercounted(script: str) -> None:
+    # A budget is a ceiling: an estimate well under the real count would overrun a model's window.
+    text = "\n".join([_SCRIPTS[script]] * 5)
+    estimated = count_tokens(text)
+    assert estimated >= 0.9 * len(quicktok.get_encoding("cl100k_base").encode(text))
+    assert estimated >= 0.95 * len(quicktok.get_encoding("o200k_base").encode(text))
+
+
+def test_other_languages_in_latin_letters_count_close_to_bpe() -> None:
+    # Their words are charged as English ones are, which both vocabularies split a little finer.
+    text = "Gestern bin ich mit einem Freund im Park spazieren gegangen. Das Wetter war großartig.\n" * 5
+    estimated = count_tokens(text)
+    assert estimated >= 0.85 * len(quicktok.get_encoding("cl100k_base").encode(text))
+    assert estimated >= 0.95 * len(quicktok.get_encoding("o200k_base").encode(text))
+
+
 def test_edge_cases() -> None:
     assert count_tokens("") == 0
     assert count_tokens("hello") == 1

@@ -34,6 +34,7 @@ from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
+from memstrata.retrieval.assembly import one_line
 
 MODES = ("hybrid", "fulltext", "vector")
 # Plain retrieval without memstrata's neighbours, blending, fusion or rerank (bench/baselines.py).
@@ -188,7 +189,7 @@ def _ask(
     console: Console,
     baselines: dict[str, PlainBM25 | PlainDense | None],
 ) -> list[dict[str, Any]]:
-    text_of = {turn_id(turn): turn.text for turn in turns}
+    text_of = {turn_id(turn): one_line(turn.text) for turn in turns}  # as the block shows it: on one line
     texts_by_conversation: dict[str, list[str]] = defaultdict(list)
     dated: dict[str, list[str]] = defaultdict(list)
     dated_line: dict[str, str] = {}
@@ -196,7 +197,7 @@ def _ask(
     for turn in turns:
         texts_by_conversation[turn.conversation].append(f"{turn.speaker}: {turn.text}")
         # Rendered as context() renders excerpts: date line, speaker, relative dates resolved.
-        excerpt_line[turn_id(turn)] = f"{turn.speaker}: {annotate(turn.text, turn.timestamp)}"
+        excerpt_line[turn_id(turn)] = one_line(f"{turn.speaker}: {annotate(turn.text, turn.timestamp)}")
         dated_line[turn_id(turn)] = f"[{turn.timestamp.day} {turn.timestamp:%B %Y}] {excerpt_line[turn_id(turn)]}"
         dated[turn.conversation].append(dated_line[turn_id(turn)])
     sessions_in: dict[str, int] = defaultdict(int)

@@ -8,11 +8,16 @@ episodes take the rest; whatever is still free goes back to the other sections. 
 candidate marked as only restating its source turns (a fact quoting its turn) is left out
 when the block shows all of them, and its tokens go to further excerpts, so the block does
 not spend its budget on the same words twice.
+
+Every item is one line: line breaks inside stored text show as ``⏎``, so what someone
+said (or a tool returned) cannot start a line of its own that reads as a section, a date
+line or another speaker's turn.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -32,6 +37,9 @@ SECTION_TITLES = {
 }
 HEADER = "# Memory"
 DATED_SECTIONS = ("episode", "recent")
+LINE_BREAK = " ⏎ "
+# Every line break Python's str.splitlines() knows, with the spaces around a run of them.
+_LINE_BREAKS = re.compile(r"\s*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029][\s\x1c\x1d\x1e]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +155,24 @@ def assemble(
 
 def render_line(item: Candidate) -> str:
     """One candidate as a line of the block (episodes carry their speaker; dates are section-level)."""
-    return item.text if item.section in DATED_SECTIONS else f"- {item.text}"
+    text = one_line(item.text)
+    return text if item.section in DATED_SECTIONS else f"- {text}"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of a block: its line breaks (a run of them counts once) shown as ``⏎``."""
+    text = text.strip()
+    return _LINE_BREAKS.sub(LINE_BREAK, text) if _LINE_BREAKS.search(text) else text
 
 
 def _day(item: Candidate) -> str:
-    # By the local calendar day: aware datetimes compare by instant, whatever their zone.
-    return "undated" if item.when is None else _date_line(item.when.date())
+    return "undated" if item.when is None else _date_line(item.when.date())  # the local calendar day
+
+
+def _said(item: Candidate) -> tuple[bool, float, int, str]:
+    """Time order: by instant (wall times sharing a zone compare by the clock face, which repeats an
+    hour when clocks go back), then in the order said within one ``add``."""
+    return (item.when is not None, item.when.timestamp() if item.when else 0.0, item.order or 0, item.id)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -172,7 +192,7 @@ def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[list[str], list[
         lines.append(f"## {SECTION_TITLES[section]}")
         if section in DATED_SECTIONS:
             # Conversation excerpts read in time order, under one date line per day.
-            picked.sort(key=lambda item: (item.when or datetime.min, item.order or 0, item.id))
+            picked.sort(key=_said)
             day = None
             for item in picked:
                 stamp = _day(item)
