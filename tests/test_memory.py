@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
@@ -621,10 +622,11 @@ def test_export_import_round_trip_is_lossless(memory: Memory, tmp_path: Path, em
     report = memory.export(target, embeddings=embeddings)
     assert report.turns == 4
     assert report.embeddings == (4 if embeddings else 0)
-    assert not (tmp_path / "export.jsonl.partial").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["export.jsonl", "home"]  # no partial file left
     lines = target.read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[0])["kind"] == "memstrata-export"
-    assert all(("embedding" in json.loads(line)) == embeddings for line in lines[1:])
+    assert json.loads(lines[-1]) == {"kind": "end", "turns": 4}
+    assert all(("embedding" in json.loads(line)) == embeddings for line in lines[1:-1])
 
     with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
         imported = fresh.import_(target)
@@ -698,6 +700,104 @@ def test_an_export_that_fails_part_way_leaves_no_partial_file(
     assert list((tmp_path / "out").iterdir()) == []
 
 
+def test_an_export_cut_short_at_a_line_boundary_is_refused_and_older_files_still_import(
+    memory: Memory, tmp_path: Path
+) -> None:
+    _populate(memory)
+    whole = tmp_path / "whole.jsonl"
+    memory.export(whole)
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:3]), encoding="utf-8")  # parses as well as a whole file would
+    appended = tmp_path / "appended.jsonl"
+    appended.write_text("".join(lines + lines[1:2]), encoding="utf-8")
+    miscounted = tmp_path / "miscounted.jsonl"
+    miscounted.write_text("".join(lines[:3] + lines[-1:]), encoding="utf-8")
+    # A file written before end lines existed (format version 1) has none and needs none.
+    older = tmp_path / "older.jsonl"
+    older.write_text("".join([lines[0].replace('"version": 2', '"version": 1'), *lines[1:-1]]), encoding="utf-8")
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        with pytest.raises(InvalidInput, match="stops after 2 turns without its end line: it was cut short"):
+            fresh.import_(cut)
+        with pytest.raises(InvalidInput, match="line 7: a record after the end line"):
+            fresh.import_(appended)
+        with pytest.raises(InvalidInput, match="the end line counts 4 turns, but the file holds 2"):
+            fresh.import_(miscounted)
+        assert fresh.info()["counts"]["turns"] == 0
+        assert fresh.import_(older).turns == 4
+
+
+def test_an_import_reads_a_byte_order_mark_and_names_a_repeated_id(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)
+    target = tmp_path / "e.jsonl"
+    memory.export(target)
+    lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+    marked = tmp_path / "bom.jsonl"
+    marked.write_text("\ufeff" + "".join(lines), encoding="utf-8")
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("".join([*lines[:-1], lines[1], '{"kind": "end", "turns": 5}\n']), encoding="utf-8")
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        first = json.loads(lines[1])["id"]
+        with pytest.raises(InvalidInput, match=f"line 6: turn id '{first}' is listed twice \\(first on line 2\\)"):
+            fresh.import_(twice)
+        assert fresh.import_(marked).turns == 4
+
+
+def test_an_import_line_that_differs_from_the_stored_turn_is_a_conflict_not_skipped(
+    memory: Memory, tmp_path: Path
+) -> None:
+    memory.add(
+        [{"role": "user", "content": "hello", "id": "m-1", "metadata": {"v": 1}}],
+        user_id="ana",
+        timestamp="2024-01-01T00:00:00Z",
+    )
+    target = tmp_path / "e.jsonl"
+    memory.export(target)
+    text = target.read_text(encoding="utf-8")
+    assert memory.import_(target).skipped == 1  # the stored turn as exported is already present
+    for changed in (text.replace('{"v": 1}', '{"v": 2}'), text.replace("2024-01-01", "2020-05-05")):
+        target.write_text(changed, encoding="utf-8")
+        with pytest.raises(IdConflict, match=r"'m-1' in .* names a different message"):
+            memory.import_(target)
+    (stored,) = memory.history(user_id="ana")
+    assert stored.metadata == {"v": 1} and stored.created_at.year == 2024
+
+
+def test_two_exports_to_one_path_at_once_each_write_a_whole_file(memory: Memory, tmp_path: Path) -> None:
+    for n in range(300):
+        memory.add(f"message {n}", user_id="ana")
+    target = tmp_path / "out.jsonl"
+    barrier = threading.Barrier(2)
+    reports: list[Any] = []
+
+    def export() -> None:
+        barrier.wait()
+        reports.append(memory.export(target))
+
+    threads = [threading.Thread(target=export) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [report.turns for report in reports] == [300, 300]
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        assert fresh.import_(target).turns == 300
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "other", "out.jsonl"]
+
+
+def test_an_export_keeps_the_permissions_of_the_file_it_replaces_and_starts_private(
+    memory: Memory, tmp_path: Path
+) -> None:
+    memory.add("my bank PIN is 1234", user_id="ana")
+    fresh, kept = tmp_path / "new.jsonl", tmp_path / "kept.jsonl"
+    kept.write_text("old\n")
+    kept.chmod(0o640)
+    memory.export(fresh)
+    memory.export(kept)
+    assert fresh.stat().st_mode & 0o777 == 0o600
+    assert kept.stat().st_mode & 0o777 == 0o640
+
+
 @pytest.mark.parametrize("values", [[1e-30, 0.0, 0.0, 0.0], [1e20, 1e20, 1e20, 1e20], [3e38, -3e38, 0.0, 0.0]])
 def test_an_imported_vector_of_any_finite_size_is_stored_at_unit_length(
     memory: Memory, tmp_path: Path, values: list[float]
@@ -705,16 +805,16 @@ def test_an_imported_vector_of_any_finite_size_is_stored_at_unit_length(
     memory.add("one turn", user_id="ana")
     source = tmp_path / "e.jsonl"
     memory.export(source, embeddings=True)
-    header, record = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    header, record, end = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
     vector = np.zeros(record["embedding"]["dimension"], dtype="<f4")
     vector[: len(values)] = values
     record["embedding"]["vector"] = base64.b64encode(vector.tobytes()).decode()
     tampered = tmp_path / "tampered.jsonl"
-    tampered.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    tampered.write_text("".join(json.dumps(line) + "\n" for line in (header, record, end)), encoding="utf-8")
     with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
         assert fresh.import_(tampered).embeddings == 1
         fresh.export(tmp_path / "again.jsonl", embeddings=True)
-    [stored] = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()[1:]]
+    [stored] = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()[1:-1]]
     unit = np.frombuffer(base64.b64decode(stored["embedding"]["vector"]), dtype="<f4")
     assert np.all(np.isfinite(unit)) and np.linalg.norm(unit) == pytest.approx(1.0, abs=1e-5)
 
@@ -731,7 +831,9 @@ def test_an_imported_vector_is_stored_at_unit_length(memory: Memory, tmp_path: P
     with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
         assert fresh.import_(tampered).embeddings == 4
         fresh.export(tmp_path / "again.jsonl", embeddings=True)
-        stored = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()[1:]]
+        stored = [
+            json.loads(line) for line in (tmp_path / "again.jsonl").read_text(encoding="utf-8").splitlines()[1:-1]
+        ]
     norms = [np.linalg.norm(np.frombuffer(base64.b64decode(r["embedding"]["vector"]), dtype="<f4")) for r in stored]
     assert norms == pytest.approx([1.0] * 4, abs=1e-5)
 
@@ -741,7 +843,7 @@ def _write_export_with_bad_middle_line(memory: Memory, tmp_path: Path, bad: str)
     source = tmp_path / "good.jsonl"
     memory.export(source)
     lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
-    assert len(lines) == 5
+    assert len(lines) == 6  # header, 4 turns, end line
     broken = tmp_path / "broken.jsonl"
     broken.write_text("".join([*lines[:3], bad + "\n", *lines[3:]]), encoding="utf-8")
     return broken
@@ -900,7 +1002,7 @@ def test_an_export_the_file_system_refuses_is_a_storage_error_and_leaves_nothing
     (tmp_path / "afile").write_text("not a folder")
     with pytest.raises(StorageError, match="Not a directory"):
         memory.export(tmp_path / "afile" / "x.jsonl")
-    longest = "b" * (255 - len(".jsonl")) + ".jsonl"  # fits, but not with ".partial" after it
+    longest = "b" * (255 - len(".jsonl")) + ".jsonl"  # fits, but not with the partial file's suffix
     with pytest.raises(StorageError, match="cannot write the export"):
         memory.export(tmp_path / longest)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["afile", "home"]

@@ -284,17 +284,22 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         return stored
 
     def _store_turns(
-        self, turns: list[Turn], known_vectors: dict[str, Vectors], conflict: str
+        self,
+        turns: list[Turn],
+        known_vectors: dict[str, Vectors],
+        conflict: str,
+        same: Callable[[Turn, Turn], bool] = Turn.is_same_message,
     ) -> tuple[list[Turn], list[Turn]]:
         """Embed what is new, then write turns and vectors in one transaction.
 
-        Returns every turn as stored and the ones this call wrote. A known id naming a
-        different message raises IdConflict (``id 'x' <conflict>``) before anything is written.
+        Returns every turn as stored and the ones this call wrote. A known id whose stored
+        turn is not ``same`` (a retry of the message, by default) raises IdConflict
+        (``id 'x' <conflict>``) before anything is written.
         """
         existing = self._store.get_by_ids([turn.id for turn in turns])
         for turn in turns:
             stored = existing.get(turn.id)
-            if stored is not None and not stored.is_same_message(turn):
+            if stored is not None and not same(stored, turn):
                 raise IdConflict(f"id {turn.id!r} {conflict}")
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:

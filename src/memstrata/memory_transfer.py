@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.models import TransferReport, Turn
-from memstrata.transfer import header_line, read_export, turn_line
+from memstrata.transfer import end_line, header_line, read_export, turn_line
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -30,11 +32,15 @@ class TransferViews:
         user = memory._user(user_id) if user_id is not None else None
         given = _path(path, "the export path")
         target = _export_target(given)
-        temporary = target.with_name(target.name + ".partial")
         model_id = memory._embedder.model_id
         turns = vectors = 0
+        temporary: Path | None = None
         try:
-            with temporary.open("w", encoding="utf-8") as handle:
+            # A name of its own beside the target (two exports at once never share one), created
+            # readable by its owner only: it holds the memories.
+            descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+            temporary = Path(name)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
                 handle.write(header_line(model_id))
                 page: list[tuple[int, Turn]] = []
                 for item in memory._store.iterate(user):
@@ -43,8 +49,12 @@ class TransferViews:
                         turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
                         page = []
                 turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
+                handle.write(end_line(turns))
                 handle.flush()
                 os.fsync(handle.fileno())
+            if target.exists():
+                with contextlib.suppress(OSError):  # the file it replaces keeps its permissions
+                    shutil.copymode(target, temporary)
             temporary.replace(target)
         except OSError as exc:
             _remove(temporary)
@@ -77,7 +87,7 @@ class TransferViews:
         memory._require_open()
         source = _path(path, "the file to import")
         try:
-            with source.open("r", encoding="utf-8") as handle:
+            with source.open("r", encoding="utf-8-sig") as handle:  # a byte order mark some editors add is no text
                 items = read_export(iter(handle), max_bytes=self.settings.max_text_bytes)
         except FileNotFoundError as exc:
             raise InvalidInput(f"no such file: {source}") from exc
@@ -93,7 +103,15 @@ class TransferViews:
         }
         turns = [item.turn for item in items]
         # One transaction for the whole file: conflicts are checked before anything is written.
-        _, fresh = memory._store_turns(turns, known, f"in {source} names a different message than the stored one")
+        # A line is already present only if it is the stored turn as exported: same message,
+        # time and metadata (an import restores memories; it never edits one).
+        _, fresh = memory._store_turns(
+            turns,
+            known,
+            f"in {source} names a different message than the stored one (its text, speaker, scope, time"
+            " or metadata differ)",
+            same=_same_turn,
+        )
         return TransferReport(
             str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
         )
@@ -101,6 +119,15 @@ class TransferViews:
     @property
     def _transfer_memory(self) -> Memory:
         return self  # type: ignore[return-value]
+
+
+def _same_turn(stored: Turn, imported: Turn) -> bool:
+    """Whether an imported line is the stored turn: the same message, said at the same time, with the same metadata."""
+    return (
+        stored.is_same_message(imported)
+        and stored.created_at == imported.created_at
+        and stored.metadata == imported.metadata
+    )
 
 
 def _path(value: object, what: str) -> Path:
@@ -138,10 +165,11 @@ def _export_target(target: Path) -> Path:
     return resolved
 
 
-def _remove(path: Path) -> None:
+def _remove(path: Path | None) -> None:
     """Delete a partial file if there is one; a failure to is not the error worth reporting."""
-    with contextlib.suppress(OSError):
-        path.unlink(missing_ok=True)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 def _sync_directory(folder: Path) -> None:

@@ -1,4 +1,8 @@
-"""The JSONL export format: a header line, then one line per turn. Lossless both ways."""
+"""The JSONL export format: a header line, one line per turn, then an end line. Lossless both ways.
+
+The end line (``{"kind": "end", "turns": N}``, from format version 2) tells a whole file
+from one cut short at a line boundary, which parses as well as a whole one would.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from memstrata.validation import (
 )
 
 FORMAT_NAME = "memstrata-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: files end with an end line; version 1 files (without one) are still read
+END = "end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +43,11 @@ class ImportedTurn:
 def header_line(model_id: str) -> str:
     """The first line of every export."""
     return json.dumps({"kind": FORMAT_NAME, "version": FORMAT_VERSION, "embedding_model": model_id}) + "\n"
+
+
+def end_line(turns: int) -> str:
+    """The last line of every export: how many turn lines came before it."""
+    return json.dumps({"kind": END, "turns": turns}) + "\n"
 
 
 def turn_line(turn: Turn, *, model_id: str | None = None, vector: Vectors | None = None) -> str:
@@ -68,7 +78,9 @@ def turn_line(turn: Turn, *, model_id: str | None = None, vector: Vectors | None
 def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
     """Parse and validate a whole export; any bad line raises InvalidInput naming it."""
     items: list[ImportedTurn] = []
-    seen_header = False
+    line_of: dict[str, int] = {}
+    version = 0
+    ended = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -78,23 +90,40 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
             raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
         if not isinstance(record, dict):
             raise InvalidInput(f"line {number}: expected a JSON object")
-        if not seen_header:
+        if not version:
             if record.get("kind") != FORMAT_NAME:
                 raise InvalidInput(f"line {number}: not a memstrata export (no '{FORMAT_NAME}' header)")
-            version = record.get("version")
-            if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
-                raise InvalidInput(f"line {number}: export format version {record.get('version')!r} is not supported")
-            seen_header = True
+            declared = record.get("version")
+            if isinstance(declared, bool) or not isinstance(declared, int) or not 1 <= declared <= FORMAT_VERSION:
+                raise InvalidInput(f"line {number}: export format version {declared!r} is not supported")
+            version = declared
+            continue
+        if ended:
+            raise InvalidInput(f"line {number}: a record after the end line (line {ended}); was a file appended?")
+        if record.get("kind") == END:
+            count = record.get("turns")
+            if isinstance(count, bool) or not isinstance(count, int) or count != len(items):
+                raise InvalidInput(
+                    f"line {number}: the end line counts {count!r} turns, but the file holds {len(items)}"
+                )
+            ended = number
             continue
         try:
-            items.append(_read_turn(record, max_bytes))
+            item = _read_turn(record, max_bytes)
         except InvalidInput as exc:
             raise InvalidInput(f"line {number}: {exc}") from exc
-    if not seen_header:
+        if item.turn.id in line_of:
+            raise InvalidInput(
+                f"line {number}: turn id {item.turn.id!r} is listed twice (first on line {line_of[item.turn.id]})"
+            )
+        line_of[item.turn.id] = number
+        items.append(item)
+    if not version:
         raise InvalidInput("the file is empty, not a memstrata export")
-    ids = [item.turn.id for item in items]
-    if len(ids) != len(set(ids)):
-        raise InvalidInput("the export lists the same turn id twice")
+    if version >= 2 and not ended:
+        raise InvalidInput(
+            f"the file stops after {len(items)} turns without its end line: it was cut short; export it again"
+        )
     return items
 
 

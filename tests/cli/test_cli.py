@@ -238,6 +238,20 @@ def test_export_import_round_trip(home: Path, tmp_path: Path) -> None:
         assert [hit.content for hit in target.search("fact two", user_id="ana", limit=1)] == ["ana fact two"]
 
 
+def test_export_from_a_home_with_no_store_fails_and_leaves_the_backup_alone(home: Path, tmp_path: Path) -> None:
+    seed(home, ["ana fact one"])
+    backup = tmp_path / "backup.jsonl"
+    ok(run_cli("export", str(backup), home=home))
+    good = backup.read_text(encoding="utf-8")
+    typo = tmp_path / "hmoe"
+    result = run_cli("export", str(backup), "--home", str(typo), home=home)
+    assert result.returncode == 3 and "no memstrata store at" in result.stderr and "Traceback" not in result.stderr
+    assert backup.read_text(encoding="utf-8") == good and not typo.exists()
+    # A failed import creates no home either.
+    result = run_cli("import", str(tmp_path / "missing.jsonl"), "--home", str(typo), home=home)
+    assert result.returncode == 2 and "no such file" in result.stderr and not typo.exists()
+
+
 def test_info_json(home: Path) -> None:
     seed(home, ["one", "two"])
     seed(home, ["three"], user="bob")

@@ -317,7 +317,7 @@ def test_export_import_round_trip(
     report = source.export(tmp_path / "all.jsonl", embeddings=embeddings)
     assert (report.turns, report.embeddings) == (2, 2 if embeddings else 0)
     lines = (tmp_path / "all.jsonl").read_text().splitlines()
-    assert len(lines) == 3 and all(json.loads(line) for line in lines)
+    assert len(lines) == 4 and all(json.loads(line) for line in lines)  # header, two turns, end line
     original = {turn.id: turn for user in ("ana", "bob") for turn in source.history(user_id=user)}
     source.forget(user_id="ana")
     source.forget(user_id="bob")

@@ -162,7 +162,7 @@ def test_a_chat_exchange_exported_and_imported_again_is_recognised(client: httpx
     asked = client.post("/v1/chat", json={"message": "Where do I live?", "user_id": "ana"})
     assert asked.status_code == 200, asked.text
     exported = client.get("/v1/export", params={"user_id": "ana"})
-    ids = [json.loads(line)["id"] for line in exported.text.splitlines()[1:]]
+    ids = [json.loads(line)["id"] for line in exported.text.splitlines()[1:-1]]
     assert ids == asked.json()["turn_ids"]
     imported = client.post("/v1/import", content=exported.content, headers={"Content-Type": "application/x-ndjson"})
     assert imported.status_code == 200, imported.text
@@ -290,12 +290,12 @@ def test_export_then_import_round_trips_within_the_tenant(client: httpx.Client) 
     assert exported.headers["content-type"].startswith("application/x-ndjson")
     lines = [json.loads(line) for line in exported.text.splitlines()]
     assert lines[0]["kind"] == "memstrata-export"
-    turns = {line["id"]: line for line in lines[1:]}
+    turns = {line["id"]: line for line in lines[1:-1]}
     assert turns["a-1"]["user_id"] == "ana"
     assert {line["user_id"] for line in turns.values()} == {"ana", "bea"}
     assert all("embedding" in line for line in turns.values())
     only_bea = client.get("/v1/export", params={"user_id": "bea"}).text.splitlines()
-    assert [json.loads(line)["user_id"] for line in only_bea[1:]] == ["bea"]
+    assert [json.loads(line)["user_id"] for line in only_bea[1:-1]] == ["bea"]
 
     client.post("/v1/forget", json={"user_id": "ana"})
     imported = client.post("/v1/import", content=exported.content, headers={"Content-Type": "application/x-ndjson"})

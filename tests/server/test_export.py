@@ -85,21 +85,22 @@ def test_export_of_all_users_lists_the_tenant_by_prefix_and_reads_only_its_users
     records = _records(acme_http.get("/v1/export", params={"embeddings": "true"}))
     assert recording.prefixes == ["acme/"]
     assert recording.iterated == ["acme/ana", "acme/bea"]  # never None (everything), never another tenant's user
-    assert [record["kind"] for record in records] == ["memstrata-export", "turn", "turn", "turn"]
-    assert [(record["user_id"], record["content"]) for record in records[1:]] == [
+    assert [record["kind"] for record in records] == ["memstrata-export", "turn", "turn", "turn", "end"]
+    assert records[-1]["turns"] == 3
+    assert [(record["user_id"], record["content"]) for record in records[1:-1]] == [
         ("ana", "Ana moved to Lisbon"),
         ("bea", "Bea likes tea"),
         ("bea", "Noted"),
     ]
-    assert [record["id"] for record in records[1:]] == ["a-1", "b-1", "b-2"]
-    assert all("embedding" in record for record in records[1:])
+    assert [record["id"] for record in records[1:-1]] == ["a-1", "b-1", "b-2"]
+    assert all("embedding" in record for record in records[1:-1])
 
 
 def test_export_of_one_user_reads_only_that_user(acme_http: httpx.Client, recording: RecordingStore) -> None:
     records = _records(acme_http.get("/v1/export", params={"user_id": "bea"}))
     assert recording.prefixes == []
     assert recording.iterated == ["acme/bea"]
-    assert [record["user_id"] for record in records[1:]] == ["bea", "bea"]
+    assert [record["user_id"] for record in records[1:-1]] == ["bea", "bea"]
 
 
 def test_an_export_imports_back_whole(acme_http: httpx.Client) -> None:

@@ -69,7 +69,7 @@ def _inspection_empty(response: httpx.Response) -> None:
 
 def _export_empty(response: httpx.Response) -> None:
     assert response.status_code == 200
-    assert [json.loads(line)["kind"] for line in response.text.splitlines()] == ["memstrata-export"]
+    assert [json.loads(line)["kind"] for line in response.text.splitlines()] == ["memstrata-export", "end"]
 
 
 def _export_line(user: str, turn_id: str, content: str) -> bytes:

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from memstrata.config import DATABASE_FILE_NAME, load_settings
 from memstrata.errors import (
     ConfigError,
     EmbeddingError,
@@ -69,13 +70,23 @@ def console_error(message: str) -> None:
 
 
 @contextmanager
-def open_memory(home: Path | None, *, run_jobs: bool = True) -> Iterator[Memory]:
+def open_memory(home: Path | None, *, run_jobs: bool = True, existing: bool = False) -> Iterator[Memory]:
     """Open the Memory for a command and close it afterwards.
 
     ``run_jobs=False`` starts no background worker: queued tier work is left to ``serve``,
     ``chat`` or a later ``add``, except what the command runs itself (``flush(user_id=…)``
     runs that user's jobs only), instead of picking up any user's job and waiting for it on exit.
+    ``existing=True`` raises NotFound, creating nothing, when the home holds no store yet (a
+    mistyped ``--home`` would otherwise export an empty store over a good backup).
     """
+    if existing:
+        settings = load_settings(home=home)
+        database = settings.data_dir / DATABASE_FILE_NAME
+        if settings.storage_url is None and not database.is_file():
+            raise NotFound(
+                f"no memstrata store at {settings.data_dir} (no {DATABASE_FILE_NAME} there); check --home or"
+                " MEMSTRATA_HOME"
+            )
     memory = Memory(home) if run_jobs else Memory(home, background=False)
     try:
         yield memory

@@ -24,7 +24,7 @@ from memstrata.cli.common import (
     shown,
     to_jsonable,
 )
-from memstrata.errors import StorageError
+from memstrata.errors import InvalidInput, StorageError
 from memstrata.memory_context import check_budget
 from memstrata.models import Turn
 from memstrata.terminal import visible
@@ -266,7 +266,7 @@ def export(
 
     Example: memstrata export backup.jsonl --user ana
     """
-    with open_memory(home, run_jobs=False) as memory:
+    with open_memory(home, run_jobs=False, existing=True) as memory:
         report = memory.export(path, user_id=user, embeddings=embeddings)
     if as_json:
         print_json(report)
@@ -284,6 +284,8 @@ def import_(
 
     Example: memstrata import backup.jsonl
     """
+    if not path.exists() or path.is_dir():  # checked before the store is opened: a failed import creates no home
+        raise InvalidInput(f"no such file: {path}" if not path.exists() else f"{path} is a directory, not an export")
     with open_memory(home, run_jobs=False) as memory:
         report = memory.import_(path)
     if as_json:

@@ -8,6 +8,7 @@ from typing import IO, Any
 
 from memstrata.errors import InvalidInput
 from memstrata.server.tenancy import Tenant
+from memstrata.transfer import end_line
 
 _TURN = "turn"
 
@@ -15,9 +16,11 @@ _TURN = "turn"
 def exported_lines(header: str, handles: Iterable[IO[str]], tenant: Tenant) -> Iterator[str]:
     """One export out of ``header`` and the turns of several export files, ids mapped back to the tenant's own.
 
-    Each file's own header is skipped, so the result has one header line, then turns.
+    Each file's own header and end line are skipped, so the result has one header line,
+    then turns, then one end line counting them all (a client cut off mid-stream has none).
     """
     yield header
+    turns = 0
     for handle in handles:
         for line in handle:
             record = json.loads(line)
@@ -27,7 +30,9 @@ def exported_lines(header: str, handles: Iterable[IO[str]], tenant: Tenant) -> I
                 continue  # never expected (files are exported per user of the tenant), but never leaked
             record["user_id"] = tenant.outside(record["user_id"])
             record["id"] = tenant.outside(str(record["id"]))
+            turns += 1
             yield json.dumps(record, ensure_ascii=False) + "\n"
+    yield end_line(turns)
 
 
 def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
