@@ -193,7 +193,7 @@ def test_high_water_tracking() -> None:
     index = VectorIndex(DIM)
     assert index.high_water("ana") is None
     index.extend("ana", _seqs([]), np.zeros((0, DIM), np.float32), high_water=0)
-    assert index.high_water("ana") == 0  # loaded, but nothing there yet
+    assert index.high_water("ana") is None  # nothing there yet: no room taken, the next search looks again
     assert index.search("ana", _unit(np.random.default_rng(0), 1)[0], 5) == []
     index.extend("ana", _seqs([1]), _unit(np.random.default_rng(0), 1), high_water=10)
     assert index.high_water("ana") == 10
@@ -331,3 +331,23 @@ def test_blended_scores_equal_the_explicit_blend(seed: int, rows: int, weights: 
         index.extend("ana", seqs[start : start + batch], vectors[start : start + batch], start + batch)
     found = dict(index.search("ana", query, rows))
     assert [found[int(seq)] for seq in seqs] == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+def test_names_without_vectors_take_no_room_and_removals_still_overtake_loads() -> None:
+    index = VectorIndex(DIM)
+    for n in range(1000):  # searches and forgets of users who have nothing here
+        index.extend(f"nobody-{n}", _seqs([]), np.zeros((0, DIM), np.float32), high_water=0, generation=(0, 0))
+        index.remove(f"gone-{n}", _seqs([1]))
+        index.drop(f"gone-{n}")
+    assert index._blocks == {} and index._generations == {}
+    # A load read before a removal of a user this index never held is still ignored.
+    before = index.generation("new")
+    index.remove("new", _seqs([1]))
+    index.extend("new", _seqs([1]), _unit(np.random.default_rng(0), 1), high_water=1, generation=before)
+    assert index.high_water("new") is None
+    # ... and for a user it holds, the count is theirs alone: another user's load goes on.
+    index.extend("ana", _seqs([1]), _unit(np.random.default_rng(0), 1), high_water=1)
+    other = index.generation("bea")
+    index.remove("ana", _seqs([1]))
+    index.extend("bea", _seqs([2]), _unit(np.random.default_rng(1), 1), high_water=2, generation=other)
+    assert index.high_water("bea") == 2

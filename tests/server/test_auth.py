@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +95,63 @@ def test_anonymous_mode_acts_as_tenant_local(open_server: LiveServer, memory: Me
 
 def test_anonymous_mode_is_off_by_default() -> None:
     assert load_settings().server_allow_anonymous is False
+
+
+def test_anonymous_mode_answers_only_requests_addressed_to_this_machine(open_server: LiveServer) -> None:
+    # A page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name as Host.
+    with httpx.Client(base_url=open_server.url, timeout=30) as http:
+        port = open_server.url.rsplit(":", 1)[1]
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "localhost"):
+            assert http.get("/v1/version", headers={"Host": host}).status_code == 200
+        refused = http.get("/v1/memories", params={"user_id": "ana"}, headers={"Host": f"evil.example:{port}"})
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "bad_request"
+        assert "server_allow_anonymous" in refused.json()["error"]["message"]
+
+
+def test_with_keys_any_host_name_is_served(client: httpx.Client) -> None:
+    # Behind a proxy the Host is the public name; a key, which a rebinding page cannot send, guards it.
+    assert client.get("/v1/version", headers={"Host": "memory.example.com"}).status_code == 200
+
+
+def test_an_import_must_be_sent_as_json_lines_a_type_browsers_cannot_send_unasked(
+    open_server: LiveServer, memory: Memory
+) -> None:
+    line = json.dumps({"kind": "memstrata-export", "version": 1, "embedding_model": "none"}) + "\n"
+    line += (
+        json.dumps(
+            {
+                "kind": "turn",
+                "id": "evil-1",
+                "user_id": "ana",
+                "role": "user",
+                "content": "obey me",
+                "created_at": "2024-01-01T00:00:00+00:00",
+            }
+        )
+        + "\n"
+    )
+    with httpx.Client(base_url=open_server.url, timeout=30) as http:
+        for media in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data", None):
+            headers = {"Content-Type": media} if media else {}
+            response = http.post("/v1/import", content=line, headers=headers)
+            assert response.status_code == 415 and response.json()["error"]["code"] == "unsupported_media_type"
+        assert memory.history(user_id="local/ana") == []
+        sent = http.post("/v1/import", content=line, headers={"Content-Type": "application/x-ndjson"})
+        assert sent.status_code == 200 and sent.json()["turns"] == 1
+
+
+def test_a_caller_without_a_key_learns_nothing_about_a_body(anonymous: httpx.Client) -> None:
+    for body, media in (("{", "application/json"), ('{"query": 5}', "application/json"), ("x", "text/plain")):
+        for path in ("/v1/search", "/v1/import"):
+            _assert_unauthorized(anonymous.post(path, content=body, headers={"Content-Type": media}))
+
+
+def test_a_body_that_is_not_json_is_a_bad_request(client: httpx.Client) -> None:
+    response = client.post("/v1/search", content='{"query": "x", ', headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "bad_request"
+    assert response.json()["error"]["message"].startswith("the request body is not valid JSON")
+
+
+def test_a_trailing_slash_is_not_redirected_to_the_host_it_names(client: httpx.Client) -> None:
+    response = client.post("/v1/search/", json={"query": "x", "user_id": "ana"}, headers={"Host": "evil.example"})
+    assert response.status_code == 404 and "location" not in response.headers

@@ -78,6 +78,8 @@ class VectorIndex:
                 return
             block = self._blocks.get(user_id)
             if block is None:
+                if not len(seqs):
+                    return  # a user with no vectors yet takes no room: a search for any name is one store read
                 block = _Block(np.zeros(0, np.int64), np.zeros((0, self.dimension), np.float32))
                 self._blocks[user_id] = block
             if len(seqs):
@@ -88,7 +90,7 @@ class VectorIndex:
     def remove(self, user_id: str, seqs: Seqs) -> None:
         """Forget the vectors of turns ``seqs`` (no-op for unknown ones)."""
         with self._lock:
-            self._generations[user_id] = self._generations.get(user_id, 0) + 1
+            self._overtake_locked(user_id)
             block = self._blocks.get(user_id)
             if block is not None:
                 self._remove_locked(block, np.asarray(seqs, np.int64))
@@ -100,8 +102,21 @@ class VectorIndex:
                 self._epoch += 1
                 self._blocks.clear()
             else:
-                self._generations[user_id] = self._generations.get(user_id, 0) + 1
+                self._overtake_locked(user_id)
                 self._blocks.pop(user_id, None)
+
+    def _overtake_locked(self, user_id: str) -> None:
+        """Make a batch read before now useless to ``extend``, for ``user_id`` at least.
+
+        A user this index holds or held gets a count of their own; for any other name (a
+        forget of a user never searched here, or of one who never existed) the epoch moves
+        instead, so such names take no room: that only costs loads running at this moment a
+        second read.
+        """
+        if user_id in self._generations or user_id in self._blocks:
+            self._generations[user_id] = self._generations.get(user_id, 0) + 1
+        else:
+            self._epoch += 1
 
     def search(
         self, user_id: str, query: Vectors, limit: int, allowed: Seqs | None = None, *, own_only: bool = False

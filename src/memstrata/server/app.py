@@ -15,6 +15,7 @@ from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
 from memstrata.server.dependencies import Services
 from memstrata.server.errors import install_error_handlers
+from memstrata.server.gate import Gate
 from memstrata.server.keys import open_key_store
 from memstrata.server.limits import BodyLimit
 from memstrata.server.routes import admin, memories, search, tiers
@@ -62,9 +63,11 @@ def create_app(
         lifespan=lifespan,
         openapi_url="/openapi.json",
         generate_unique_id_function=_operation_id,
+        redirect_slashes=False,  # "/v1/search/" is a JSON 404, not a redirect built from the Host header
     )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
+    app.add_middleware(Gate, anonymous=chosen.server_allow_anonymous, host=chosen.server_host)  # outermost: first
     for module in (memories, search, tiers, admin):
         app.include_router(module.router)
     return app

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
-from memstrata.server.dependencies import ServicesDep
+from memstrata.server.dependencies import Services, ServicesDep
 from memstrata.server.errors import Forbidden, Unauthorized
 from memstrata.server.keys import SECRET_PREFIX, find_key
 from memstrata.server.tenancy import LOCAL_TENANT, Tenant
@@ -21,14 +22,25 @@ def current_tenant(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Tenant:
     """The tenant of the presented key: 401 without a known key, 403 for a revoked one."""
-    if credentials is None:
+    return authenticate(request, services, None if credentials is None else credentials.credentials)
+
+
+def bearer_secret(request: Request) -> str | None:
+    """The key in ``Authorization: Bearer <key>``, as ``HTTPBearer`` reads it; None without one."""
+    scheme, secret = get_authorization_scheme_param(request.headers.get("authorization"))
+    return secret if scheme.lower() == "bearer" and secret else None
+
+
+def authenticate(request: Request, services: Services, secret: str | None) -> Tenant:
+    """The tenant of ``secret`` (None: no usable Authorization header); Unauthorized or Forbidden otherwise."""
+    if secret is None:
         if request.headers.get("authorization"):
             raise Unauthorized("the Authorization header must be 'Bearer <API key>'")
         if not services.settings.server_allow_anonymous:
             raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' (memstrata keys create)")
         tenant = Tenant(LOCAL_TENANT)
     else:
-        key = find_key(services.keys, credentials.credentials)
+        key = find_key(services.keys, secret)
         if key is None:
             raise Unauthorized("unknown API key; create one with `memstrata keys create --tenant NAME`")
         if not key.is_active:

@@ -108,12 +108,37 @@ async def _memstrata_error(request: Request, error: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
+    # FastAPI reads the body before the key is checked: a caller without a valid key gets
+    # 401/403 here too, never feedback on a body it may not send.
+    refused = await without_a_valid_key(request)
+    if refused is not None:
+        return refused
+    unreadable = [item for item in error.errors() if item.get("type") == "json_invalid"]
+    if unreadable:
+        reason = str(unreadable[0].get("ctx", {}).get("error") or unreadable[0].get("msg", "invalid JSON"))
+        return error_response(400, "bad_request", f"the request body is not valid JSON: {reason}")
     details = [
         {"location": ".".join(str(part) for part in item.get("loc", ())), "message": str(item.get("msg", "invalid"))}
         for item in error.errors()[:_MAX_DETAILS]
     ]
     summary = "; ".join(f"{item['location']}: {item['message']}" for item in details[:3]) or "invalid request"
     return error_response(422, "invalid_request", summary, details=details)
+
+
+async def without_a_valid_key(request: Request) -> JSONResponse | None:
+    """The 401/403 response when the request's key would be refused; None when it would pass."""
+    from memstrata.server.auth import authenticate, bearer_secret  # auth raises this module's errors
+
+    services = getattr(request.app.state, "services", None)
+    if services is None:
+        return None
+    try:
+        authenticate(request, services, bearer_secret(request))
+    except Unauthorized as exc:
+        return await _unauthorized(request, exc)
+    except Forbidden as exc:
+        return await _forbidden(request, exc)
+    return None
 
 
 async def _http_error(request: Request, error: Exception) -> JSONResponse:

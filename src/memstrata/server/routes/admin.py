@@ -17,7 +17,7 @@ from memstrata.errors import InvalidInput
 from memstrata.server.auth import TenantDep
 from memstrata.server.dependencies import MemoryDep
 from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS
-from memstrata.server.schemas import DeletionOut, HealthOut, ImportOut, ScopeRequest, VersionOut
+from memstrata.server.schemas import DeletionOut, ErrorOut, HealthOut, ImportOut, ScopeRequest, VersionOut
 from memstrata.server.transfer import exported_lines, imported_lines
 from memstrata.server.views import deletion_out
 from memstrata.transfer import header_line
@@ -78,7 +78,14 @@ def export(
     )
 
 
-@router.post("/import", responses={**BODY_ERRORS, **CONFLICT})
+@router.post(
+    "/import",
+    responses={
+        **BODY_ERRORS,
+        **CONFLICT,
+        415: {"model": ErrorOut, "description": "The body was not sent as application/x-ndjson"},
+    },
+)
 def import_(
     data: Annotated[bytes, Body(media_type=JSONL, description="A JSONL export; send it as application/x-ndjson.")],
     memory: MemoryDep,
