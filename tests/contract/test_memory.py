@@ -330,6 +330,28 @@ def test_export_import_round_trip(
     assert one.turns == 1
 
 
+def test_an_export_imported_twice_is_skipped_the_second_time_whatever_the_store_does_to_numbers(
+    open_memory: Callable[..., Memory], tmp_path: Path
+) -> None:
+    # Written by SQLite, which keeps 1e+23 as a float; PostgreSQL's jsonb hands it back as 10**23.
+    header = {"kind": "memstrata-export", "version": 2, "embedding_model": "none"}
+    turn = {
+        "kind": "turn",
+        "id": "n-1",
+        "user_id": "ana",
+        "role": "user",
+        "content": "big numbers",
+        "created_at": "2024-01-01T00:00:00+00:00",
+        "metadata": {"n": 1e23, "m": [2.0, 1e300], "k": -0.0},
+    }
+    backup = tmp_path / "backup.jsonl"
+    lines = (header, turn, {"kind": "end", "turns": 1})
+    backup.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    memory = open_memory()
+    assert memory.import_(backup).turns == 1
+    assert memory.import_(backup).skipped == 1
+
+
 # -- the tiers, through flush() ------------------------------------------------------------------
 
 

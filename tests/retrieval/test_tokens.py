@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memstrata.retrieval.assembly import one_line
 from memstrata.retrieval.tokens import count_joined, count_tokens, truncate_to_tokens
 from tests.conftest import LOCOMO
 
@@ -62,6 +63,11 @@ _SCRIPTS = {
     "emoji": "Great news 🎉🎉 we adopted a puppy 🐶❤️ and she loves the beach 🏖️🌊 so much 😂👍🏽 🇵🇹 👨‍👩‍👧",
     "combining marks": "Zalgo t̷e̵x̶t̴ with combining marks: é (e + ́) and n̈ and a̐ everywhere",
     "symbols": "∑ x² ≤ ∞ → λ·μ ≈ π ± √2 ∀ε>0 ∃δ ⊂ ℝ",
+    "Armenian": "Երեկ ես ընկերոջս հետ զբոսնում էի այգում։ Եղանակը հիանալի էր։",
+    "Georgian": "გუშინ მეგობართან ერთად პარკში ვისეირნე. ამინდი მშვენიერი იყო.",
+    "Amharic": "ትናንት ከጓደኛዬ ጋር በፓርኩ ውስጥ ተራመድኩ። አየሩ በጣም ጥሩ ነበር።",
+    "Tamil": "நேற்று நான் என் நண்பருடன் பூங்காவில் நடந்தேன். வானிலை மிகவும் நன்றாக இருந்தது.",
+    "line breaks as a block shows them": one_line("one\ntwo\n\nthree\r\nfour"),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,3 +156,16 @@ def test_a_body_that_is_not_json_is_a_bad_request(client: httpx.Client) -> None:
 def test_a_trailing_slash_is_not_redirected_to_the_host_it_names(client: httpx.Client) -> None:
     response = client.post("/v1/search/", json={"query": "x", "user_id": "ana"}, headers={"Host": "evil.example"})
     assert response.status_code == 404 and "location" not in response.headers
+
+
+def test_anonymous_mode_serves_a_request_that_names_no_host(open_server: LiveServer) -> None:
+    # HTTP/1.0 health checks send no Host; a browser always does. "localhost." is localhost.
+    host, port = open_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(b"GET /v1/version HTTP/1.0\r\n\r\n")
+        reply = b""
+        while chunk := connection.recv(4096):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 200")
+    with httpx.Client(base_url=open_server.url, timeout=30) as http:
+        assert http.get("/v1/version", headers={"Host": f"localhost.:{port}"}).status_code == 200

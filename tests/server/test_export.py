@@ -108,3 +108,14 @@ def test_an_export_imports_back_whole(acme_http: httpx.Client) -> None:
     imported = acme_http.post("/v1/import", content=exported.content, headers={"Content-Type": "application/x-ndjson"})
     assert imported.status_code == 200, imported.text
     assert imported.json() == {"turns": 0, "embeddings": 0, "skipped": 3}
+
+
+def test_an_export_with_a_byte_order_mark_imports_as_on_the_command_line(acme_http: httpx.Client) -> None:
+    exported = acme_http.get("/v1/export").content
+    headers = {"Content-Type": "application/x-ndjson"}
+    imported = acme_http.post("/v1/import", content="\ufeff".encode() + exported, headers=headers)
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["skipped"] == 3
+    cut = b"\n".join(exported.splitlines()[:-1]) + b"\n"  # a download that stopped before its end line
+    refused = acme_http.post("/v1/import", content=cut, headers=headers)
+    assert refused.status_code == 422 and "cut short" in refused.json()["error"]["message"]

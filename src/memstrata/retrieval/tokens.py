@@ -7,10 +7,10 @@ On LoCoMo dialogue it counts ≈5% more than OpenAI's ``o200k_base`` and ≈1% m
 than ``cl100k_base``; on Markdown ≈4% fewer than both. Tests keep it within 6% of both.
 
 Outside the Latin and Cyrillic alphabets the two vocabularies part ways: ``cl100k_base``
-charges Chinese, Korean, Greek, Hebrew, Hindi, Thai and emoji 1.5–4 times what
-``o200k_base`` does. There each character is charged about what ``cl100k_base`` charges
-(at least 0.9 of it, tested), so a block stays within its budget under either; under
-``o200k_base`` it then uses less than the budget.
+charges Chinese, Korean, Greek, Hebrew, Hindi, Thai, Armenian, Georgian and emoji 1.5–6
+times what ``o200k_base`` does. There each character is charged about what
+``cl100k_base`` charges (at least 0.9 of it, tested), so a block stays within its budget
+under either; under ``o200k_base`` it then uses less than the budget.
 """
 
 from __future__ import annotations
@@ -113,8 +113,12 @@ def _character_cost(character: str) -> float:
             return 1.3  # CJK ideographs, kana, Hangul
         if 0x370 <= code <= 0x3FF or 0x590 <= code <= 0x5FF or 0x1E00 <= code <= 0x1EFF:
             return 1.2  # Greek, Hebrew, Vietnamese letters
-        return 1.0
-    return max(1.0, len(character.encode("utf-8")) / 1.6)  # symbols, emoji and their joiners
+        if 0x600 <= code <= 0x6FF or 0x900 <= code <= 0x97F or 0xE00 <= code <= 0xE7F:
+            return 1.0  # Arabic, Devanagari, Thai
+        # Scripts rarer in the vocabularies (Armenian, Georgian, Ethiopic, Tamil …) split into
+        # their bytes, or nearly.
+        return float(len(character.encode("utf-8")))
+    return len(character.encode("utf-8")) * 0.85  # symbols, emoji and their joiners: " ⏎" costs 3
 
 
 def truncate_to_tokens(text: str, limit: int) -> str:

@@ -34,7 +34,9 @@ class Gate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = _headers(scope["headers"])
-            if self.hosts is not None and _host_name(headers.get("host", "")) not in self.hosts:
+            # A browser always names the host; a request without one (HTTP/1.0, a health check) is no page's.
+            host = headers.get("host")
+            if self.hosts is not None and host is not None and _host_name(host) not in self.hosts:
                 await _refuse(send, 400, "bad_request", _HOST_MESSAGE)
                 return
             if scope["path"] == IMPORT_PATH and scope["method"] == "POST":
@@ -71,7 +73,8 @@ def _host_name(header: str) -> str:
     header = header.strip().lower()
     if header.startswith("["):
         return header[1:].partition("]")[0]
-    return header.rpartition(":")[0] if header.count(":") == 1 else header
+    name = header.rpartition(":")[0] if header.count(":") == 1 else header
+    return name.removesuffix(".")  # "localhost." names the same host
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

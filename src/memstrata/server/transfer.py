@@ -42,7 +42,7 @@ def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
     stores all of the file or nothing.
     """
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark some editors add is no text
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"the upload is not UTF-8 text (bad byte at position {exc.start})") from exc
     # Split on "\n" only: str.splitlines would also split inside strings holding U+2028.
