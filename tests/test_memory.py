@@ -1240,3 +1240,15 @@ def test_a_search_or_context_narrowed_by_a_filter_covers_turns_only(memory: Memo
     # A context for one agent leaves out facts and summaries (the profile, the user's, stays).
     block = memory.context("What is my favourite colour?", user_id="ana", agent_id="planner")
     assert {item.kind for item in block.items} & {"cell", "consolidation", "scene", "midterm"} == set()
+
+
+def test_users_unloaded_from_a_full_vector_index_are_found_again(tmp_path: Path) -> None:
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False, vector_cache_rows=300) as memory:
+        for user in ("ana", "bea", "cid"):
+            for text in (f"{user} keeps bees on the roof", f"{user} plays the cello"):
+                memory.add(text, user_id=user)
+        for _ in range(2):
+            for user in ("ana", "bea", "cid"):
+                hits = memory.search("bees roof", user_id=user, mode="vector", limit=1)
+                assert [hit.content for hit in hits] == [f"{user} keeps bees on the roof"]
+                assert memory._index.rows() <= 512  # one user's block (256 rows) held beside the one loading

@@ -55,6 +55,12 @@ class Settings(BaseSettings):
         description="memory: exact search in process, with neighbour blending; server: the store's own "
         "index (pgvector HNSW), no blending.",
     )
+    vector_cache_rows: int = Field(
+        default=2_000_000,
+        ge=1,
+        description="Most vectors the in-process index holds (all users together); past it the users searched "
+        "least recently are unloaded and reloaded from the store when searched again.",
+    )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
     timezone: str = Field(
         default="UTC",

@@ -118,7 +118,9 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
                 f"vector_search = 'server' needs a store with its own vector index (PostgreSQL + pgvector), "
                 f"not {self._store.location}; use vector_search = 'memory'"
             )
-        self._index = VectorIndex(self._embedder.dimension, neighbour_weights=settings.neighbour_weights)
+        self._index = VectorIndex(
+            self._embedder.dimension, neighbour_weights=settings.neighbour_weights, max_rows=settings.vector_cache_rows
+        )
         self._ids = IdGenerator()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()

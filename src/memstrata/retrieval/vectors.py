@@ -45,9 +45,13 @@ class VectorIndex:
     nothing behind: the next process simply loads from the store.
     """
 
-    def __init__(self, dimension: int, *, neighbour_weights: Sequence[float] = ()) -> None:
+    def __init__(self, dimension: int, *, neighbour_weights: Sequence[float] = (), max_rows: int | None = None) -> None:
         self.dimension = dimension
         self.neighbour_weights = tuple(float(weight) for weight in neighbour_weights)
+        # Users' blocks in the order they were last searched or loaded, least recent first. Past
+        # ``max_rows`` rows held in all, the least recent users are unloaded (their next search
+        # reloads them from the store); the user being loaded stays, however large.
+        self.max_rows = max_rows
         self._blocks: dict[str, _Block] = {}
         self._lock = threading.Lock()
         # Bumped by every removal, so a batch read from the store before a delete or forget
@@ -86,6 +90,29 @@ class VectorIndex:
                 self._remove_locked(block, seqs)
                 self._append_locked(block, np.asarray(seqs, np.int64), np.asarray(vectors, np.float32))
             block.high_water = max(block.high_water, high_water)
+            self._touch_locked(user_id)
+            self._evict_locked(keep=user_id)
+
+    def rows(self) -> int:
+        """Rows held in memory for all users (the arrays' capacity, which is what they take)."""
+        with self._lock:
+            return sum(len(block.seqs) for block in self._blocks.values())
+
+    def _touch_locked(self, user_id: str) -> None:
+        """Mark ``user_id`` as the most recently used (dicts keep insertion order)."""
+        self._blocks[user_id] = self._blocks.pop(user_id)
+
+    def _evict_locked(self, keep: str) -> None:
+        if self.max_rows is None:
+            return
+        held = sum(len(block.seqs) for block in self._blocks.values())
+        for user_id in list(self._blocks):  # least recently used first
+            if held <= self.max_rows:
+                return
+            if user_id != keep:
+                held -= len(self._blocks[user_id].seqs)
+                self._overtake_locked(user_id)  # a load of theirs running now must not come back
+                del self._blocks[user_id]
 
     def remove(self, user_id: str, seqs: Seqs) -> None:
         """Forget the vectors of turns ``seqs`` (no-op for unknown ones)."""
@@ -137,6 +164,7 @@ class VectorIndex:
             block = self._blocks.get(user_id)
             if block is None or block.size == 0 or limit < 1:
                 return [[] for _ in allowed]
+            self._touch_locked(user_id)
             # A copy: a concurrent delete or re-sort rewrites the block once the lock is released.
             every_seq = block.seqs[: block.size].copy()
             query = np.asarray(query, np.float32)
