@@ -1251,4 +1251,26 @@ def test_users_unloaded_from_a_full_vector_index_are_found_again(tmp_path: Path)
             for user in ("ana", "bea", "cid"):
                 hits = memory.search("bees roof", user_id=user, mode="vector", limit=1)
                 assert [hit.content for hit in hits] == [f"{user} keeps bees on the roof"]
-                assert memory._index.rows() <= 512  # one user's block (256 rows) held beside the one loading
+                assert memory._index.rows() <= 300
+
+
+def test_searches_from_many_threads_find_their_users_while_the_vector_index_unloads_others(tmp_path: Path) -> None:
+    users = ("ana", "bea", "cid", "dan")
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False, vector_cache_rows=100) as memory:
+        for user in users:  # each user's block (64 rows at least) leaves room for no second one
+            for text in (f"{user} keeps bees on the roof", f"{user} plays the cello"):
+                memory.add(text, user_id=user)
+        start, missed = threading.Barrier(len(users)), []
+
+        def search(user: str) -> None:
+            start.wait()
+            for _ in range(25):
+                if not memory.search("bees roof", user_id=user, mode="vector", limit=1):
+                    missed.append(user)
+
+        threads = [threading.Thread(target=search, args=(user,)) for user in users]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert missed == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections import Counter
@@ -203,43 +204,46 @@ class SearchViews:
             # items (whose text starts with their subject) read the rest. Read before the
             # full-text search starts, which would hold the store meanwhile.
             dense_text = without_speakers(text, self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED))
-        if mode != "fulltext":
-            if server_side is None:
-                self._sync_index(user_id)
-            if filters.is_empty:
-                searches["vector"] = None
-            else:
-                searches["vector"] = self._store.filtered_seqs(user_id, filters)
-            if inside is not None:
-                searches[f"vector{DATED}"] = inside
-        # Derived items by the query's words without the names; by the whole query when only names,
-        # stopwords or words for saying are left ("Who is Caroline?", "What did Caroline say?").
-        derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
-        # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
-        # this thread embeds the query and scans the vectors: latency is the slower of the two.
-        pending = (
-            self._background().submit(
-                self._fulltext_candidates, match, user_id, filters, depth, tiers, dated, derived_match
-            )
-            if match is not None
-            else None
-        )
-        if searches:
-            query_vector = self._embedder.embed_query(dense_text)
-            if server_side is not None:
-                lists = [
-                    server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
-                    for allowed in searches.values()
-                ]
-            else:  # one scan of the vectors serves every list
-                # A search narrowed to an agent or a session ranks turns by their own vectors: the
-                # blend reads the turns around each one, which may lie outside that scope.
-                scoped = filters.agent_id is not None or filters.session_id is not None
-                lists = self._index.search_within(
-                    user_id, query_vector, depth, list(searches.values()), own_only=scoped
+        with contextlib.ExitStack() as pins:
+            if mode != "fulltext":
+                if server_side is None:
+                    # Held until the scan: another user's load must not unload this user in between.
+                    pins.enter_context(self._index.pinned(user_id))
+                    self._sync_index(user_id)
+                if filters.is_empty:
+                    searches["vector"] = None
+                else:
+                    searches["vector"] = self._store.filtered_seqs(user_id, filters)
+                if inside is not None:
+                    searches[f"vector{DATED}"] = inside
+            # Derived items by the query's words without the names; by the whole query when only names,
+            # stopwords or words for saying are left ("Who is Caroline?", "What did Caroline say?").
+            derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
+            # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
+            # this thread embeds the query and scans the vectors: latency is the slower of the two.
+            pending = (
+                self._background().submit(
+                    self._fulltext_candidates, match, user_id, filters, depth, tiers, dated, derived_match
                 )
-            for name, found in zip(searches, lists, strict=True):
-                rankings[name] = [(("turn", seq), score) for seq, score in found]
+                if match is not None
+                else None
+            )
+            if searches:
+                query_vector = self._embedder.embed_query(dense_text)
+                if server_side is not None:
+                    lists = [
+                        server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)
+                        for allowed in searches.values()
+                    ]
+                else:  # one scan of the vectors serves every list
+                    # A search narrowed to an agent or a session ranks turns by their own vectors: the
+                    # blend reads the turns around each one, which may lie outside that scope.
+                    scoped = filters.agent_id is not None or filters.session_id is not None
+                    lists = self._index.search_within(
+                        user_id, query_vector, depth, list(searches.values()), own_only=scoped
+                    )
+                for name, found in zip(searches, lists, strict=True):
+                    rankings[name] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
         return rankings

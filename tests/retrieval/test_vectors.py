@@ -354,21 +354,26 @@ def test_names_without_vectors_take_no_room_and_removals_still_overtake_loads() 
 
 
 def test_past_its_row_limit_the_index_unloads_the_users_searched_least_recently() -> None:
-    index = VectorIndex(DIM, max_rows=600)  # blocks grow in steps of at least 256 rows
+    index = VectorIndex(DIM, max_rows=150)  # a block holds room for at least 64 rows
     rng = np.random.default_rng(3)
     for user in ("ana", "bea"):
         index.extend(user, _seqs([1, 2]), _unit(rng, 2), high_water=2)
-    assert index.rows() == 512
+    assert index.rows() == 128
     assert index.search("ana", _unit(rng, 1)[0], 1)  # ana is now the most recently used
     index.extend("cid", _seqs([3]), _unit(rng, 1), high_water=3)
     assert (index.high_water("ana"), index.high_water("bea"), index.high_water("cid")) == (2, None, 3)
     assert index.search("bea", _unit(rng, 1)[0], 1) == []  # unloaded: the next catch-up reads the store again
-    # A load of bea's read before she was unloaded does not come back.
+    # A load of ana's read before she was unloaded does not come back.
     stale = index.generation("ana")
     index.extend("dan", _seqs([4]), _unit(rng, 1), high_water=4)  # pushes ana out now
     index.extend("ana", _seqs([1, 2]), _unit(rng, 2), high_water=2, generation=stale)
     assert index.high_water("ana") is None
-    # The user being loaded stays, however large.
-    index.extend("eve", _seqs(list(range(10, 1010))), _unit(rng, 1000), high_water=1010)
-    assert index.high_water("eve") == 1010 and index.rows() >= 1000
-    assert index.search("eve", _unit(rng, 1)[0], 3)
+    # A user held by a search (from its catch-up to its scan) is not unloaded by another's load.
+    with index.pinned("cid"):
+        index.extend("eve", _seqs([5]), _unit(rng, 1), high_water=5)
+        assert index.high_water("cid") == 3 and index.high_water("dan") is None
+    # The user being loaded stays, however large; a block grows by a quarter, not by doubling.
+    index.extend("fay", _seqs(list(range(10, 1010))), _unit(rng, 1000), high_water=1010)
+    assert index.high_water("fay") == 1010 and index.rows() == 1000
+    index.extend("fay", _seqs([2000]), _unit(rng, 1), high_water=2000)
+    assert index.rows() == 1250

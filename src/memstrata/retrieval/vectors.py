@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,7 @@ class VectorIndex:
         # reloads them from the store); the user being loaded stays, however large.
         self.max_rows = max_rows
         self._blocks: dict[str, _Block] = {}
+        self._pins: dict[str, int] = {}
         self._lock = threading.Lock()
         # Bumped by every removal, so a batch read from the store before a delete or forget
         # committed cannot put the deleted vectors back (see ``extend``).
@@ -93,6 +95,19 @@ class VectorIndex:
             self._touch_locked(user_id)
             self._evict_locked(keep=user_id)
 
+    @contextmanager
+    def pinned(self, user_id: str) -> Iterator[None]:
+        """Keep ``user_id`` loaded while held: a search holds it from its catch-up to its scan."""
+        with self._lock:
+            self._pins[user_id] = self._pins.get(user_id, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._pins.pop(user_id) - 1
+                if left:
+                    self._pins[user_id] = left
+
     def rows(self) -> int:
         """Rows held in memory for all users (the arrays' capacity, which is what they take)."""
         with self._lock:
@@ -109,7 +124,7 @@ class VectorIndex:
         for user_id in list(self._blocks):  # least recently used first
             if held <= self.max_rows:
                 return
-            if user_id != keep:
+            if user_id != keep and user_id not in self._pins:
                 held -= len(self._blocks[user_id].seqs)
                 self._overtake_locked(user_id)  # a load of theirs running now must not come back
                 del self._blocks[user_id]
@@ -190,7 +205,8 @@ class VectorIndex:
     def _append_locked(self, block: _Block, seqs: Seqs, vectors: Vectors) -> None:
         needed = block.size + len(seqs)
         if needed > len(block.seqs):
-            capacity = max(needed, 2 * len(block.seqs), 256)
+            # Room for a quarter more: a large user's next turn must not double what the cache holds.
+            capacity = max(needed, len(block.seqs) + max(64, len(block.seqs) // 4))
             grown_seqs = np.zeros(capacity, np.int64)
             grown_vectors = np.zeros((capacity, self.dimension), np.float32)
             grown_seqs[: block.size] = block.seqs[: block.size]
