@@ -1274,3 +1274,42 @@ def test_searches_from_many_threads_find_their_users_while_the_vector_index_unlo
         for thread in threads:
             thread.join()
         assert missed == []
+
+
+def test_a_segment_promoted_to_a_scene_outlives_pruning_so_forgetting_its_turns_deletes_the_scene(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    settings: dict[str, Any] = {"background": False, "working_capacity": 1, "promote_heat": 0.1}
+    with Memory(home, embedder=HashEmbedder(), **settings) as memory:
+        for text in ("My PIN is 4417 and I live in Porto with Xiomara.", "Porto Xiomara PIN 4417 again."):
+            memory.add(
+                [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}],
+                user_id="ana",
+                session_id="s1",
+            )
+        memory.flush()
+        memory.search("Porto PIN 4417 Xiomara", user_id="ana")  # visits warm the segment into a scene
+        memory.flush()
+        segments = [segment.id for segment in memory._store.segments("ana")]
+        with sqlite3.connect(home / DATABASE_FILE_NAME) as connection:
+            assert connection.execute("SELECT COUNT(*) FROM scenes").fetchone() == (1,)
+        memory._store.archive_segments("ana", segments, {"heat": 0.0})  # as eviction would
+        assert memory.prune(user_id="ana", tier="midterm", keep_last=0) == 0  # the promoted one stays
+        assert memory.forget(user_id="ana", session_id="s1").turns == 4
+    with sqlite3.connect(home / DATABASE_FILE_NAME) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM scenes").fetchone() == (0,)
+        assert connection.execute("SELECT COUNT(*) FROM segments").fetchone() == (0,)
+
+
+def test_pruning_leaves_no_copy_of_the_deleted_text_in_the_database_files(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        memory.add("My PIN is 4417 and I live in Porto.", user_id="ana", timestamp="2020-01-01T00:00:00Z")
+        for n in range(30):
+            memory.add(f"an ordinary note number {n}", user_id="ana")
+        memory.flush()
+        assert memory.prune(user_id="ana", tier="episodic", older_than=timedelta(days=365)) == 1
+        for name in (DATABASE_FILE_NAME, DATABASE_FILE_NAME + "-wal"):
+            path = home / name
+            assert not path.exists() or b"4417" not in path.read_bytes(), name

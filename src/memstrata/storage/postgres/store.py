@@ -46,7 +46,13 @@ SELECT user_id FROM found WHERE starts_with(user_id, %s) ORDER BY user_id COLLAT
 
 _PRUNABLE = {
     "episodic": ("turns", "created_at", "seq", "true"),
-    "midterm": ("segments", "last_activity", "ordinal", "state = 'archived'"),
+    # A segment promoted to a scene stays: the scene is deleted with its turns, found through the segment.
+    "midterm": (
+        "segments",
+        "last_activity",
+        "ordinal",
+        "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)",
+    ),
     "longterm": ("cells", "valid_to", "ordinal", "valid_to IS NOT NULL"),
 }
 

@@ -54,6 +54,10 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
 
 
+# Archived segments that retention may delete: not one promoted to a scene.
+PRUNABLE_SEGMENTS = "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)"
+
+
 class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
@@ -273,10 +277,16 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
             connection.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
-        """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
+        """Delete a tier's old items of one user (see ``Memory.prune``); how many.
+
+        Like ``forget``, it merges the full-text indexes and checkpoints the WAL, so the
+        deleted text does not linger in the files.
+        """
         table, time_column, where = {
             "episodic": ("turns", "created_at", "1 = 1"),
-            "midterm": ("segments", "last_activity", "state = 'archived'"),
+            # A segment promoted to a scene stays: the scene (long-term) is deleted with its turns,
+            # which it is found by through the segment's links.
+            "midterm": ("segments", "last_activity", PRUNABLE_SEGMENTS),
             "longterm": ("cells", "valid_to", "valid_to IS NOT NULL"),
         }[tier]
         key = "seq" if tier == "episodic" else "id"
@@ -317,9 +327,13 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                     "keep_last": keep_last,
                 }
                 _record_event(connection, "retention", user_id, detail)
+                merge_fulltext(connection)  # as forget does: no copy of the text left in the indexes
             return len(items)
 
-        return self._write(work)
+        count = self._write(work)
+        if count:
+            self._read(self._checkpoint_without_waiting)
+        return count
 
     def history(self, scope: Scope, *, limit: int, offset: int = 0, newest_first: bool = False) -> list[Turn]:
         """Turns of ``scope`` in time order (ties in insertion order)."""
