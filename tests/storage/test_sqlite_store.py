@@ -412,6 +412,24 @@ def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(db_path: P
     ]
 
 
+def test_the_upgrade_deletes_scenes_whose_segment_retention_deleted(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    with _raw(db_path) as connection:
+        connection.execute(
+            "INSERT INTO segments (id, user_id, summary, created_at, last_activity) VALUES ('g1', 'ana', 's', 'x', 'x')"
+        )
+        for scene, segment in (("kept", "g1"), ("orphan", "pruned"), ("unlinked", None)):
+            connection.execute(
+                "INSERT INTO scenes (id, user_id, title, summary, segment_id, created_at, updated_at)"
+                " VALUES (?, 'ana', 't', 'My PIN is 4417', ?, 'x', 'x')",
+                (scene, segment),
+            )
+        connection.execute("DELETE FROM schema_migrations WHERE version >= 11")
+    SQLiteStore(db_path).close()
+    with _raw(db_path) as connection:
+        assert connection.execute("SELECT id FROM scenes ORDER BY id").fetchall() == [("kept",), ("unlinked",)]
+
+
 def test_insert_conflict_writes_nothing(store: SQLiteStore) -> None:
     store.insert_turns([_turn("a", "original")], None, MODEL)
     with pytest.raises(IdConflict):

@@ -496,6 +496,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX IF NOT EXISTS cells_by_successor ON cells (superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),
+    # As SQLite's step 11: scenes whose segment retention deleted go.
+    Migration(
+        13,
+        "scenes without their segment",
+        """
+        DELETE FROM scenes WHERE segment_id IS NOT NULL AND segment_id NOT IN (SELECT id FROM segments);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -419,6 +419,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX IF NOT EXISTS cells_by_successor ON cells (superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),
+    # Retention used to delete archived segments promoted to scenes: the scene, which quotes the
+    # segment's turns, lost the link that deleting those turns finds it by. Such scenes go.
+    Migration(
+        11,
+        "scenes without their segment",
+        """
+        DELETE FROM scenes WHERE segment_id IS NOT NULL AND segment_id NOT IN (SELECT id FROM segments);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
