@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memstrata.server.errors import without_a_valid_key
+from memstrata.server.limits import send_error
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
@@ -37,7 +37,7 @@ class Gate:
             # A browser always names the host; a request without one (HTTP/1.0, a health check) is no page's.
             host = headers.get("host")
             if self.hosts is not None and host is not None and _host_name(host) not in self.hosts:
-                await _refuse(send, 400, "bad_request", _HOST_MESSAGE)
+                await send_error(send, 400, "bad_request", _HOST_MESSAGE)
                 return
             if scope["path"] == IMPORT_PATH and scope["method"] == "POST":
                 media = headers.get("content-type", "").split(";")[0].strip().lower()
@@ -48,7 +48,7 @@ class Gate:
                         await refused(scope, receive, send)
                         return
                     message = f"send the export as Content-Type: application/x-ndjson, not {media or 'nothing'!r}"
-                    await _refuse(send, 415, "unsupported_media_type", message)
+                    await send_error(send, 415, "unsupported_media_type", message)
                     return
         await self.app(scope, receive, send)
 
@@ -75,10 +75,3 @@ def _host_name(header: str) -> str:
         return header[1:].partition("]")[0]
     name = header.rpartition(":")[0] if header.count(":") == 1 else header
     return name.removesuffix(".")  # "localhost." names the same host
-
-
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

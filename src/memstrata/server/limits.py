@@ -56,10 +56,17 @@ class BodyLimit:
             f"the request body is larger than {self.max_bytes:,} bytes; send less "
             "(the server's operator sets server_max_body_bytes)"
         )
-        body = json.dumps({"error": {"code": "payload_too_large", "message": message}}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": [*headers, (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, 413, "payload_too_large", message, close=True)
+
+
+async def send_error(send: Send, status: int, code: str, message: str, *, close: bool = False) -> None:
+    """An error response in the API's one error shape, from ASGI middleware (before any route runs)."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _content_length(scope: Scope) -> int | None:

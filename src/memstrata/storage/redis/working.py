@@ -179,23 +179,14 @@ class RedisWorkingSet:
 
     def sessions(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
         """Session key ('' for turns without one) → its turns in working memory, for one session or all."""
-
-        def work() -> dict[str, list[int]]:
-            if session_id is not None:
-                sids = [_sid(user_id, session_id)]
-            else:
-                sids = sorted(str(sid) for sid in self._client.smembers(_user_key(user_id)))
-            with self._client.pipeline(transaction=False) as pipeline:
-                for sid in sids:
-                    pipeline.zrange(_session_key(sid, "items"), 0, -1)
-                replies: list[list[str]] = pipeline.execute()
-            held = zip(sids, replies, strict=True)
-            return {_split_sid(sid)[1]: sorted(int(seq) for seq in seqs) for sid, seqs in held if seqs}
-
-        return self._call(work)
+        return self._per_session(user_id, session_id, "items")
 
     def tracked(self, user_id: str, session_id: str | None = None) -> dict[str, list[int]]:
         """Session key → every turn tracked there and not discarded (those that left for mid-term too)."""
+        return self._per_session(user_id, session_id, "seen")
+
+    def _per_session(self, user_id: str, session_id: str | None, part: str) -> dict[str, list[int]]:
+        """The seqs in each session's ``items`` (sorted set) or ``seen`` (set), read in one round trip."""
 
         def work() -> dict[str, list[int]]:
             if session_id is not None:
@@ -204,8 +195,12 @@ class RedisWorkingSet:
                 sids = sorted(str(sid) for sid in self._client.smembers(_user_key(user_id)))
             with self._client.pipeline(transaction=False) as pipeline:
                 for sid in sids:
-                    pipeline.smembers(_session_key(sid, "seen"))
-                replies: list[set[str]] = pipeline.execute()
+                    key = _session_key(sid, part)
+                    if part == "items":
+                        pipeline.zrange(key, 0, -1)
+                    else:
+                        pipeline.smembers(key)
+                replies: list[Any] = pipeline.execute()
             held = zip(sids, replies, strict=True)
             return {_split_sid(sid)[1]: sorted(int(seq) for seq in seqs) for sid, seqs in held if seqs}
 
