@@ -882,6 +882,9 @@ def _bad_turn_line(**changes: Any) -> str:
         _bad_turn_line(kind="mystery"),
         _bad_turn_line(embedding={"model_id": "m", "dimension": 3, "vector": "not base64!"}),
         "[1, 2, 3]",
+        _bad_turn_line()[:-1] + ', "content": "other"}',
+        _bad_turn_line(metadata={"a": 1}).replace('"metadata": {"a": 1}', '"metadata": {"a": 1, "a": 2}'),
+        '{"kind": "turn", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}",
     ],
     ids=[
         "truncated",
@@ -896,6 +899,9 @@ def _bad_turn_line(**changes: Any) -> str:
         "kind",
         "embedding",
         "array",
+        "a key twice",
+        "a metadata key twice",
+        "nested too deeply",
     ],
 )
 def test_import_with_one_bad_line_imports_nothing(memory: Memory, tmp_path: Path, bad: str) -> None:

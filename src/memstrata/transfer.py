@@ -24,6 +24,7 @@ from memstrata.validation import (
     check_role,
     check_stored_time,
     check_text,
+    parse_json,
 )
 
 FORMAT_NAME = "memstrata-export"
@@ -85,9 +86,11 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line)
         except ValueError as exc:
             raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise InvalidInput(f"line {number}: nested too deeply") from exc
         if not isinstance(record, dict):
             raise InvalidInput(f"line {number}: expected a JSON object")
         if not version:

@@ -134,6 +134,29 @@ def _check_json_value(value: object, what: str, depth: int = 0) -> None:
             _check_json_value(item, what, depth + 1)
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice; raised by ``parse_json`` and turned into each front end's bad-input error."""
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads``, refusing an object that names a key twice (``DuplicateKey``, a ``ValueError``).
+
+    RFC 8259 leaves the meaning of such an object to each parser: some keep the first
+    value, Python keeps the last. A proxy that checks one and memstrata that stores the
+    other would disagree about the same request, so neither is guessed.
+    """
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(f"the key {key!r} appears twice in one object")
+        found[key] = value
+    return found
+
+
 def check_timestamp(value: object, what: str = "timestamp") -> datetime | None:
     """Return an aware UTC datetime from a datetime or ISO 8601 string with an offset."""
     if value is None:

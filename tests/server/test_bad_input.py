@@ -7,6 +7,7 @@ each one the store must hold exactly what was seeded.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from tests.inputs import nested
 from tests.server.conftest import LiveServer
 
 from memstrata import Memory
-from memstrata.config import DATABASE_FILE_NAME
+from memstrata.config import DATABASE_FILE_NAME, load_settings
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.server.app import create_app
 from memstrata.server.keys import create_key, open_key_store
@@ -106,6 +107,9 @@ ADDS = {
     "NaN importance": _raw(b'{"messages": "x", "user_id": "ana", "importance": NaN}'),
     "huge number importance": _raw(b'{"messages": "x", "user_id": "ana", "importance": 1e999}'),
     "nested too deeply": _raw(DEEP),
+    "user_id named twice": _raw(b'{"messages": "x", "user_id": "ana", "user_id": "bob"}'),
+    "a key named twice in metadata": _raw(b'{"messages": "x", "user_id": "ana", "metadata": {"a": 1, "a": 2}}'),
+    "a key named twice in a message": _raw(b'{"messages": [{"content": "x", "content": "y"}], "user_id": "ana"}'),
 }
 
 
@@ -260,6 +264,7 @@ BAD_IMPORTS = {
     ),
     "embedding all zeros": _export({**GOOD, "embedding": {"model_id": "m", "dimension": 1, "vector": "AAAAAA=="}}),
     "empty": b"",
+    "a key named twice": _export(GOOD).replace(b'"content": "fine"', b'"content": "fine", "content": "other"'),
 }
 
 
@@ -270,4 +275,36 @@ def test_a_bad_import_stores_nothing(server: tuple[httpx.Client, Path], name: st
     response = http.post("/v1/import", content=BAD_IMPORTS[name], headers=JSONL)
     assert response.status_code in (409, 422), response.text
     assert "/tmp" not in response.text
+    assert _snapshot(database) == before
+
+
+def test_a_key_named_twice_is_a_bad_request_that_names_it(server: tuple[httpx.Client, Path]) -> None:
+    """Parsers differ on which value counts (a proxy may check the first), so neither is taken."""
+    http, database = server
+    before = _snapshot(database)
+    body = b'{"query": "tea", "user_id": "bob", "user_id": "ana"}'
+    response = http.post("/v1/search", content=body, headers=JSON)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "bad_request"
+    assert error["message"] == "the request body is not valid JSON: the key 'user_id' appears twice in one object"
+    assert _snapshot(database) == before
+
+
+def test_every_json_route_refuses_a_key_named_twice(server: tuple[httpx.Client, Path], tmp_path: Path) -> None:
+    """A route added without the strict route class would read duplicate keys silently."""
+    http, database = server
+    before = _snapshot(database)
+    document = create_app(settings=load_settings(home=tmp_path)).openapi()
+    operations = [
+        (method.upper(), re.sub(r"\{[^}]+\}", "x", path))
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+        if "application/json" in operation.get("requestBody", {}).get("content", {})
+    ]
+    assert len(operations) >= 8
+    for method, path in operations:
+        response = http.request(method, path, content=b'{"user_id": "ana", "user_id": "bob"}', headers=JSON)
+        assert response.status_code == 400, (method, path, response.text)
+        assert "appears twice" in response.json()["error"]["message"]
     assert _snapshot(database) == before

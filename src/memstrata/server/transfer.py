@@ -9,6 +9,7 @@ from typing import IO, Any
 from memstrata.errors import InvalidInput
 from memstrata.server.tenancy import Tenant
 from memstrata.transfer import end_line
+from memstrata.validation import parse_json
 
 _TURN = "turn"
 
@@ -63,7 +64,7 @@ def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
 
 def _parse(line: str, number: int) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = parse_json(line)
     except ValueError as exc:
         raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
     except RecursionError as exc:

@@ -15,6 +15,7 @@ from starlette.background import BackgroundTask
 from memstrata import __version__
 from memstrata.errors import InvalidInput
 from memstrata.server.auth import TenantDep
+from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
 from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS
 from memstrata.server.schemas import DeletionOut, ErrorOut, HealthOut, ImportOut, ScopeRequest, VersionOut
@@ -23,7 +24,7 @@ from memstrata.server.views import deletion_out
 from memstrata.transfer import header_line
 from memstrata.validation import MAX_IDENTIFIER_LENGTH
 
-router = APIRouter(prefix="/v1", tags=["admin"])
+router = APIRouter(prefix="/v1", tags=["admin"], route_class=StrictJSONRoute)
 
 JSONL = "application/x-ndjson"
 

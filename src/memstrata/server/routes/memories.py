@@ -9,13 +9,14 @@ from fastapi import APIRouter, Path, Query, Response
 from memstrata.errors import NotFound
 from memstrata.ids import IdGenerator
 from memstrata.server.auth import TenantDep
+from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import IdsDep, MemoryDep
 from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS, NOT_FOUND, ScopeQuery, UserQuery
 from memstrata.server.schemas import MAX_OFFSET, MAX_PAGE, AddRequest, AddResponse, HistoryResponse, MemoryOut
 from memstrata.server.tenancy import Tenant
 from memstrata.server.views import memory_out
 
-router = APIRouter(prefix="/v1", tags=["memories"])
+router = APIRouter(prefix="/v1", tags=["memories"], route_class=StrictJSONRoute)
 
 MemoryPath = Annotated[str, Path(description="The memory's id (as returned by add).")]
 

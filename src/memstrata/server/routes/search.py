@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from memstrata.server.auth import TenantDep
+from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import IdsDep, MemoryDep
 from memstrata.server.routes import BODY_ERRORS
 from memstrata.server.schemas import (
@@ -18,7 +19,7 @@ from memstrata.server.schemas import (
 )
 from memstrata.server.views import context_out, hit_out
 
-router = APIRouter(prefix="/v1", tags=["search"])
+router = APIRouter(prefix="/v1", tags=["search"], route_class=StrictJSONRoute)
 
 
 @router.post("/search", responses=BODY_ERRORS)

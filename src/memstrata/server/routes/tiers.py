@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from memstrata.server.auth import TenantDep
+from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
 from memstrata.server.routes import BODY_ERRORS, ERRORS, PROVIDER, UserQuery
 from memstrata.server.schemas import (
@@ -25,7 +26,7 @@ from memstrata.server.schemas import (
 )
 from memstrata.server.views import cell_out, consolidation_out, graph_out, inspection_out, pattern_out
 
-router = APIRouter(prefix="/v1", tags=["tiers"])
+router = APIRouter(prefix="/v1", tags=["tiers"], route_class=StrictJSONRoute)
 
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
