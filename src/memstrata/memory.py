@@ -454,7 +454,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
     # -- about ------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
-        """Where data lives, what is stored, which model embeds it, and versions."""
+        """Where data lives, what is stored, which model embeds it, versions, and this process's vector cache."""
         self._require_open()
         return {
             "version": __version__,
@@ -463,6 +463,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             "embedder": self._embedder.model_id,
             "dimension": self._embedder.dimension,
             "counts": self._store.counts(),
+            "vector_cache": self._index.stats(),
         }
 
     # -- helpers ----------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 
 import numpy as np
 import numpy.typing as npt
@@ -377,3 +378,24 @@ def test_past_its_row_limit_the_index_unloads_the_users_searched_least_recently(
     assert index.high_water("fay") == 1010 and index.rows() == 1000
     index.extend("fay", _seqs([2000]), _unit(rng, 1), high_water=2000)
     assert index.rows() == 1250
+
+
+def test_users_reloaded_after_being_unloaded_for_room_are_counted_and_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    index = VectorIndex(DIM, max_rows=100)  # room for one user's 64-row block
+    rng = np.random.default_rng(4)
+    with caplog.at_level(logging.WARNING, logger="memstrata.vectors"):
+        index.extend("ana", _seqs([1]), _unit(rng, 1), high_water=1)
+        index.extend("bea", _seqs([2]), _unit(rng, 1), high_water=2)  # unloads ana: a first load, no warning
+        assert not caplog.records
+        for _ in range(3):  # the two take turns
+            index.extend("ana", _seqs([1]), _unit(rng, 1), high_water=1)
+            index.extend("bea", _seqs([2]), _unit(rng, 1), high_water=2)
+    assert index.stats() == {"rows": 64, "limit": 100, "users": 1, "unloads": 7, "reloads": 6}
+    assert len(caplog.records) == 1  # once per WARN_EVERY_SECONDS, not once per reload
+    assert "raise vector_cache_rows" in caplog.records[0].getMessage()
+    # Removing a user's vectors or dropping them is no reload to warn about.
+    index.drop()
+    index.extend("cid", _seqs([3]), _unit(rng, 1), high_water=3)
+    assert index.stats()["reloads"] == 6

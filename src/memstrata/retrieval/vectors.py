@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +17,12 @@ from memstrata.embeddings.base import Vectors
 
 Seqs = npt.NDArray[np.int64]
 BLEND_CHUNK_ROWS = 8192
+#: How many users unloaded for room the index remembers, to tell a reload (thrashing) from a first load.
+REMEMBERED_UNLOADS = 10_000
+#: At most one thrashing warning per this many seconds.
+WARN_EVERY_SECONDS = 600.0
+
+log = logging.getLogger("memstrata.vectors")
 
 
 @dataclass
@@ -60,6 +69,11 @@ class VectorIndex:
         # committed cannot put the deleted vectors back (see ``extend``).
         self._epoch = 0
         self._generations: dict[str, int] = {}
+        # Users unloaded for room (most recent last), and how often that and a reload of one happened.
+        self._unloaded: OrderedDict[str, None] = OrderedDict()
+        self._unloads = 0
+        self._reloads = 0
+        self._warned_at: float | None = None
 
     def high_water(self, user_id: str) -> int | None:
         """The last store vector id loaded for ``user_id``, or ``None`` if never loaded."""
@@ -88,6 +102,9 @@ class VectorIndex:
                     return  # a user with no vectors yet takes no room: a search for any name is one store read
                 block = _Block(np.zeros(0, np.int64), np.zeros((0, self.dimension), np.float32))
                 self._blocks[user_id] = block
+                if user_id in self._unloaded:
+                    del self._unloaded[user_id]
+                    self._note_reload_locked()
             if len(seqs):
                 self._remove_locked(block, seqs)
                 self._append_locked(block, np.asarray(seqs, np.int64), np.asarray(vectors, np.float32))
@@ -113,6 +130,34 @@ class VectorIndex:
         with self._lock:
             return sum(len(block.seqs) for block in self._blocks.values())
 
+    def stats(self) -> dict[str, int | None]:
+        """Rows held, the limit, users loaded, users unloaded for room, and reloads of such users."""
+        with self._lock:
+            return {
+                "rows": sum(len(block.seqs) for block in self._blocks.values()),
+                "limit": self.max_rows,
+                "users": len(self._blocks),
+                "unloads": self._unloads,
+                "reloads": self._reloads,
+            }
+
+    def _note_reload_locked(self) -> None:
+        """Count a reload of a user unloaded for room, and say so now and then: searches are taking turns."""
+        self._reloads += 1
+        now = time.monotonic()
+        if self._warned_at is not None and now - self._warned_at < WARN_EVERY_SECONDS:
+            return
+        self._warned_at = now
+        log.warning(
+            "the vector cache holds at most %s rows (vector_cache_rows) and has reloaded users it unloaded "
+            "for room %d times (%d unloads): searches are taking turns unloading each other, and each reads "
+            "its user's vectors from the store again; raise vector_cache_rows above the largest user plus "
+            "those searched often",
+            f"{self.max_rows:,}",
+            self._reloads,
+            self._unloads,
+        )
+
     def _touch_locked(self, user_id: str) -> None:
         """Mark ``user_id`` as the most recently used (dicts keep insertion order)."""
         self._blocks[user_id] = self._blocks.pop(user_id)
@@ -128,6 +173,11 @@ class VectorIndex:
                 held -= len(self._blocks[user_id].seqs)
                 self._overtake_locked(user_id)  # a load of theirs running now must not come back
                 del self._blocks[user_id]
+                self._unloads += 1
+                self._unloaded[user_id] = None
+                self._unloaded.move_to_end(user_id)
+                if len(self._unloaded) > REMEMBERED_UNLOADS:
+                    self._unloaded.popitem(last=False)
 
     def remove(self, user_id: str, seqs: Seqs) -> None:
         """Forget the vectors of turns ``seqs`` (no-op for unknown ones)."""
