@@ -279,3 +279,52 @@ def test_deterministic() -> None:
 def test_a_following_clause_is_not_another_list_item() -> None:
     cells = extract_cells("I'm allergic to peanuts, so keep that in mind whenever you suggest recipes.")
     assert [(cell.attribute, cell.value) for cell in cells] == [("allergy:peanuts", "peanuts")]
+
+
+# Statements from LoCoMo chats that an audit of the extracted cells found misread: each pair is
+# the text and the cells it may give (kind, value), so a wrong reading fails the test.
+MISREAD = [
+    ("And I also don't like bowling itself, to be honest.", {(PREFERENCE, "bowling itself")}),
+    ("I don't like dogs, that's why I have cats.", {(PREFERENCE, "dogs")}),
+    ("Connecting with the things I love makes writing even more fun.", set()),
+    ("I love how these poses challenge my body and mind.", set()),
+    ("I love going for walks to take it all in.", {(PREFERENCE, "going for walks")}),
+    ("I love yoga, it keeps me calm.", {(PREFERENCE, "yoga")}),
+    ("I have a painting in my room to remind me to stay true and be a leader.", set()),
+    ("I got to hang with nature this weekend.", set()),
+    ("I started with workshops and books.", set()),
+    ("I finally picked up a book and it's been awesome.", set()),
+    ("Max is my mother's cat.", set()),
+    ("My girlfriend, Toby and I went to the park.", set()),
+    ("I'm an assistant manager.", {(FACT, "assistant manager")}),
+    ("I'm gonna keep on going and never quit.", set()),
+    ("I'm going to keep pushing and make this work.", set()),
+    ("I love those games.", set()),
+    ("I really like your commitment.", set()),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MISREAD)
+def test_statements_once_misread_give_only_what_they_say(text: str, expected: set[tuple[CellKind, str]]) -> None:
+    assert {(cell.kind, cell.value) for cell in extract_cells(text)} == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("I've got to finish the report.", TASK, "finish the report"),
+        ("I gotta call the bank.", TASK, "call the bank"),
+        ("Remind me to water the plants.", TASK, "water the plants"),
+        ("Ana, remind me to water the plants.", TASK, "water the plants"),
+        ("Please remind me to water the plants.", TASK, "water the plants"),
+        ("I'm off now and remind me to water the plants.", TASK, "water the plants"),
+        ("I picked the blue one.", DECISION, "the blue one"),
+        ("I got a new job with Acme.", FACT, "Acme"),
+        ("I started working with Acme.", FACT, "Acme"),
+        ("My sister, Anna, lives in Porto.", FACT, "Anna"),
+        ("I love hiking, camping and painting.", PREFERENCE, "camping"),
+        ("I'm gonna keep working on my novel.", PLAN, "keep working on my novel"),
+    ],
+)
+def test_the_narrower_rules_still_read_what_they_are_for(text: str, kind: CellKind, value: str) -> None:
+    assert (kind, value) in {(cell.kind, cell.value) for cell in extract_cells(text)}

@@ -101,7 +101,8 @@ JOB_NOUNS = word_set(
 )
 # Any listed job noun, and a job phrase ending in one: "nurse", "senior software engineer".
 JOB_NOUN = "(?:" + "|".join(sorted(JOB_NOUNS)) + ")"
-JOB = r"(?P<value>(?:[\w-]+\s+){0,3}?" + JOB_NOUN + r")s?\b"
+# Two job nouns make one job: "assistant manager", "nurse practitioner".
+JOB = r"(?P<value>(?:[\w-]+\s+){0,3}?" + JOB_NOUN + r"(?:\s+" + JOB_NOUN + r")?)s?\b"
 
 RELATIONS = (
     r"(?:(?:older|younger|little|big|baby|twin|best|oldest|youngest|eldest)\s+)?"

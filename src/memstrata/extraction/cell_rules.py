@@ -110,8 +110,10 @@ RULES: tuple[Rule, ...] = (
     rule(
         _FACT,
         "employer",
-        r"\b(?:i|i've|i\s+have)\s+" + ADVERBS + r"(?:started|began|got\s+a\s+(?:new\s+)?job|got\s+hired|been\s+hired)"
-        r"\s+(?:working\s+|a\s+(?:new\s+)?job\s+|my\s+(?:new\s+)?job\s+)?(?:at|by|with)\s+" + PHRASE,
+        # "I started with workshops and books" is no employer: "with" needs the work or the job named.
+        r"\b(?:i|i've|i\s+have)\s+" + ADVERBS + r"(?:(?:started|began)\s+(?:(?:working|a\s+(?:new\s+)?job|"
+        r"my\s+(?:new\s+)?job)\s+(?:at|by|with)|at|by)|(?:got\s+a\s+(?:new\s+)?job|got\s+hired|been\s+hired)"
+        r"\s+(?:at|by|with))\s+" + PHRASE,
         Shape.PHRASE,
         0.8,
         single=True,
@@ -171,11 +173,19 @@ RULES: tuple[Rule, ...] = (
     rule(
         _FACT,
         "relationship:{relation}",
-        r"\bmy\s+(?P<relation>" + RELATIONS + ")" + NAMED_AS + NAME,
+        # "My girlfriend, Toby and I" lists two people; it does not name the girlfriend.
+        r"\bmy\s+(?P<relation>" + RELATIONS + ")" + NAMED_AS + NAME + r"\b(?!\s*,?\s+and\s+(?:i|me)\b)",
         Shape.NAME,
         0.75,
     ),
-    rule(_FACT, "relationship:{relation}", NAME + r"\s+is\s+my\s+(?P<relation>" + RELATIONS + r")\b", Shape.NAME, 0.75),
+    # "Max is my mother's cat" names the cat, not the mother.
+    rule(
+        _FACT,
+        "relationship:{relation}",
+        NAME + r"\s+is\s+my\s+(?P<relation>" + RELATIONS + r")\b(?!')",
+        Shape.NAME,
+        0.75,
+    ),
     rule(
         _FACT,
         "relationship:{relation}",
@@ -323,11 +333,25 @@ RULES: tuple[Rule, ...] = (
     rule(
         _TASK,
         "task:{key}",
-        r"\b(?:i|i've|i\s+have)\s+" + ADVERBS + r"(?:need\s+to|have\s+to|got\s+to|gotta|must|should)\s+" + CLAUSE,
+        # A bare "I got to" tells what one had the chance to do ("I got to hang with nature"), not a task.
+        r"\b(?:(?:i've|i\s+have)\s+"
+        + ADVERBS
+        + r"(?:need\s+to|have\s+to|got\s+to|gotta|must|should)|i\s+"
+        + ADVERBS
+        + r"(?:need\s+to|have\s+to|gotta|must|should))\s+"
+        + CLAUSE,
         Shape.CLAUSE,
         0.7,
     ),
-    rule(_TASK, "task:{key}", r"\bremind\s+me\s+(?:to|about)\s+" + CLAUSE, Shape.CLAUSE, 0.85),
+    # A request ("Remind me to …", "Can you remind me to …"), not "a painting to remind me to stay true".
+    rule(
+        _TASK,
+        "task:{key}",
+        r"(?:^\W*(?:[\w']+\s*,\s*)?|\b(?:please|pls|can\s+you|could\s+you|would\s+you|will\s+you|and)\s+)"
+        r"remind\s+me\s+(?:to|about)\s+" + CLAUSE,
+        Shape.CLAUSE,
+        0.85,
+    ),
     rule(
         _TASK,
         "task:{key}",
@@ -347,7 +371,13 @@ RULES: tuple[Rule, ...] = (
         Shape.CLAUSE,
         0.75,
     ),
-    rule(_DECISION, "decision:{key}", SUBJECT_WE_OR_I + r"(?:chose|picked|opted\s+for)\s+" + CLAUSE, Shape.CLAUSE, 0.7),
+    rule(
+        _DECISION,
+        "decision:{key}",
+        SUBJECT_WE_OR_I + r"(?:chose|picked(?!\s+up\b)|opted\s+for)\s+" + CLAUSE,
+        Shape.CLAUSE,
+        0.7,
+    ),
     rule(
         _DECISION,
         "decision:{key}",

@@ -52,6 +52,20 @@ _SUBORDINATE_TAIL = re.compile(
     r"|\s*,\s*(?:so|then|please|thus|hence)\b.*$",
     re.IGNORECASE | re.DOTALL,
 )
+# A comma or dash before a subject or an aside opens a new clause, which ends a list: "bowling itself, to be
+# honest", "dogs, that's why I have cats", "yoga - it keeps me calm".
+_NEW_CLAUSE = re.compile(
+    r"\s*[,\u2013\u2014-]\s*(?:(?:and|but|so)\s+)?(?:to|it|it's|its|that|that's|this|they|they're|there|there's|he|"
+    r"she|i|i'm|i've|i'd|we|we're|you|you're|especially|which|who|plus|like)\b.*$",
+    re.IGNORECASE | re.DOTALL,
+)
+# "I love how …", "I like what you did": the object is a clause about something, not a thing liked.
+_CLAUSE_OBJECT = re.compile(r"^(?:how|what|why|when|where|the\s+way)\b", re.IGNORECASE)
+# "the things I love make …", "a spot that I like": the statement sits in a relative clause of another one.
+_RELATIVE_BEFORE = re.compile(r"\b(?:that|which|things?|stuff|everything|something|what)\s+$", re.IGNORECASE)
+_PREPOSITION = re.compile(
+    r"\s+(?:with|for|near|since|after|before|during|until|in|on|at|by|from|as|to|because|about)\s+", re.IGNORECASE
+)
 _COORDINATE_TAIL = re.compile(r"\s*,.*$|\s+(?:and|or|&)\s+(?=[a-z]).*$", re.DOTALL)
 _PREPOSITION_TAIL = re.compile(
     r"\s+(?:with|for|near|since|after|before|during|until|in|on|at|by|from|as|to|because)\s+.*$",
@@ -93,7 +107,7 @@ _EMPTY_VALUES = word_set("""
     stuff things lot lots to
     """)
 _EMPTY_STARTS = ("that ", "this ", "them ", "what ", "how ", "when ", "why ", "where ", "the way ")
-_PRONOUN_SUBJECTS = word_set("i you he she it we they there")
+_PRONOUN_SUBJECTS = word_set("i you he she it we they there that")
 # A place told by reference, not named: "I moved from my home country" says nothing of where (origin, location).
 _REFERENCED_PLACE = re.compile(
     r"(?:my|our|your|his|her|their)\s+(?:home|(?:home\s*|own\s+|native\s+)?"
@@ -104,6 +118,17 @@ _LIGHT_WORDS = word_set(
     "do make keep get go try have take give it that this them too up happen there again more out on so then"
 )
 _EMPTY_VERBS = word_set("think say believe imagine know see hear admit agree confess guess wonder tell thank")
+# A plan or task made only of these is encouragement, not something to do: "keep on going and never quit".
+_PEP_TALK_WORDS = word_set("""
+    keep keeps going pushing push working work hard harder chasing chase after dreams dream goals goal believing
+    believe myself yourself positive determined stay staying never quit give giving up make making success
+    successful reach continue continuing striving strive moving move ahead forward grinding grind trying try best
+    focused focus motivated on happen happens whatever comes my way matter no be patient have faith patience true
+    check out shot go see how goes a an the time good fun to do doing with of for in at one is and it this that them
+    """)
+# Words that point at something said elsewhere; a value that is mostly pointer says nothing on its own.
+_POINTERS = word_set("that this these those them him it em their your his")
+_FUNCTION_WORDS = word_set("a an the to of in on at for with by from about like and or so too as up out all my our")
 _SINGLE_RELATIONS = word_set("wife husband partner spouse boyfriend girlfriend fiance mother father boss")
 _RELATION_SYNONYMS = {
     "mum": "mother",
@@ -141,6 +166,8 @@ def extract_cells(text: str, *, role: str = "user", speaker: str | None = None) 
         for rule in RULES:
             for match in rule.pattern.finditer(matchable):
                 if _is_negated_or_asked(matchable, match):
+                    continue
+                if rule.shape is Shape.LIST and _RELATIVE_BEFORE.search(matchable[: match.start()]):
                     continue
                 for attribute, value in _readings(rule, match, sentence):
                     identity = (rule.kind, attribute, value.casefold())
@@ -254,16 +281,37 @@ def _phrase_value(raw: str) -> list[str]:
 
 
 def _list_values(raw: str) -> list[str]:
+    if _CLAUSE_OBJECT.match(_LEADING_FILLER.sub("", raw.strip())):
+        return []
     values: list[str] = []
-    for item in _LIST_SEPARATOR.split(_SUBORDINATE_TAIL.sub("", raw))[:_MAX_LIST_ITEMS]:
-        value = _tidy(_PREPOSITION_TAIL.sub("", item) if len(item.split()) > _MAX_PHRASE_WORDS else item)
+    for item in _LIST_SEPARATOR.split(_SUBORDINATE_TAIL.sub("", _NEW_CLAUSE.sub("", raw)))[:_MAX_LIST_ITEMS]:
+        value = _tidy(_shortened(item) if len(item.split()) > _MAX_PHRASE_WORDS else item)
         if value.casefold().startswith("to "):
             value = value[3:].strip()
             if value.split(" ", 1)[0].casefold() in _EMPTY_VERBS:
                 continue
+        if _is_pointer(value):
+            continue
         if _is_meaningful(value, _MAX_PHRASE_WORDS) and value.casefold() not in (v.casefold() for v in values):
             values.append(value)
     return values
+
+
+def _shortened(item: str) -> str:
+    """An over-long item cut at its last preposition that leaves two to six words ("going for walks to take it all
+    in" → "going for walks"), or at its first one when none does."""
+    heads = [item[: found.start()] for found in _PREPOSITION.finditer(item)]
+    fitting = [head for head in heads if 2 <= len(head.split()) <= _MAX_PHRASE_WORDS]
+    return fitting[-1] if fitting else _PREPOSITION_TAIL.sub("", item)
+
+
+def _is_pointer(value: str) -> bool:
+    """A value that mostly points at something said elsewhere: "those games", "your commitment", "do it with them"."""
+    words = [word.casefold() for word in _KEY_WORD.findall(value)]
+    if not any(word in _POINTERS for word in words):
+        return False
+    meaning = [word for word in words if word not in _POINTERS | _FUNCTION_WORDS | _LIGHT_WORDS]
+    return len(meaning) <= 2
 
 
 def _clause_value(raw: str) -> list[str]:
@@ -274,7 +322,10 @@ def _clause_value(raw: str) -> list[str]:
     if words and words[0].casefold() in _EMPTY_VERBS:
         return []
     value = " ".join(words[:_MAX_CLAUSE_WORDS])
-    if all(word.casefold() in _LIGHT_WORDS for word in _KEY_WORD.findall(value)):
+    words = [word.casefold() for word in _KEY_WORD.findall(value)]
+    if all(word in _LIGHT_WORDS for word in words) or all(word in _PEP_TALK_WORDS for word in words):
+        return []
+    if _is_pointer(value):
         return []
     return [value] if _is_meaningful(value, _MAX_CLAUSE_WORDS) else []
 
