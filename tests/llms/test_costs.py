@@ -117,6 +117,7 @@ def test_summary_per_model_and_purpose(tmp_path: Path) -> None:
     recent = summarize_costs(log.path, since=NOW - timedelta(days=1))
     assert recent.total.calls == 2
     assert set(recent.by_purpose) == {"chat"}
+    assert summarize_costs(str(log.path)) == summary  # a path given as text, as the docs' example does
 
 
 def test_summary_of_a_missing_log_is_empty(tmp_path: Path) -> None:

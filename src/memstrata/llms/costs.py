@@ -172,8 +172,9 @@ def _exclusive(descriptor: int) -> Iterator[None]:
         fcntl.flock(descriptor, fcntl.LOCK_UN)
 
 
-def read_costs(path: Path, since: datetime | None = None) -> Iterator[CostRecord]:
+def read_costs(path: str | os.PathLike[str], since: datetime | None = None) -> Iterator[CostRecord]:
     """The records in ``path`` at or after ``since``, skipping lines that are not whole records."""
+    path = Path(path)
     if not path.is_file():
         return
     with path.open(encoding="utf-8", errors="replace") as handle:
@@ -225,8 +226,9 @@ class CostSummary:
     last: datetime | None = None
 
 
-def summarize_costs(path: Path, since: datetime | None = None) -> CostSummary:
+def summarize_costs(path: str | os.PathLike[str], since: datetime | None = None) -> CostSummary:
     """Add up the cost log at ``path`` (calls at or after ``since``) per model and per purpose."""
+    path = Path(path)
     total = CostTotals()
     by_model: dict[str, CostTotals] = {}
     by_purpose: dict[str, CostTotals] = {}
