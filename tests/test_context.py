@@ -110,6 +110,17 @@ def test_superseded_facts_only_when_asked(memory: Memory) -> None:
     assert current.text.count("My favourite colour is green.") == 1
 
 
+def test_a_profile_said_by_several_speakers_names_whose_each_trait_is(memory: Memory) -> None:
+    memory.add([{"role": "user", "name": "Tim", "content": "My favourite book is Dune."}], user_id="group")
+    memory.add([{"role": "user", "name": "John", "content": "I live in Seattle."}], user_id="group")
+    memory.add([{"role": "user", "name": "Ana", "content": "I live in Lisbon."}], user_id="solo")
+    memory.flush()
+    group = memory.context("books and places", user_id="group", token_budget=500).text.split("## ")[1]
+    assert "- Tim · favourite book: Dune" in group and "- John · location: Seattle" in group
+    solo = memory.context("where", user_id="solo", token_budget=500).text
+    assert "- location: Lisbon" in solo and "Ana · location" not in solo  # one speaker: the user's own
+
+
 def test_recent_exchanges_stay_with_their_agent(memory: Memory) -> None:
     memory.add("planner note: book the venue", user_id="ana", session_id="s", agent_id="planner")
     memory.add("coder note: fix the parser", user_id="ana", session_id="s", agent_id="coder")

@@ -128,10 +128,7 @@ class ContextViews:
             # when they were made; in another zone those notes could contradict the excerpts.
             dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
             candidates: dict[str, list[Candidate]] = {
-                "profile": [
-                    Candidate("profile", "profile", "longterm", f"profile:{key}", f"{readable_key(key)}: {value}")
-                    for key, value in sorted(self._store_tiers.profile(user).items())
-                ],
+                "profile": self._profile(user),
                 "pattern": [
                     Candidate("pattern", "pattern", "procedural", f"pattern:{p.key}", p.description, p.score)
                     for p in memory.patterns(user_id=user, query=text, limit=8)
@@ -264,6 +261,26 @@ class ContextViews:
                 [replace(candidate, restates_sources=candidate.restates_sources and not replaced), *replaced]
             )
         return history
+
+    def _profile(self, user: str) -> list[Candidate]:
+        """The profile's traits; each names its speaker when they came from several (a group's memory).
+
+        A trait is one value per user, the last one said: in a memory of several speakers, the
+        line says whose it is, so one person's trait is never read as another's.
+        """
+        traits = self._store_tiers.profile(user)
+        speakers = self._store_tiers.profile_speakers(user) if traits else {}
+        named = len({speakers.get(key) for key in traits}) > 1
+
+        def line(key: str, value: str) -> str:
+            speaker = speakers.get(key) if named else None
+            label = f"{speaker.strip()} · {readable_key(key)}" if speaker and speaker.strip() else readable_key(key)
+            return f"{label}: {value}"
+
+        return [
+            Candidate("profile", "profile", "longterm", f"profile:{key}", line(key, value))
+            for key, value in sorted(traits.items())
+        ]
 
     def _graph(self, text: str, user: str) -> list[Candidate]:
         subgraph = self._facade.graph(user_id=user, query=text, limit=10)

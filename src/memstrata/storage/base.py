@@ -316,6 +316,10 @@ class TierStore(Store, Protocol):
         """The user's current profile."""
         ...
 
+    def profile_speakers(self, user_id: str) -> dict[str, str | None]:
+        """Who said each current profile trait: key → the speaker name of the turn that set it (None if unnamed)."""
+        ...
+
     def observe_pattern(
         self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
     ) -> None:

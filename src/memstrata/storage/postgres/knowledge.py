@@ -214,6 +214,17 @@ class KnowledgeMixin(Connected):
         )
         return {str(key): str(value) for key, value in rows}
 
+    def profile_speakers(self, user_id: str) -> dict[str, str | None]:
+        """Who said each current profile trait: key → the speaker name of the turn that set it (None if unnamed)."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT p.key, t.name FROM profile p LEFT JOIN turns t ON t.seq = p.source_turn_seq"
+                ' WHERE p.user_id = %s ORDER BY p.key COLLATE "C"',
+                (user_id,),
+            ).fetchall()
+        )
+        return {str(key): None if name is None else str(name) for key, name in rows}
+
     # -- patterns and entities --------------------------------------------------------
 
     def observe_pattern(
