@@ -117,6 +117,9 @@ def test_follow_up_folds_plurals_and_needs_a_question() -> None:
     assert "asks_followups:dog" in keys("What do dogs eat?", previous_user_text="My dog is sick.")
     assert not any(key.startswith("asks_followups") for key in keys("I like dogs.", previous_user_text="My dog."))
     assert not any(key.startswith("asks_followups") for key in keys("What about cats?", previous_user_text="Dogs."))
+    # The key folds "memories" to "memorie" so plurals meet; the description reads as said.
+    [found] = observe_patterns("Which memories stay?", previous_user_text="I have great memories of Rome.")[:1]
+    assert (found.key, found.description) == ("asks_followups:memorie", "asks follow-up questions about memories")
 
 
 def test_reply_aware_patterns_need_the_reply() -> None:
