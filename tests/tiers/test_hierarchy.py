@@ -412,8 +412,8 @@ def test_patterns_matching_the_query_come_first_by_topic_words(tiered: Memory) -
     _exchange(tiered, "Which dogs shed least?")
     tiered.flush()
     descriptions = [pattern.description for pattern in tiered.patterns(user_id=USER)]
-    assert "asks follow-up questions about dog" in descriptions and descriptions[0] != descriptions[-1]
-    assert tiered.patterns(user_id=USER, query="Any dogs?")[0].description.endswith("about dog")
+    assert "asks follow-up questions about dogs" in descriptions and descriptions[0] != descriptions[-1]
+    assert tiered.patterns(user_id=USER, query="Any dog?")[0].description.endswith("about dogs")
     # "about" and "for" are not topics: such a query keeps the plain order
     asked = tiered.patterns(user_id=USER, query="What is this about, and for whom?")
     assert [pattern.key for pattern in asked] == [pattern.key for pattern in tiered.patterns(user_id=USER)]
