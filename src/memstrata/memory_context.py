@@ -269,13 +269,18 @@ class ContextViews:
         line says whose it is, so one person's trait is never read as another's.
         """
         traits = self._store_tiers.profile(user)
-        speakers = self._store_tiers.profile_speakers(user) if traits else {}
-        named = len({speakers.get(key) for key in traits}) > 1
+        # As cells name them: the speaker as said, "user" for a turn without a name.
+        speakers = {
+            key: (name or "").strip() or "user" for key, name in self._store_tiers.profile_speakers(user).items()
+        }
+        named = len({speakers.get(key, "user").casefold() for key in traits}) > 1
 
         def line(key: str, value: str) -> str:
-            speaker = speakers.get(key) if named else None
-            label = f"{speaker.strip()} · {readable_key(key)}" if speaker and speaker.strip() else readable_key(key)
-            return f"{label}: {value}"
+            return (
+                f"{speakers.get(key, 'user')} · {readable_key(key)}: {value}"
+                if named
+                else f"{readable_key(key)}: {value}"
+            )
 
         return [
             Candidate("profile", "profile", "longterm", f"profile:{key}", line(key, value))

@@ -152,7 +152,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for key, value in pairs:
         if key in found:
-            raise DuplicateKey(f"the key {key!r} appears twice in one object")
+            shown = key if len(key) <= 40 else f"{key[:40]}…"
+            raise DuplicateKey(f"the key {shown!r} appears twice in one object")
         found[key] = value
     return found
 

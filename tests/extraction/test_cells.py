@@ -328,3 +328,33 @@ def test_statements_once_misread_give_only_what_they_say(text: str, expected: se
 )
 def test_the_narrower_rules_still_read_what_they_are_for(text: str, kind: CellKind, value: str) -> None:
     assert (kind, value) in {(cell.kind, cell.value) for cell in extract_cells(text)}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I realized that I love painting.", {(PREFERENCE, "painting")}),
+        (
+            "I love face-to-face meetings and board games.",
+            {(PREFERENCE, "face-to-face meetings"), (PREFERENCE, "board games")},
+        ),
+        (
+            "I love to travel, to cook and to paint.",
+            {(PREFERENCE, "travel"), (PREFERENCE, "cook"), (PREFERENCE, "paint")},
+        ),
+        ("My girlfriend Sarah and I went camping.", {(FACT, "Sarah")}),
+        ("My brother Tom Smith and I went out.", {(FACT, "Tom Smith")}),
+        ("My wife, Ana, is a nurse.", {(FACT, "Ana")}),
+        ("I need to fix this bug.", {(TASK, "fix this bug")}),
+        ("I have to go to work.", {(TASK, "go to work")}),
+        ("I have to pick them up from school.", {(TASK, "pick them up from school")}),
+        ("I decided to sell that car.", {(DECISION, "sell that car")}),
+        ("Hey remind me to submit the form.", {(TASK, "submit the form")}),
+        ("Could you please remind me to call mom?", {(TASK, "call mom")}),
+        ("They remind me to stay humble.", set()),
+        ("I started by learning the basics.", set()),
+        ("I love hiking - it clears my head.", {(PREFERENCE, "hiking")}),
+    ],
+)
+def test_the_stricter_rules_keep_ordinary_statements(text: str, expected: set[tuple[CellKind, str]]) -> None:
+    assert {(cell.kind, cell.value) for cell in extract_cells(text)} == expected

@@ -395,7 +395,11 @@ def test_users_reloaded_after_being_unloaded_for_room_are_counted_and_warned_abo
     assert index.stats() == {"rows": 64, "limit": 100, "users": 1, "unloads": 7, "reloads": 6}
     assert len(caplog.records) == 1  # once per WARN_EVERY_SECONDS, not once per reload
     assert "raise vector_cache_rows" in caplog.records[0].getMessage()
-    # Removing a user's vectors or dropping them is no reload to warn about.
-    index.drop()
-    index.extend("cid", _seqs([3]), _unit(rng, 1), high_water=3)
+    # A user dropped (forgotten, pruned) or a whole rebuild loads anew: no reload to count or warn about.
+    assert index.stats()["users"] == 1 and "ana" not in index._blocks  # bea holds the room, ana was unloaded
+    index.drop("ana")
+    index.extend("ana", _seqs([1]), _unit(rng, 1), high_water=1)  # unloads bea
     assert index.stats()["reloads"] == 6
+    index.drop()
+    index.extend("bea", _seqs([2]), _unit(rng, 1), high_water=2)
+    assert index.stats()["reloads"] == 6 and len(caplog.records) == 1

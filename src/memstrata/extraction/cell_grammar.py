@@ -101,7 +101,7 @@ JOB_NOUNS = word_set(
 )
 # Any listed job noun, and a job phrase ending in one: "nurse", "senior software engineer".
 JOB_NOUN = "(?:" + "|".join(sorted(JOB_NOUNS)) + ")"
-# Two job nouns make one job: "assistant manager", "nurse practitioner".
+# Two job nouns make one job: "assistant manager", "research assistant".
 JOB = r"(?P<value>(?:[\w-]+\s+){0,3}?" + JOB_NOUN + r"(?:\s+" + JOB_NOUN + r")?)s?\b"
 
 RELATIONS = (
@@ -112,6 +112,8 @@ RELATIONS = (
 )
 # What joins a relation or a pet to its name: "my sister Anna", "my dog's name is Max", "my wife, Ana".
 NAMED_AS = r"(?:'s\s+name\s+is|\s+is\s+(?:called|named)|\s+named|\s+called|\s*,)?\s+"
+# The same without the comma: "my sister Anna", "my dog's name is Max" (the comma form has its own rule).
+NAMED_BY_WORDS = r"(?:'s\s+name\s+is|\s+is\s+(?:called|named)|\s+named|\s+called)?\s+"
 FAVOURITE = r"\bmy\s+(?:absolute\s+|all[- ]time\s+|current\s+)?fav(?:ou?rite|e)"
 ANIMALS = (
     r"(?:dog|puppy|pup|cat|kitten|kitty|hamster|rabbit|bunny|parrot|bird|fish|turtle|tortoise|snake|horse|pony|"

@@ -15,6 +15,7 @@ from memstrata.extraction.cell_grammar import (
     LIST,
     NAME,
     NAMED_AS,
+    NAMED_BY_WORDS,
     OWN_NAME,
     PHRASE,
     RELATIONS,
@@ -110,9 +111,9 @@ RULES: tuple[Rule, ...] = (
     rule(
         _FACT,
         "employer",
-        # "I started with workshops and books" is no employer: "with" needs the work or the job named.
+        # "I started with workshops" or "by learning the basics" is no employer: those need the work or job named.
         r"\b(?:i|i've|i\s+have)\s+" + ADVERBS + r"(?:(?:started|began)\s+(?:(?:working|a\s+(?:new\s+)?job|"
-        r"my\s+(?:new\s+)?job)\s+(?:at|by|with)|at|by)|(?:got\s+a\s+(?:new\s+)?job|got\s+hired|been\s+hired)"
+        r"my\s+(?:new\s+)?job)\s+(?:at|by|with)|at)|(?:got\s+a\s+(?:new\s+)?job|got\s+hired|been\s+hired)"
         r"\s+(?:at|by|with))\s+" + PHRASE,
         Shape.PHRASE,
         0.8,
@@ -173,8 +174,15 @@ RULES: tuple[Rule, ...] = (
     rule(
         _FACT,
         "relationship:{relation}",
-        # "My girlfriend, Toby and I" lists two people; it does not name the girlfriend.
-        r"\bmy\s+(?P<relation>" + RELATIONS + ")" + NAMED_AS + NAME + r"\b(?!\s*,?\s+and\s+(?:i|me)\b)",
+        r"\bmy\s+(?P<relation>" + RELATIONS + ")" + NAMED_BY_WORDS + NAME,
+        Shape.NAME,
+        0.75,
+    ),
+    rule(
+        _FACT,
+        "relationship:{relation}",
+        # "My wife, Ana, ..." names her; "my girlfriend, Toby and I" lists two people (Toby is the dog).
+        r"\bmy\s+(?P<relation>" + RELATIONS + r")\s*,\s+(?>" + NAME + r")(?!\s*,?\s+and\s+(?:i|me)\b)",
         Shape.NAME,
         0.75,
     ),
@@ -347,7 +355,8 @@ RULES: tuple[Rule, ...] = (
     rule(
         _TASK,
         "task:{key}",
-        r"(?:^\W*(?:[\w']+\s*,\s*)?|\b(?:please|pls|can\s+you|could\s+you|would\s+you|will\s+you|and)\s+)"
+        r"(?:^\W*(?:(?:hey|hi|oh|so|ok|okay|also|just|and|btw|please|pls)\b\s*,?\s*|[\w']+\s*,\s*){0,2}"
+        r"|\b(?:please|pls|(?:can|could|would|will)\s+you(?:\s+please)?|and)\s+)"
         r"remind\s+me\s+(?:to|about)\s+" + CLAUSE,
         Shape.CLAUSE,
         0.85,

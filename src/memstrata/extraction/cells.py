@@ -42,6 +42,8 @@ _CLAUSE_BOUNDARY = re.compile(r"[,;:]|\b(?:but|and|because|so|although|though|wh
 _NEGATION_OR_CONDITION = re.compile(
     r"\b(?:not|never|no\s+longer|nor|hardly|if|unless|whether|wish|wonder)\b|n't\b", re.IGNORECASE
 )
+# A question that is a request: "Can you remind me to call Ana?" is a task, not a question about one.
+_REQUEST = re.compile(r"(?:can|could|would|will)\s+you\s+(?:please\s+)?remind\b", re.IGNORECASE)
 _NEGATED_VALUE = re.compile(r"\b(?:anymore|any\s+more|no\s+more|no\s+longer)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[,;]")
 _SUBORDINATE_TAIL = re.compile(
@@ -52,17 +54,26 @@ _SUBORDINATE_TAIL = re.compile(
     r"|\s*,\s*(?:so|then|please|thus|hence)\b.*$",
     re.IGNORECASE | re.DOTALL,
 )
-# A comma or dash before a subject or an aside opens a new clause, which ends a list: "bowling itself, to be
-# honest", "dogs, that's why I have cats", "yoga - it keeps me calm".
+# A comma or dash (not a hyphen inside a word) before a subject or an aside opens a new clause, which ends a
+# list: "bowling itself, to be honest", "dogs, that's why I have cats", "yoga - it keeps me calm".
 _NEW_CLAUSE = re.compile(
-    r"\s*[,\u2013\u2014-]\s*(?:(?:and|but|so)\s+)?(?:to|it|it's|its|that|that's|this|they|they're|there|there's|he|"
-    r"she|i|i'm|i've|i'd|we|we're|you|you're|especially|which|who|plus|like)\b.*$",
+    r"(?:\s*,|\s+-+|\s*[\u2013\u2014])\s*(?:(?:and|but|so)\s+)?(?:to\s+be\s+(?:honest|fair)|it|it's|its|that|that's|"
+    r"this|they|they're|there|there's|he|she|i|i'm|i've|i'd|we|we're|you|you're|especially|which|who|plus|like)\b.*$",
     re.IGNORECASE | re.DOTALL,
 )
 # "I love how …", "I like what you did": the object is a clause about something, not a thing liked.
 _CLAUSE_OBJECT = re.compile(r"^(?:how|what|why|when|where|the\s+way)\b", re.IGNORECASE)
-# "the things I love make …", "a spot that I like": the statement sits in a relative clause of another one.
-_RELATIVE_BEFORE = re.compile(r"\b(?:that|which|things?|stuff|everything|something|what)\s+$", re.IGNORECASE)
+# "the things I love make …", "a spot that I like": the statement sits in a relative clause of another one
+# ("I realized that I love painting" is a statement: "that" follows no noun).
+_RELATIVE_BEFORE = re.compile(
+    r"\b(?:things?|stuff|everything|something|anything|(?:the|a|an|this|that|my|our|one)\s+(?:[\w'-]+\s+){1,3}"
+    r"(?:that|which))\s+$",
+    re.IGNORECASE,
+)
+#: How far before a match the relative-clause check looks (it is anchored at the match).
+_RELATIVE_WINDOW = 60
+#: How far around a match its clause is read for a negation, a condition or a question mark.
+_CLAUSE_REACH = 400
 _PREPOSITION = re.compile(
     r"\s+(?:with|for|near|since|after|before|during|until|in|on|at|by|from|as|to|because|about)\s+", re.IGNORECASE
 )
@@ -124,10 +135,13 @@ _PEP_TALK_WORDS = word_set("""
     believe myself yourself positive determined stay staying never quit give giving up make making success
     successful reach continue continuing striving strive moving move ahead forward grinding grind trying try best
     focused focus motivated on happen happens whatever comes my way matter no be patient have faith patience true
-    check out shot go see how goes a an the time good fun to do doing with of for in at one is and it this that them
+    shot goes come pursue pursuing what a an the good fun to with of for in at one is and it this that these those
+    them
     """)
 # Words that point at something said elsewhere; a value that is mostly pointer says nothing on its own.
-_POINTERS = word_set("that this these those them him it em their your his")
+_OBJECT_POINTERS = word_set("them him her it em")
+_DEMONSTRATIVES = word_set("that this these those")
+_POSSESSIVE_POINTERS = word_set("their your his")
 _FUNCTION_WORDS = word_set("a an the to of in on at for with by from about like and or so too as up out all my our")
 _SINGLE_RELATIONS = word_set("wife husband partner spouse boyfriend girlfriend fiance mother father boss")
 _RELATION_SYNONYMS = {
@@ -167,7 +181,8 @@ def extract_cells(text: str, *, role: str = "user", speaker: str | None = None) 
             for match in rule.pattern.finditer(matchable):
                 if _is_negated_or_asked(matchable, match):
                     continue
-                if rule.shape is Shape.LIST and _RELATIVE_BEFORE.search(matchable[: match.start()]):
+                before = matchable[max(0, match.start() - _RELATIVE_WINDOW) : match.start()]
+                if rule.shape is Shape.LIST and _RELATIVE_BEFORE.search(before):
                     continue
                 for attribute, value in _readings(rule, match, sentence):
                     identity = (rule.kind, attribute, value.casefold())
@@ -213,12 +228,16 @@ def _overlaps(claimed: list[tuple[CellKind, int, int]], kind: CellKind, span: tu
 
 def _is_negated_or_asked(sentence: str, match: re.Match[str]) -> bool:
     """A denial, a condition or a question in the clause around the match makes no statement."""
-    prefix = sentence[: match.start()]
+    # A clause is read at most _CLAUSE_REACH characters each way: a message of thousands of list
+    # statements in one "sentence" costs time in proportion to its length, not to its square.
+    prefix = sentence[max(0, match.start() - _CLAUSE_REACH) : match.start()]
     boundaries = list(_CLAUSE_BOUNDARY.finditer(prefix))
     clause_start = boundaries[-1].end() if boundaries else 0
     if _NEGATION_OR_CONDITION.search(prefix[clause_start:]):
         return True
-    rest = sentence[match.start() :]
+    if _REQUEST.match(sentence, match.start()):
+        return False  # "Could you remind me to …?" asks for something to be remembered
+    rest = sentence[match.start() : match.end() + _CLAUSE_REACH]
     end = _CLAUSE_END.search(rest, match.end() - match.start())
     clause = rest[: end.start()] if end else rest
     return clause.rstrip().endswith("?")
@@ -290,7 +309,7 @@ def _list_values(raw: str) -> list[str]:
             value = value[3:].strip()
             if value.split(" ", 1)[0].casefold() in _EMPTY_VERBS:
                 continue
-        if _is_pointer(value):
+        if _is_pointer(value, liked=True):
             continue
         if _is_meaningful(value, _MAX_PHRASE_WORDS) and value.casefold() not in (v.casefold() for v in values):
             values.append(value)
@@ -305,13 +324,27 @@ def _shortened(item: str) -> str:
     return fitting[-1] if fitting else _PREPOSITION_TAIL.sub("", item)
 
 
-def _is_pointer(value: str) -> bool:
-    """A value that mostly points at something said elsewhere: "those games", "your commitment", "do it with them"."""
+def _is_pointer(value: str, *, liked: bool) -> bool:
+    """A value that only points at something said elsewhere: "check them out", "try that"; for a thing liked
+    also "those games", "your commitment" (a compliment on what was just shown, not a taste).
+
+    It has at most one word of its own besides the pointer (two for a thing liked); "fix this bug" and "pick them
+    up from school" say enough to stay.
+    """
     words = [word.casefold() for word in _KEY_WORD.findall(value)]
-    if not any(word in _POINTERS for word in words):
+    pointers = set(_OBJECT_POINTERS)
+    if liked:
+        pointers |= _DEMONSTRATIVES | _POSSESSIVE_POINTERS
+    else:  # a demonstrative alone ("do that"), not one before its noun ("sell that car")
+        pointers |= {
+            word
+            for word, following in zip(words, [*words[1:], ""], strict=True)
+            if word in _DEMONSTRATIVES and (not following or following in _FUNCTION_WORDS)
+        }
+    if not pointers.intersection(words):
         return False
-    meaning = [word for word in words if word not in _POINTERS | _FUNCTION_WORDS | _LIGHT_WORDS]
-    return len(meaning) <= 2
+    meaning = [word for word in words if word not in pointers | _FUNCTION_WORDS | _LIGHT_WORDS]
+    return len(meaning) <= (2 if liked else 1)
 
 
 def _clause_value(raw: str) -> list[str]:
@@ -325,7 +358,7 @@ def _clause_value(raw: str) -> list[str]:
     words = [word.casefold() for word in _KEY_WORD.findall(value)]
     if all(word in _LIGHT_WORDS for word in words) or all(word in _PEP_TALK_WORDS for word in words):
         return []
-    if _is_pointer(value):
+    if _is_pointer(value, liked=False):
         return []
     return [value] if _is_meaningful(value, _MAX_CLAUSE_WORDS) else []
 

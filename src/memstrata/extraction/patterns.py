@@ -285,8 +285,12 @@ def _follow_up(user_text: str, previous_user_text: str) -> PatternObservation | 
     if not shared:
         return None
     topic = min(shared, key=lambda word: (-(current[word] + previous[word]), -len(word), word))
-    # The key holds the folded word ("memorie" of "memories"), so plurals meet; people read the word as said.
-    said = next((word.casefold() for word in _WORD.findall(user_text) if _stem(word.casefold()) == topic), topic)
+    # The key holds the folded word ("memorie" of "memories"), so plurals meet; people read the word as said
+    # (lower-cased, without a possessive).
+    said = next(
+        (word.casefold().removesuffix("'s") for word in _WORD.findall(user_text) if _stem(word.casefold()) == topic),
+        topic,
+    )
     return PatternObservation(f"asks_followups:{topic}", f"asks follow-up questions about {said}", said)
 
 

@@ -193,9 +193,11 @@ class VectorIndex:
             if user_id is None:
                 self._epoch += 1
                 self._blocks.clear()
+                self._unloaded.clear()  # their next loads are a rebuild, not searches taking turns
             else:
                 self._overtake_locked(user_id)
                 self._blocks.pop(user_id, None)
+                self._unloaded.pop(user_id, None)
 
     def _overtake_locked(self, user_id: str) -> None:
         """Make a batch read before now useless to ``extend``, for ``user_id`` at least.
