@@ -354,6 +354,12 @@ def test_the_narrower_rules_still_read_what_they_are_for(text: str, kind: CellKi
         ("They remind me to stay humble.", set()),
         ("I started by learning the basics.", set()),
         ("I love hiking - it clears my head.", {(PREFERENCE, "hiking")}),
+        (
+            "I'm passionate about dance and fashion so combining them lets me create.",
+            {(PREFERENCE, "dance"), (PREFERENCE, "fashion")},
+        ),
+        ("I love cooking, baking and so on.", {(PREFERENCE, "cooking"), (PREFERENCE, "baking")}),
+        ("I like hiking, biking, etc.", {(PREFERENCE, "hiking"), (PREFERENCE, "biking")}),
     ],
 )
 def test_the_stricter_rules_keep_ordinary_statements(text: str, expected: set[tuple[CellKind, str]]) -> None:

@@ -48,7 +48,7 @@ _NEGATED_VALUE = re.compile(r"\b(?:anymore|any\s+more|no\s+more|no\s+longer)\b",
 _CLAUSE_END = re.compile(r"[,;]")
 _SUBORDINATE_TAIL = re.compile(
     r"\s+(?:because|but|since|which|who|whom|whose|where|when|whenever|while|though|although|if|unless|until|"
-    r"so\s+that|so\s+(?:i|we|you|they|he|she|it)|as\s+well\s+as|'cause|cause|cuz|coz|cos|whereas|except|"
+    r"so\s+that|so\s+(?:i|we|you|they|he|she|it|\w+ing)|as\s+well\s+as|'cause|cause|cuz|coz|cos|whereas|except|"
     r"even\s+though|and\s+(?:i|we)|but\s+(?:i|we))\b.*$|\s+[-–—]+(?:\s.*)?$"
     # ", so keep that in mind" / ", please …" starts a new clause, not another list item.
     r"|\s*,\s*(?:so|then|please|thus|hence)\b.*$",
@@ -115,7 +115,7 @@ _HEDGE = re.compile(r"\b(?:maybe|might|probably|perhaps|kinda|sort\s+of|hoping|t
 _EMPTY_VALUES = word_set("""
     it that this you them him her those these what how when why where there here so too one some all everything
     something anything nothing someone everyone anyone me myself us yourself whatever which who doing being
-    stuff things lot lots to
+    stuff things lot lots to on etc forth whatnot
     """)
 _EMPTY_STARTS = ("that ", "this ", "them ", "what ", "how ", "when ", "why ", "where ", "the way ")
 _PRONOUN_SUBJECTS = word_set("i you he she it we they there that")
