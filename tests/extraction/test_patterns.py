@@ -113,6 +113,11 @@ def test_follow_up_needs_a_topic_not_a_shared_compliment() -> None:
     assert "asks_followups:painting" in keys("Great, which painting is new?", previous_user_text=chat)
 
 
+def test_follow_up_needs_a_topic_not_a_filler_word() -> None:
+    assert not any(k.startswith("asks_followups") for k in keys("How is it going?", previous_user_text="Going well!"))
+    assert not any(k.startswith("asks_followups") for k in keys("Anything special?", previous_user_text="Nothing special."))
+
+
 def test_follow_up_folds_plurals_and_needs_a_question() -> None:
     assert "asks_followups:dog" in keys("What do dogs eat?", previous_user_text="My dog is sick.")
     assert not any(key.startswith("asks_followups") for key in keys("I like dogs.", previous_user_text="My dog."))

@@ -177,6 +177,7 @@ _CONTENT_STOPWORDS = (
     please thanks thank know tell like want need use make get got good best way ways thing things something really
     maybe okay yeah yes hey hello one two still well much many lot lots say said think does don't can't i'm it's
     what's that's you're there's let let's give show help explain example examples shared share
+    going doing getting anything everything nothing anyone everyone someone special tough hard
     """)
     | CHAT_FILLER
 )
