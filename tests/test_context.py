@@ -123,11 +123,14 @@ def test_a_profile_said_by_several_speakers_names_whose_each_trait_is(memory: Me
     memory.add([{"role": "user", "name": "Ana ", "content": "My favourite food is sushi."}], user_id="solo")
     memory.add("I'm vegan.", user_id="mixed")
     memory.add([{"role": "user", "name": "Ana", "content": "I live in Lisbon."}], user_id="mixed")
+    memory.add("I'm vegan.", user_id="group")
     memory.flush()
     solo = memory.context("where", user_id="solo", token_budget=500).text
     assert "- favourite food: sushi" in solo and "- location: Lisbon" in solo
-    mixed = memory.context("food and places", user_id="mixed", token_budget=500).text
-    assert "- user · diet: vegan" in mixed and "- Ana · location: Lisbon" in mixed
+    mixed = memory.context("food and places", user_id="mixed", token_budget=500).text  # one named speaker
+    assert "- diet: vegan" in mixed and "- location: Lisbon" in mixed
+    group = memory.context("books and places", user_id="group", token_budget=500).text
+    assert "- user · diet: vegan" in group and "- John · location: Seattle" in group
 
 
 def test_recent_exchanges_stay_with_their_agent(memory: Memory) -> None:

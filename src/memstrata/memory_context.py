@@ -263,17 +263,18 @@ class ContextViews:
         return history
 
     def _profile(self, user: str) -> list[Candidate]:
-        """The profile's traits; each names its speaker when they came from several (a group's memory).
+        """The profile's traits; each names its speaker when they came from several named ones (a group's memory).
 
         A trait is one value per user, the last one said: in a memory of several speakers, the
         line says whose it is, so one person's trait is never read as another's.
         """
         traits = self._store_tiers.profile(user)
-        # As cells name them: the speaker as said, "user" for a turn without a name.
+        # As cells name them: the speaker as said, "user" for a turn without a name. Only two or more names
+        # make a group: one person named in some turns and not in others is still one person.
         speakers = {
             key: (name or "").strip() or "user" for key, name in self._store_tiers.profile_speakers(user).items()
         }
-        named = len({speakers.get(key, "user").casefold() for key in traits}) > 1
+        named = len({speakers[key].casefold() for key in traits if speakers.get(key, "user") != "user"}) > 1
 
         def line(key: str, value: str) -> str:
             return (

@@ -360,6 +360,23 @@ def test_the_narrower_rules_still_read_what_they_are_for(text: str, kind: CellKi
         ),
         ("I love cooking, baking and so on.", {(PREFERENCE, "cooking"), (PREFERENCE, "baking")}),
         ("I like hiking, biking, etc.", {(PREFERENCE, "hiking"), (PREFERENCE, "biking")}),
+        ("I told my sister that I love hiking.", {(PREFERENCE, "hiking")}),
+        ("That's the spot that I love.", set()),
+        ("My sister, Anna, and I went hiking.", {(FACT, "Anna")}),
+        ("Thanks so much, remind me to call the vet.", {(TASK, "call the vet")}),
+        ("I'd like you to remind me to call Ana.", {(TASK, "call Ana")}),
+        ("Can you also remind me to buy milk?", {(TASK, "buy milk")}),
+        ("Can you remind me to buy eggs or is that too much to ask?", {(TASK, "buy eggs")}),
+        ("Why would you remind me to call Ana?", set()),
+        ("These photos remind me to slow down.", set()),
+        (
+            "I enjoy outdoor sports, especially kayaking and surfing.",
+            {(PREFERENCE, v) for v in ("outdoor sports", "kayaking", "surfing")},
+        ),
+        ("I love yoga, especially in the morning.", {(PREFERENCE, "yoga")}),
+        ("I've decided to quit.", {(DECISION, "quit")}),
+        ("I'm gonna go see how it goes.", set()),
+        ("I need to call her.", {(TASK, "call her")}),
     ],
 )
 def test_the_stricter_rules_keep_ordinary_statements(text: str, expected: set[tuple[CellKind, str]]) -> None:

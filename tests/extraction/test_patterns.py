@@ -115,7 +115,9 @@ def test_follow_up_needs_a_topic_not_a_shared_compliment() -> None:
 
 def test_follow_up_needs_a_topic_not_a_filler_word() -> None:
     assert not any(k.startswith("asks_followups") for k in keys("How is it going?", previous_user_text="Going well!"))
-    assert not any(k.startswith("asks_followups") for k in keys("Anything special?", previous_user_text="Nothing special."))
+    assert not any(
+        k.startswith("asks_followups") for k in keys("Anything special?", previous_user_text="Nothing special.")
+    )
 
 
 def test_follow_up_folds_plurals_and_needs_a_question() -> None:

@@ -182,7 +182,7 @@ RULES: tuple[Rule, ...] = (
         _FACT,
         "relationship:{relation}",
         # "My wife, Ana, ..." names her; "my girlfriend, Toby and I" lists two people (Toby is the dog).
-        r"\bmy\s+(?P<relation>" + RELATIONS + r")\s*,\s+(?>" + NAME + r")(?!\s*,?\s+and\s+(?:i|me)\b)",
+        r"\bmy\s+(?P<relation>" + RELATIONS + r")\s*,\s+(?>" + NAME + r")(?!\s+and\s+(?:i|me)\b)",
         Shape.NAME,
         0.75,
     ),
@@ -351,12 +351,13 @@ RULES: tuple[Rule, ...] = (
         Shape.CLAUSE,
         0.7,
     ),
-    # A request ("Remind me to …", "Can you remind me to …"), not "a painting to remind me to stay true".
+    # A request, where a clause starts or after a filler or "you" ("Remind me to …", "Thanks, remind me to …",
+    # "Can you also remind me to …", "I'd like you to remind me to …"); not "a painting to remind me to stay
+    # true" or "these photos remind me to slow down".
     rule(
         _TASK,
         "task:{key}",
-        r"(?:^\W*(?:(?:hey|hi|oh|so|ok|okay|also|just|and|btw|please|pls)\b\s*,?\s*|[\w']+\s*,\s*){0,2}"
-        r"|\b(?:please|pls|(?:can|could|would|will)\s+you(?:\s+please)?|and)\s+)"
+        r"(?:^\W*|[,;:!]\s*|\b(?:hey|hi|oh|so|ok|okay|also|just|and|then|now|btw|please|pls|kindly|you|you\s+to)\s+)"
         r"remind\s+me\s+(?:to|about)\s+" + CLAUSE,
         Shape.CLAUSE,
         0.85,

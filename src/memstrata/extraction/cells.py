@@ -43,13 +43,16 @@ _NEGATION_OR_CONDITION = re.compile(
     r"\b(?:not|never|no\s+longer|nor|hardly|if|unless|whether|wish|wonder)\b|n't\b", re.IGNORECASE
 )
 # A question that is a request: "Can you remind me to call Ana?" is a task, not a question about one.
-_REQUEST = re.compile(r"(?:can|could|would|will)\s+you\s+(?:please\s+)?remind\b", re.IGNORECASE)
+_REQUEST = re.compile(r"(?:can|could|would|will)\s+you\s+(?:(?:please|also|just|kindly)\s+)?remind\b", re.IGNORECASE)
+# "Why would you remind me to …?" is no request.
+_WH_WORD = re.compile(r"\b(?:why|how|what|when|where|who)\b", re.IGNORECASE)
 _NEGATED_VALUE = re.compile(r"\b(?:anymore|any\s+more|no\s+more|no\s+longer)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[,;]")
 _SUBORDINATE_TAIL = re.compile(
     r"\s+(?:because|but|since|which|who|whom|whose|where|when|whenever|while|though|although|if|unless|until|"
     r"so\s+that|so\s+(?:i|we|you|they|he|she|it|\w+ing)|as\s+well\s+as|'cause|cause|cuz|coz|cos|whereas|except|"
-    r"even\s+though|and\s+(?:i|we)|but\s+(?:i|we))\b.*$|\s+[-–—]+(?:\s.*)?$"
+    r"even\s+though|and\s+(?:i|we)|but\s+(?:i|we)|or\s+(?:is|are|was|would|should|could|can|do|does|am|will))\b.*$"
+    r"|\s+[-–—]+(?:\s.*)?$"
     # ", so keep that in mind" / ", please …" starts a new clause, not another list item.
     r"|\s*,\s*(?:so|then|please|thus|hence)\b.*$",
     re.IGNORECASE | re.DOTALL,
@@ -58,18 +61,26 @@ _SUBORDINATE_TAIL = re.compile(
 # list: "bowling itself, to be honest", "dogs, that's why I have cats", "yoga - it keeps me calm".
 _NEW_CLAUSE = re.compile(
     r"(?:\s*,|\s+-+|\s*[\u2013\u2014])\s*(?:(?:and|but|so)\s+)?(?:to\s+be\s+(?:honest|fair)|it|it's|its|that|that's|"
-    r"this|they|they're|there|there's|he|she|i|i'm|i've|i'd|we|we're|you|you're|especially|which|who|plus|like)\b.*$",
+    r"this|they|they're|there|there's|he|she|i|i'm|i've|i'd|we|we're|you|you're|which|who)\b.*$",
     re.IGNORECASE | re.DOTALL,
 )
+# ", plus sushi", ", especially kayaking", ", like blankets and tea": more items, not a new clause.
+_MORE_ITEMS = re.compile(r"\s*,\s*(?:plus|especially|particularly|like|including|such\s+as)\s+", re.IGNORECASE)
 # "I love how …", "I like what you did": the object is a clause about something, not a thing liked.
 _CLAUSE_OBJECT = re.compile(r"^(?:how|what|why|when|where|the\s+way)\b", re.IGNORECASE)
 # "the things I love make …", "a spot that I like": the statement sits in a relative clause of another one
 # ("I realized that I love painting" is a statement: "that" follows no noun).
 _RELATIVE_BEFORE = re.compile(
-    r"\b(?:things?|stuff|everything|something|anything|(?:the|a|an|this|that|my|our|one)\s+(?:[\w'-]+\s+){1,3}"
-    r"(?:that|which))\s+$",
+    r"(?:\b(?P<verb>[\w']+)\s+)?\b(?:things?|stuff|everything|something|anything|(?:the|a|an|this|that|my|our|one)\s+"
+    r"(?P<noun>(?:[\w'-]+\s+){1,3})(?:that|which))\s+$",
     re.IGNORECASE,
 )
+# "I told my sister that I love hiking", "the fact that I like jazz": "that" opens what is said, not a relative.
+_SAYING_VERBS = word_set(
+    "told tell tells telling reminded remind promised promise showed show shown convinced assured wrote write texted "
+    "asked warned informed taught teach admitted explained mentioned"
+)
+_STATEMENT_NOUNS = word_set("fact reason idea news feeling thought truth point sense hope belief")
 #: How far before a match the relative-clause check looks (it is anchored at the match).
 _RELATIVE_WINDOW = 60
 #: How far around a match its clause is read for a negation, a condition or a question mark.
@@ -118,6 +129,8 @@ _EMPTY_VALUES = word_set("""
     stuff things lot lots to on etc forth whatnot
     """)
 _EMPTY_STARTS = ("that ", "this ", "them ", "what ", "how ", "when ", "why ", "where ", "the way ")
+# An item that starts with a preposition tells when or with whom, not what: "(yoga, especially) in the morning".
+_CIRCUMSTANCE_STARTS = ("in ", "at ", "on ", "with ", "during ", "after ", "before ", "when ")
 _PRONOUN_SUBJECTS = word_set("i you he she it we they there that")
 # A place told by reference, not named: "I moved from my home country" says nothing of where (origin, location).
 _REFERENCED_PLACE = re.compile(
@@ -131,15 +144,16 @@ _LIGHT_WORDS = word_set(
 _EMPTY_VERBS = word_set("think say believe imagine know see hear admit agree confess guess wonder tell thank")
 # A plan or task made only of these is encouragement, not something to do: "keep on going and never quit".
 _PEP_TALK_WORDS = word_set("""
-    keep keeps going pushing push working work hard harder chasing chase after dreams dream goals goal believing
+    keep keeps going pushing push working hard harder chasing chase after dreams dream goals goal believing
     believe myself yourself positive determined stay staying never quit give giving up make making success
     successful reach continue continuing striving strive moving move ahead forward grinding grind trying try best
     focused focus motivated on happen happens whatever comes my way matter no be patient have faith patience true
-    shot goes come pursue pursuing what a an the good fun to with of for in at one is and it this that these those
-    them
+    shot go goes see check out how come pursue pursuing what a an the good fun to with of for in at one is and it
+    this that these those them
     """)
+_MAKE_IT_WORK = re.compile(r"\bmake\s+(?:it|this|that)\s+work\b", re.IGNORECASE)
 # Words that point at something said elsewhere; a value that is mostly pointer says nothing on its own.
-_OBJECT_POINTERS = word_set("them him her it em")
+_OBJECT_POINTERS = word_set("them him it em")  # not "her", which is as often "her cooking"
 _DEMONSTRATIVES = word_set("that this these those")
 _POSSESSIVE_POINTERS = word_set("their your his")
 _FUNCTION_WORDS = word_set("a an the to of in on at for with by from about like and or so too as up out all my our")
@@ -182,7 +196,7 @@ def extract_cells(text: str, *, role: str = "user", speaker: str | None = None) 
                 if _is_negated_or_asked(matchable, match):
                     continue
                 before = matchable[max(0, match.start() - _RELATIVE_WINDOW) : match.start()]
-                if rule.shape is Shape.LIST and _RELATIVE_BEFORE.search(before):
+                if rule.shape is Shape.LIST and _is_relative_clause(before):
                     continue
                 for attribute, value in _readings(rule, match, sentence):
                     identity = (rule.kind, attribute, value.casefold())
@@ -226,6 +240,16 @@ def _overlaps(claimed: list[tuple[CellKind, int, int]], kind: CellKind, span: tu
     return any(seen == kind and start < seen_end and seen_start < end for seen, seen_start, seen_end in claimed)
 
 
+def _is_relative_clause(before: str) -> bool:
+    """Whether the words before a statement make it a relative clause of another ("the spot that I love")."""
+    found = _RELATIVE_BEFORE.search(before)
+    if found is None:
+        return False
+    noun = (found.group("noun") or "").split()
+    told = (found.group("verb") or "").casefold() in _SAYING_VERBS
+    return not (told or (noun and noun[-1].casefold() in _STATEMENT_NOUNS))
+
+
 def _is_negated_or_asked(sentence: str, match: re.Match[str]) -> bool:
     """A denial, a condition or a question in the clause around the match makes no statement."""
     # A clause is read at most _CLAUSE_REACH characters each way: a message of thousands of list
@@ -235,7 +259,8 @@ def _is_negated_or_asked(sentence: str, match: re.Match[str]) -> bool:
     clause_start = boundaries[-1].end() if boundaries else 0
     if _NEGATION_OR_CONDITION.search(prefix[clause_start:]):
         return True
-    if _REQUEST.match(sentence, match.start()):
+    asking = prefix[clause_start:] + sentence[match.start() : match.end()]
+    if _REQUEST.search(asking) and not _WH_WORD.search(prefix[clause_start:]):
         return False  # "Could you remind me to …?" asks for something to be remembered
     rest = sentence[match.start() : match.end() + _CLAUSE_REACH]
     end = _CLAUSE_END.search(rest, match.end() - match.start())
@@ -303,13 +328,14 @@ def _list_values(raw: str) -> list[str]:
     if _CLAUSE_OBJECT.match(_LEADING_FILLER.sub("", raw.strip())):
         return []
     values: list[str] = []
-    for item in _LIST_SEPARATOR.split(_SUBORDINATE_TAIL.sub("", _NEW_CLAUSE.sub("", raw)))[:_MAX_LIST_ITEMS]:
+    items = _SUBORDINATE_TAIL.sub("", _NEW_CLAUSE.sub("", _MORE_ITEMS.sub(", ", raw)))
+    for item in _LIST_SEPARATOR.split(items)[:_MAX_LIST_ITEMS]:
         value = _tidy(_shortened(item) if len(item.split()) > _MAX_PHRASE_WORDS else item)
         if value.casefold().startswith("to "):
             value = value[3:].strip()
             if value.split(" ", 1)[0].casefold() in _EMPTY_VERBS:
                 continue
-        if _is_pointer(value, liked=True):
+        if value.casefold().startswith(_CIRCUMSTANCE_STARTS) or _is_pointer(value, liked=True):
             continue
         if _is_meaningful(value, _MAX_PHRASE_WORDS) and value.casefold() not in (v.casefold() for v in values):
             values.append(value)
@@ -328,23 +354,22 @@ def _is_pointer(value: str, *, liked: bool) -> bool:
     """A value that only points at something said elsewhere: "check them out", "try that"; for a thing liked
     also "those games", "your commitment" (a compliment on what was just shown, not a taste).
 
-    It has at most one word of its own besides the pointer (two for a thing liked); "fix this bug" and "pick them
-    up from school" say enough to stay.
+    It has at most one word of its own besides the pointer (two for a thing liked that starts with one); "fix this
+    bug", "pick them up from school" and "spending time with them" say enough to stay.
     """
     words = [word.casefold() for word in _KEY_WORD.findall(value)]
-    pointers = set(_OBJECT_POINTERS)
-    if liked:
-        pointers |= _DEMONSTRATIVES | _POSSESSIVE_POINTERS
-    else:  # a demonstrative alone ("do that"), not one before its noun ("sell that car")
-        pointers |= {
-            word
-            for word, following in zip(words, [*words[1:], ""], strict=True)
-            if word in _DEMONSTRATIVES and (not following or following in _FUNCTION_WORDS)
-        }
+    if liked and words and words[0] in _DEMONSTRATIVES | _POSSESSIVE_POINTERS:
+        determiners = _DEMONSTRATIVES | _POSSESSIVE_POINTERS
+        return len([word for word in words if word not in determiners | _FUNCTION_WORDS | _LIGHT_WORDS]) <= 2
+    # Otherwise an object pronoun, or a demonstrative alone ("do that"; not one before its noun, "sell that car").
+    pointers: set[str] = set(_OBJECT_POINTERS) | {
+        word
+        for word, following in zip(words, [*words[1:], ""], strict=False)
+        if word in _DEMONSTRATIVES and (not following or following in _FUNCTION_WORDS)
+    }
     if not pointers.intersection(words):
         return False
-    meaning = [word for word in words if word not in pointers | _FUNCTION_WORDS | _LIGHT_WORDS]
-    return len(meaning) <= (2 if liked else 1)
+    return len([word for word in words if word not in pointers | _FUNCTION_WORDS | _LIGHT_WORDS]) <= 1
 
 
 def _clause_value(raw: str) -> list[str]:
@@ -356,7 +381,11 @@ def _clause_value(raw: str) -> list[str]:
         return []
     value = " ".join(words[:_MAX_CLAUSE_WORDS])
     words = [word.casefold() for word in _KEY_WORD.findall(value)]
-    if all(word in _LIGHT_WORDS for word in words) or all(word in _PEP_TALK_WORDS for word in words):
+    if all(word in _LIGHT_WORDS for word in words):
+        return []
+    # "quit" alone is a decision; "make this work" is encouragement, "go to work" is not.
+    encouraging = _PEP_TALK_WORDS | ({"work"} if _MAKE_IT_WORK.search(value) else set())
+    if len(words) > 1 and all(word in encouraging for word in words):
         return []
     if _is_pointer(value, liked=False):
         return []

@@ -93,6 +93,7 @@ class VectorIndex:
         With the ``generation`` read before the batch was fetched, a batch that a removal
         overtook is ignored (the next catch-up reads the store again).
         """
+        warn = False
         with self._lock:
             if generation is not None and generation != (self._epoch, self._generations.get(user_id, 0)):
                 return
@@ -104,13 +105,15 @@ class VectorIndex:
                 self._blocks[user_id] = block
                 if user_id in self._unloaded:
                     del self._unloaded[user_id]
-                    self._note_reload_locked()
+                    warn = self._note_reload_locked()
             if len(seqs):
                 self._remove_locked(block, seqs)
                 self._append_locked(block, np.asarray(seqs, np.int64), np.asarray(vectors, np.float32))
             block.high_water = max(block.high_water, high_water)
             self._touch_locked(user_id)
             self._evict_locked(keep=user_id)
+        if warn:
+            self._warn_of_reloads()
 
     @contextmanager
     def pinned(self, user_id: str) -> Iterator[None]:
@@ -141,13 +144,17 @@ class VectorIndex:
                 "reloads": self._reloads,
             }
 
-    def _note_reload_locked(self) -> None:
-        """Count a reload of a user unloaded for room, and say so now and then: searches are taking turns."""
+    def _note_reload_locked(self) -> bool:
+        """Count a reload of a user unloaded for room; whether to say so now (at most every WARN_EVERY_SECONDS)."""
         self._reloads += 1
         now = time.monotonic()
         if self._warned_at is not None and now - self._warned_at < WARN_EVERY_SECONDS:
-            return
+            return False
         self._warned_at = now
+        return True
+
+    def _warn_of_reloads(self) -> None:
+        """Say that searches are taking turns unloading each other (called outside the lock: logging may block)."""
         log.warning(
             "the vector cache holds at most %s rows (vector_cache_rows) and has reloaded users it unloaded "
             "for room %d times (%d unloads): searches are taking turns unloading each other, and each reads "
