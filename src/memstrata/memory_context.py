@@ -268,24 +268,21 @@ class ContextViews:
         A trait is one value per user, the last one said: in a memory of several speakers, the
         line says whose it is, so one person's trait is never read as another's.
         """
-        traits = self._store_tiers.profile(user)
         # As cells name them: the speaker as said, "user" for a turn without a name. Only two or more names
         # make a group: one person named in some turns and not in others is still one person.
-        speakers = {
-            key: (name or "").strip() or "user" for key, name in self._store_tiers.profile_speakers(user).items()
-        }
-        named = len({speakers[key].casefold() for key in traits if speakers.get(key, "user") != "user"}) > 1
-
-        def line(key: str, value: str) -> str:
-            return (
-                f"{speakers.get(key, 'user')} · {readable_key(key)}: {value}"
-                if named
-                else f"{readable_key(key)}: {value}"
-            )
-
+        traits = [
+            (key, value, (name or "").strip() or "user") for key, value, name in self._store_tiers.profile_entries(user)
+        ]
+        named = len({speaker.casefold() for _, _, speaker in traits if speaker != "user"}) > 1
         return [
-            Candidate("profile", "profile", "longterm", f"profile:{key}", line(key, value))
-            for key, value in sorted(traits.items())
+            Candidate(
+                "profile",
+                "profile",
+                "longterm",
+                f"profile:{key}",
+                f"{speaker} · {readable_key(key)}: {value}" if named else f"{readable_key(key)}: {value}",
+            )
+            for key, value, speaker in traits
         ]
 
     def _graph(self, text: str, user: str) -> list[Candidate]:

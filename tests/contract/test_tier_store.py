@@ -381,7 +381,7 @@ def test_cells_supersede_keep_history_and_feed_the_profile(store: TierStore) -> 
     assert store.events("ana")[0].detail == {"old": "c1", "new": "c2"}  # ids, never what the facts say
 
 
-def test_profile_speakers_name_who_said_each_trait(store: TierStore) -> None:
+def test_profile_entries_name_who_said_each_trait(store: TierStore) -> None:
     tim, john, anonymous = store.insert_turns(
         [
             replace(_turn("t0", "My favourite book is Dune"), name="Tim"),
@@ -394,8 +394,12 @@ def test_profile_speakers_name_who_said_each_trait(store: TierStore) -> None:
     store.set_profile("ana", {"favourite:book": "Dune", "location": "London"}, tim, T0)
     store.set_profile("ana", {"location": "Seattle"}, john, T0 + timedelta(days=1))
     store.set_profile("ana", {"diet": "vegan"}, anonymous, T0 + timedelta(days=2))
-    assert store.profile_speakers("ana") == {"diet": None, "favourite:book": "Tim", "location": "John"}
-    assert store.profile_speakers("bob") == {}
+    assert store.profile_entries("ana") == [
+        ("diet", "vegan", None),
+        ("favourite:book", "Dune", "Tim"),
+        ("location", "Seattle", "John"),
+    ]
+    assert store.profile_entries("bob") == []
 
 
 def test_a_late_cell_takes_over_the_end_of_the_value_before_it(store: TierStore) -> None:

@@ -316,8 +316,8 @@ class TierStore(Store, Protocol):
         """The user's current profile."""
         ...
 
-    def profile_speakers(self, user_id: str) -> dict[str, str | None]:
-        """Who said each current profile trait: key → the speaker name of the turn that set it (None if unnamed)."""
+    def profile_entries(self, user_id: str) -> list[tuple[str, str, str | None]]:
+        """The profile with who said each trait: (key, value, speaker name of the turn that set it or None), by key."""
         ...
 
     def observe_pattern(

@@ -214,16 +214,16 @@ class KnowledgeMixin(Connected):
         )
         return {str(key): str(value) for key, value in rows}
 
-    def profile_speakers(self, user_id: str) -> dict[str, str | None]:
-        """Who said each current profile trait: key → the speaker name of the turn that set it (None if unnamed)."""
+    def profile_entries(self, user_id: str) -> list[tuple[str, str, str | None]]:
+        """The profile with who said each trait: (key, value, speaker name of the turn that set it or None), by key."""
         rows = self._read(
             lambda connection: connection.execute(
-                "SELECT p.key, t.name FROM profile p LEFT JOIN turns t ON t.seq = p.source_turn_seq"
+                "SELECT p.key, p.value, t.name FROM profile p LEFT JOIN turns t ON t.seq = p.source_turn_seq"
                 ' WHERE p.user_id = %s ORDER BY p.key COLLATE "C"',
                 (user_id,),
             ).fetchall()
         )
-        return {str(key): None if name is None else str(name) for key, name in rows}
+        return [(str(key), str(value), None if name is None else str(name)) for key, value, name in rows]
 
     # -- patterns and entities --------------------------------------------------------
 
