@@ -265,6 +265,36 @@ def test_search_syntax_is_only_words(memory: Memory, query: str) -> None:
     assert len(memory.history(user_id="ana")) == 1
 
 
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("ana@example.com", "my address is ana@example.com"),
+        ("example", "my address is ana@example.com"),
+        ("docs.python.org", "see https://docs.python.org/3/ for more"),
+        ("python", "see https://docs.python.org/3/ for more"),
+        ("/etc/hosts", "edit /etc/hosts please"),
+        ("v2.4.1", "we shipped v2.4.1 today"),
+        ("3.14", "pi is roughly 3.14 right"),
+        ("report.pdf", "attached report.pdf for you"),
+        ("-5 degrees", "it was -5 degrees"),
+        ("username", "the placeholder <username> must be replaced"),
+        ("snake_case", "names in snake_case please"),
+    ],
+)
+def test_full_text_finds_words_joined_by_punctuation(memory: Memory, query: str, text: str) -> None:
+    [turn] = memory.add(text, user_id="ana")
+    memory.add("an unrelated note about tea", user_id="ana")
+    assert [hit.id for hit in memory.search(query, user_id="ana", mode="fulltext")][:1] == [turn.id]
+
+
+@pytest.mark.parametrize("word", ["İstanbul", "ΣΟΦΟΣ", "Straße", "ÉRIC", "Ωmega"])
+def test_full_text_finds_a_word_by_itself_whatever_its_case(memory: Memory, word: str) -> None:
+    [turn] = memory.add(f"a token {word} here", user_id="ana")
+    assert [hit.id for hit in memory.search(word, user_id="ana", mode="fulltext")] == [turn.id]
+    # Its own search terms go to a derived item's index too.
+    assert memory.search(f"{word}?", user_id="ana", mode="fulltext")[0].id == turn.id
+
+
 def test_users_are_isolated(memory: Memory) -> None:
     [ana] = memory.add("shared sentence about tea", user_id="ana")
     [bob] = memory.add("shared sentence about tea", user_id="bob")
@@ -381,6 +411,18 @@ def test_tier_work_builds_cells_profile_patterns_graph_and_segments(open_memory:
     assert {"longterm", "midterm"} <= {hit.tier for hit in hits}
     assert all(hit.source_turn_ids for hit in hits)
     assert memory.inspect(user_id="bob").counts["episodic"] == 0
+
+
+def test_the_graph_finds_names_that_start_with_a_letter_beyond_ascii(memory: Memory) -> None:
+    memory.add("I had lunch with Élodie and Marta in Lisbon yesterday.", user_id="ana")
+    memory.add("Élodie and Marta are planning a trip to Oslo with Øystein.", user_id="ana")
+    memory.flush()
+    graph = memory.graph(user_id="ana", query="Who is Élodie?")
+    assert "Élodie" in {node.name for node in graph.nodes}
+    assert any("Élodie" in (edge.source, edge.target) for edge in graph.edges)
+    # Every name an edge touches is among the nodes.
+    around = memory.graph(user_id="ana", query="Who is Marta?")
+    assert {name for edge in around.edges for name in (edge.source, edge.target)} <= {n.name for n in around.nodes}
 
 
 def test_visits_promote_segments_and_consolidation_summarises(open_memory: Callable[..., Memory]) -> None:

@@ -405,6 +405,45 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
     assert _query(postgres_url, "SELECT user_id, state FROM jobs ORDER BY id") == [("bob", "pending")]
 
 
+def test_the_upgrade_indexes_words_joined_by_punctuation_and_recounts_them(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    store.insert_turns([_turn("t0", "mail ana@example.com about v2.4.1"), _turn("t1", "tea at noon")], None, MODEL)
+    store.close()
+    # The columns as versions before 14 made them: the parser's own tokens ("ana@example.com" whole).
+    _query(postgres_url, "ALTER TABLE turns DROP COLUMN search")
+    _query(
+        postgres_url,
+        "ALTER TABLE turns ADD COLUMN search tsvector GENERATED ALWAYS AS ("
+        " setweight(to_tsvector('memstrata_english', content), 'A')"
+        " || setweight(to_tsvector('memstrata_english', coalesce(name, '')), 'B')"
+        " || setweight(to_tsvector('memstrata_english', near), 'C')"
+        " || setweight(to_tsvector('memstrata_english', far), 'D')) STORED",
+    )
+    _query(postgres_url, "DELETE FROM user_term_counts")
+    _query(
+        postgres_url,
+        "INSERT INTO user_term_counts SELECT t.user_id, l.lexeme, count(*)"
+        " FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme) GROUP BY 1, 2",
+    )
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 14")
+    old_lexemes = {row[0] for row in _query(postgres_url, "SELECT lexeme FROM user_term_counts")}
+    assert "ana@example.com" in old_lexemes and "exampl" not in old_lexemes
+    upgraded = open_postgres(postgres_url)
+    try:
+        counts = dict(_query(postgres_url, "SELECT lexeme, turns FROM user_term_counts WHERE user_id = 'ana'"))
+        recounted = (
+            "SELECT l.lexeme, count(*) FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme) GROUP BY 1"
+        )
+        assert counts == dict(_query(postgres_url, recounted))
+        assert {"exampl", "com", "v2"} <= counts.keys() and "ana@example.com" not in counts
+        for match in ('"ana" OR "example" OR "com"', '"v2" OR "4" OR "1"'):
+            assert [seq for seq, _ in upgraded.fulltext(match, "ana", SearchFilters(), 10)][:1] == [1]
+        assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(LATEST_VERSION,)]
+    finally:
+        upgraded.close()
+
+
 def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(store: PostgresStore, postgres_url: str) -> None:
     store.close()
     _query(  # as versions before 11 wrote

@@ -52,7 +52,7 @@ def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool
     and words that only ask what was said ("say", "told", "mention") are dropped as well:
     "What did Caroline say about jazz?" asks about jazz.
     """
-    words = [word.lower() for word in _WORD.findall(text)]
+    words = [_lowered(word) for word in _WORD.findall(text)]
     dropped = _NOT_TOPICAL if topical_only else STOPWORDS
     terms = list(dict.fromkeys(word for word in words if word not in dropped and _is_topical(word)))
     if not terms and not topical_only:
@@ -60,6 +60,16 @@ def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms[:max_terms])
+
+
+def _lowered(word: str) -> str:
+    """``word`` in lower case one character at a time, as PostgreSQL's parser lowers the text it indexes.
+
+    ``str.lower`` reads some letters in context or as two: "ΣΟΦΟΣ" ends in "ς" and "İ" becomes
+    "i" plus a combining dot, which no indexed word would match there. A letter whose lower
+    case is two characters is left as it is for the backend to fold.
+    """
+    return "".join(lower if len(lower := letter.lower()) == 1 else letter for letter in word)
 
 
 def _is_topical(word: str) -> bool:

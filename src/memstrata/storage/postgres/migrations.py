@@ -19,6 +19,8 @@ LOCK_NAMESPACE = 0x6D656D73
 MIGRATION_LOCK = 0
 VECTOR_INDEX_LOCK = 1
 USER_LOCK_NAMESPACE = LOCK_NAMESPACE + 1
+#: Every ASCII punctuation mark, as a regular expression: read as a space before text is indexed.
+_PUNCTUATION = r"[\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]+"
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,6 +505,45 @@ MIGRATIONS: tuple[Migration, ...] = (
         """
         DELETE FROM scenes WHERE segment_id IS NOT NULL AND segment_id NOT IN (SELECT id FROM segments);
         """,
+    ),
+    # PostgreSQL's text parser keeps some tokens whole: an email address, a host name, a URL, a
+    # path, "v2.4.1", "3.14", "-5", and it drops a "<tag>". Queries are split into words
+    # (``retrieval/fulltext.py``), as SQLite's tokenizer splits both sides, so those turns were
+    # never found, not even by their own text. The text is now indexed with every ASCII
+    # punctuation mark read as a space (``memstrata_words``), so "ana@example.com" is "ana",
+    # "example" and "com" on both sides. The columns are made again, and the per-user lexeme
+    # counts of migration 6 recounted, under the exclusive lock on turns.
+    Migration(
+        14,
+        "full-text words split at punctuation, as queries are",
+        f"""
+        CREATE OR REPLACE FUNCTION memstrata_words(text) RETURNS text
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            AS $$ SELECT regexp_replace($1, '{_PUNCTUATION}', ' ', 'g') $$;
+
+        -- One statement, one rewrite of the table, with the new vectors already kept in the row (migration 7).
+        ALTER TABLE turns
+            DROP COLUMN search,
+            ADD COLUMN search tsvector GENERATED ALWAYS AS (
+                setweight(to_tsvector('memstrata_english', memstrata_words(content)), 'A')
+                || setweight(to_tsvector('memstrata_english', memstrata_words(coalesce(name, ''))), 'B')
+                || setweight(to_tsvector('memstrata_english', memstrata_words(near)), 'C')
+                || setweight(to_tsvector('memstrata_english', memstrata_words(far)), 'D')
+            ) STORED,
+            ALTER COLUMN search SET STORAGE MAIN;
+        CREATE INDEX turns_search ON turns USING gin (search);
+        DELETE FROM user_term_counts;
+        INSERT INTO user_term_counts (user_id, lexeme, turns)
+        SELECT t.user_id, l.lexeme, count(*) FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme)
+        GROUP BY t.user_id, l.lexeme;
+
+        ALTER TABLE derived
+            DROP COLUMN search,
+            ADD COLUMN search tsvector
+                GENERATED ALWAYS AS (to_tsvector('memstrata_english', memstrata_words(content))) STORED;
+        CREATE INDEX derived_search ON derived USING gin (search);
+        """,
+        locks_turns=True,
     ),
 )
 

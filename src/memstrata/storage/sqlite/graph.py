@@ -101,7 +101,7 @@ class GraphMixin:
         if names is not None:
             if not names:
                 return []
-            sql += f" AND lower(name) IN ({','.join('?' * len(names))})"
+            sql += f" AND memstrata_lower(name) IN ({','.join('?' * len(names))})"
             parameters.extend(name.lower() for name in names)
         sql += " ORDER BY mentions DESC, name LIMIT ?"
         rows = self._read(lambda connection: connection.execute(sql, (*parameters, limit)).fetchall())
@@ -118,7 +118,8 @@ class GraphMixin:
         sql = (
             "SELECT a.name, b.name, e.weight FROM entity_edges e JOIN entities a ON a.id = e.source"
             " JOIN entities b ON b.id = e.target WHERE e.user_id = ?"
-            f" AND (lower(a.name) IN ({marks}) OR lower(b.name) IN ({marks})) ORDER BY e.weight DESC LIMIT ?"
+            f" AND (memstrata_lower(a.name) IN ({marks}) OR memstrata_lower(b.name) IN ({marks}))"
+            " ORDER BY e.weight DESC, e.source, e.target LIMIT ?"
         )
         lowered = [name.lower() for name in names]
         rows = self._read(lambda connection: connection.execute(sql, (user_id, *lowered, *lowered, limit)).fetchall())

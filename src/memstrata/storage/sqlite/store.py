@@ -97,6 +97,8 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         connection.execute("PRAGMA foreign_keys = ON")
         # Deleted content is overwritten, so forget() leaves no readable remains.
         connection.execute("PRAGMA secure_delete = ON")
+        # SQLite's lower() folds ASCII letters only: "Élodie" would never equal a name lowered in Python.
+        connection.create_function("memstrata_lower", 1, _lower, deterministic=True)
 
     def _enable_wal(self, busy_timeout_seconds: float) -> None:
         """Switch to WAL; the switch ignores the busy timeout, so retry while another opener holds the lock."""
@@ -467,3 +469,8 @@ if TYPE_CHECKING:
     def _holds_api_keys(store: SQLiteStore) -> KeyStore:
         """mypy proves here that the adapter can hold the REST server's API keys."""
         return store
+
+
+def _lower(text: str | None) -> str | None:
+    """``str.lower`` for SQL (``memstrata_lower``), as Python lowers the names compared with it; NULL stays NULL."""
+    return text.lower() if isinstance(text, str) else None
