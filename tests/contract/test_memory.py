@@ -463,6 +463,40 @@ def test_deleting_and_forgetting_reach_the_tiers(open_memory: Callable[..., Memo
     assert all(value == 0 for value in memory.inspect(user_id="ana").counts.values())
 
 
+def test_a_fact_said_again_outlives_the_turn_that_said_it_first(memory: Memory) -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    [first] = memory.add("I live in Porto", user_id="ana", timestamp=start)
+    [again] = memory.add("I live in Porto", user_id="ana", timestamp=start + timedelta(days=5))
+    memory.flush()
+    assert [cell.source_turn_id for cell in memory.cells(user_id="ana")] == [first.id]
+    memory.delete(first.id, user_id="ana")
+    memory.flush()
+    [kept] = memory.cells(user_id="ana", include_superseded=True)
+    assert (kept.value, kept.source_turn_id, kept.valid_from) == ("Porto", again.id, again.created_at)
+    assert memory.profile(user_id="ana")["location"] == "Porto"
+    assert any("Porto" in hit.content for hit in memory.search("Porto", user_id="ana", tiers=("longterm",)))
+    # The last turn that said it takes it along.
+    memory.delete(again.id, user_id="ana")
+    memory.flush()
+    assert memory.cells(user_id="ana", include_superseded=True) == []
+    assert "location" not in memory.profile(user_id="ana")
+
+
+def test_deleting_a_change_of_value_leaves_the_value_a_later_turn_says_again(memory: Memory) -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    memory.add("I live in Porto", user_id="ana", timestamp=start)
+    [moved] = memory.add("I moved to Lisbon", user_id="ana", timestamp=start + timedelta(days=30))
+    [again] = memory.add("I live in Lisbon", user_id="ana", timestamp=start + timedelta(days=60))
+    memory.flush()
+    memory.delete(moved.id, user_id="ana")
+    memory.flush()
+    history = memory.cells(user_id="ana", include_superseded=True)
+    assert [(cell.value, cell.is_current) for cell in history] == [("Lisbon", True), ("Porto", False)]
+    assert history[0].source_turn_id == again.id and history[1].superseded_by == history[0].id
+    assert memory.profile(user_id="ana")["location"] == "Lisbon"
+    assert [cell.value for cell in memory.cells(user_id="ana")] == ["Lisbon"]
+
+
 def test_prune_keeps_the_newest(memory: Memory) -> None:
     for n in range(5):
         memory.add(f"Message {n}", user_id="ana", timestamp=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=n))

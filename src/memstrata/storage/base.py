@@ -308,6 +308,15 @@ class TierStore(Store, Protocol):
         """
         ...
 
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int) -> None:
+        """Note that turn ``turn_seq`` said the current cell ``cell_id`` again; once, and nothing if either is gone.
+
+        Deleting the cell's own turn then leaves the fact to the turns that restated it: the
+        cell goes with its turn, and the restating turns are queued to be processed again,
+        which stores the fact anew from the earliest of them that still says it.
+        """
+        ...
+
     def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
         """Upsert profile traits, each with the turn it came from and when; a trait set at a later ``now`` stays."""
         ...

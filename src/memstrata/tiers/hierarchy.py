@@ -178,8 +178,12 @@ class Hierarchy:
             user_id, subject=item.subject, attribute=item.attribute, include_superseded=True, limit=None
         )
         current = [c for c in slot if c.is_current]
-        if any(cell.value.casefold() == item.value.casefold() for cell in current):
-            return True  # said again: nothing new to remember
+        same = [cell for cell in current if cell.value.casefold() == item.value.casefold()]
+        if same:
+            # Said again: nothing new to remember, but the fact outlives its first turn's deletion.
+            if same[0].source_turn_id != turn.id:
+                self._store.restate_cell(user_id, same[0].id, seq)
+            return True
         if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
             return True  # stored when this turn was processed before (a retried job), superseded since
         seen = {c.id: c.is_current for c in slot}

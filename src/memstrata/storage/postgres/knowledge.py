@@ -227,6 +227,20 @@ class KnowledgeMixin(Connected):
 
     # -- patterns and entities --------------------------------------------------------
 
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int) -> None:
+        """Note that turn ``turn_seq`` said the current cell ``cell_id`` again; once, and nothing if either is gone.
+
+        The user's writer lock orders this with deletes, which purge and delete under it.
+        """
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT INTO cell_restatements (cell_id, turn_seq) SELECT c.id, t.seq FROM cells c, turns t"
+                " WHERE c.id = %s AND c.user_id = %s AND t.seq = %s AND t.user_id = c.user_id ON CONFLICT DO NOTHING",
+                (cell_id, user_id, turn_seq),
+            ),
+            lock_users=[user_id],
+        )
+
     def observe_pattern(
         self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
     ) -> None:

@@ -545,6 +545,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         locks_turns=True,
     ),
+    # As SQLite's step 12: the turns that restate a current fact, processed again when it goes.
+    Migration(
+        15,
+        "turns that restate a fact",
+        """
+        CREATE TABLE IF NOT EXISTS cell_restatements (
+            cell_id  text NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+            turn_seq bigint NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+            PRIMARY KEY (cell_id, turn_seq)
+        );
+        CREATE INDEX IF NOT EXISTS cell_restatements_by_turn ON cell_restatements (turn_seq);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

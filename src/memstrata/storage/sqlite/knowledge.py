@@ -243,6 +243,16 @@ class KnowledgeMixin:
 
         return bool(self._write(work))
 
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int) -> None:
+        """Note that turn ``turn_seq`` said the current cell ``cell_id`` again; once, and nothing if either is gone."""
+        self._write(
+            lambda connection: connection.execute(
+                "INSERT OR IGNORE INTO cell_restatements (cell_id, turn_seq) SELECT c.id, t.seq FROM cells c, turns t"
+                " WHERE c.id = ? AND c.user_id = ? AND t.seq = ? AND t.user_id = c.user_id",
+                (cell_id, user_id, turn_seq),
+            )
+        )
+
     def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
         """Upsert profile traits, each with the turn it came from and when."""
 

@@ -428,6 +428,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         DELETE FROM scenes WHERE segment_id IS NOT NULL AND segment_id NOT IN (SELECT id FROM segments);
         """,
     ),
+    # A fact said again ("I live in Porto", twice) is stored once, from the turn that said it
+    # first; deleting that turn deleted the fact although a kept turn still said it. The turns
+    # that restate a current fact are noted here, and processed again when it goes.
+    Migration(
+        12,
+        "turns that restate a fact",
+        """
+        CREATE TABLE IF NOT EXISTS cell_restatements (
+            cell_id  TEXT NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+            turn_seq INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+            PRIMARY KEY (cell_id, turn_seq)
+        );
+        CREATE INDEX IF NOT EXISTS cell_restatements_by_turn ON cell_restatements (turn_seq);
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
