@@ -282,7 +282,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             )
             for message in parsed
         ]
-        stored, _ = self._store_turns(turns, {}, "is already used by a different message; use a new id")
+        stored, _ = self._store_turns(turns, {}, "is already used by another message; use a new id")
         return stored
 
     def _store_turns(

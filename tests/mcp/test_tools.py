@@ -197,6 +197,35 @@ def test_unknown_arguments_and_a_loose_confirm_are_refused_and_change_nothing(me
     assert [turn.content for turn in memory.history(user_id="ana")] == ["first", "second"]
 
 
+def test_numbers_and_flags_are_what_the_schema_says_or_json_text_of_it(memory: Memory) -> None:
+    memory.add("I drink tea", user_id="ana")
+
+    async def session(client: Client) -> None:
+        refused = [
+            ("search_memory", {"query": "tea", "limit": True}),
+            ("search_memory", {"query": "tea", "limit": 5.0}),
+            ("search_memory", {"query": "tea", "limit": "five"}),
+            ("search_memory", {"query": "tea", "diversity": False}),
+            ("search_memory", {"query": "tea", "diversity": "true"}),
+            ("get_context", {"query": "tea", "token_budget": True}),
+            ("get_context", {"query": "tea", "token_budget": 200.5}),
+            ("get_context", {"query": "tea", "include_superseded": "yes"}),
+            ("get_context", {"query": "tea", "include_superseded": 1}),
+            ("inspect_memory", {"limit": "3.0"}),
+        ]
+        for tool, arguments in refused:
+            name = next(key for key in arguments if key != "query")
+            assert name in error(await client.call_tool(tool, arguments)), (tool, arguments)
+        # Clients that send every argument as JSON text: "5" is the number 5, "true" the boolean.
+        assert len(data(await client.call_tool("search_memory", {"query": "tea", "limit": "5"}))["hits"]) == 1
+        assert data(await client.call_tool("search_memory", {"query": "tea", "diversity": "0.5"}))["hits"]
+        context = data(await client.call_tool("get_context", {"query": "tea", "token_budget": "200"}))
+        assert context["token_budget"] == 200
+        assert data(await client.call_tool("get_context", {"query": "tea", "include_superseded": "true"}))
+
+    with_client(create_server(memory, user_id="ana"), session)
+
+
 def test_chat_is_a_tool_only_when_an_llm_is_configured(home: Path) -> None:
     llm = FakeLLM({"chat": ["You moved to Lisbon in May."]})
     with Memory(home, embedder=HashEmbedder(), llm=llm, background=False) as memory:

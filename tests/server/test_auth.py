@@ -158,6 +158,16 @@ def test_a_trailing_slash_is_not_redirected_to_the_host_it_names(client: httpx.C
     assert response.status_code == 404 and "location" not in response.headers
 
 
+def test_memories_with_a_trailing_slash_is_no_route_for_any_method(client: httpx.Client) -> None:
+    # "/v1/memories/" matches the route of one memory only as an empty id: no path names that.
+    for method in ("GET", "DELETE", "POST"):
+        response = client.request(method, "/v1/memories/", params={"user_id": "ana"}, json={"messages": "hi"})
+        assert response.status_code == 404, (method, response.text)
+        assert response.json()["error"] == client.post("/v1/search/", json={}).json()["error"]
+        assert "allow" not in response.headers
+    assert client.get("/v1/memories", params={"user_id": "ana"}).json()["memories"] == []
+
+
 def test_anonymous_mode_serves_a_request_that_names_no_host(open_server: LiveServer) -> None:
     # HTTP/1.0 health checks send no Host; a browser always does. "localhost." is localhost.
     host, port = open_server.url.removeprefix("http://").split(":")

@@ -85,6 +85,9 @@ ADDS = {
     "timestamp on the calendar's last day": _add(timestamp="9999-12-31T23:00:00Z"),
     "naive timestamp": _add(timestamp="2024-01-01T00:00:00"),
     "not a timestamp": _add(timestamp="yesterday"),
+    "timestamp a number of seconds": _add(timestamp=0),
+    "timestamp a number, seconds or milliseconds": _add(timestamp=100_000_000_000),
+    "timestamp digits as text": _add(timestamp="1700000000"),
     "metadata a list": _add(metadata=[1, 2]),
     "unknown field": _add(colour="blue"),
     "id over the length limit": _add(id="i" * 300),
@@ -208,6 +211,8 @@ BAD_BODIES = [
     ("/v1/search", {"query": "x", "user_id": "ana", "diversity": 1.5}),
     ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"roles": ["wizard"]}}),
     ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"after": "not a date"}}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"after": 1}}),
+    ("/v1/search", {"query": "x", "user_id": "ana", "filters": {"before": "1700000000"}}),
     ("/v1/context", {"query": "x", "user_id": "ana", "token_budget": 0}),
     ("/v1/context", {"query": "x", "user_id": "ana", "token_budget": 10}),
     ("/v1/context", {"query": "x", "user_id": "ana", "include_superseded": "maybe"}),
@@ -288,6 +293,37 @@ def test_a_key_named_twice_is_a_bad_request_that_names_it(server: tuple[httpx.Cl
     error = response.json()["error"]
     assert error["code"] == "bad_request"
     assert error["message"] == "the request body is not valid JSON: the key 'user_id' appears twice in one object"
+    assert _snapshot(database) == before
+
+
+UNREADABLE_BODIES = {
+    "not UTF-8": (b'{"user_id": "\xff", "query": "tea"}', "it is not UTF-8"),
+    "nested too deeply": (
+        b'{"user_id": "ana", "query": "a", "filters": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "it is nested too deeply",
+    ),
+    "a number of 5,000 digits": (
+        b'{"user_id": "ana", "query": "a", "limit": ' + b"9" * 5000 + b"}",
+        "a number is too long",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE_BODIES))
+def test_a_body_json_cannot_read_is_a_bad_request_but_only_for_a_valid_key(
+    server: tuple[httpx.Client, Path], name: str
+) -> None:
+    http, database = server
+    before = _snapshot(database)
+    body, reason = UNREADABLE_BODIES[name]
+    response = http.post("/v1/search", content=body, headers=JSON)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "bad_request"
+    assert error["message"].startswith(f"the request body is not valid JSON: {reason}")
+    for refused in ({"Authorization": ""}, {"Authorization": "Bearer msk_not-a-real-key"}):
+        response = http.post("/v1/search", content=body, headers={**JSON, **refused})
+        assert response.status_code == 401, response.text
     assert _snapshot(database) == before
 
 

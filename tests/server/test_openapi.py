@@ -38,3 +38,10 @@ def test_every_operation_is_documented() -> None:
             if path != "/v1/health":
                 assert operation.get("security") == [{"HTTPBearer": []}], f"{where} does not declare the API key"
                 assert "401" in operation["responses"], f"{where} does not document 401"
+
+
+def test_the_routes_that_call_the_llm_document_its_failure() -> None:
+    """A provider failure is 502 on every route that calls the LLM: chat and consolidate."""
+    paths = json.loads(CHECKED_IN.read_text(encoding="utf-8"))["paths"]
+    for path in ("/v1/chat", "/v1/consolidate"):
+        assert "502" in paths[path]["post"]["responses"], path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from datetime import tzinfo
 from typing import Annotated, Any, Literal, TypeVar
@@ -125,7 +126,9 @@ class MemoryTools:
         ctx: MemoryContext,
         query: Annotated[str, Field(description="What to look for, in plain words.")],
         user_id: UserId = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
+        limit: Annotated[
+            int, BeforeValidator(json_number), Field(strict=True, ge=1, le=100, description="How many results.")
+        ] = 10,
         session_id: Annotated[str | None, Field(description="Only this session's messages (optional).")] = None,
         agent_id: AgentId = None,
         tiers: Annotated[
@@ -137,7 +140,13 @@ class MemoryTools:
         ] = (),
         diversity: Annotated[
             float,
-            Field(ge=0.0, le=1.0, description="0 ranks by relevance; up to 1 favours results unlike each other."),
+            BeforeValidator(json_number),
+            Field(
+                strict=True,
+                ge=0.0,
+                le=1.0,
+                description="0 ranks by relevance; up to 1 favours results unlike each other.",
+            ),
         ] = 0.0,
         timezone: TimeZone = None,
     ) -> Annotated[CallToolResult, SearchOut]:
@@ -169,14 +178,18 @@ class MemoryTools:
         query: Annotated[str, Field(description="What the answer is about, e.g. the user's latest message.")],
         user_id: UserId = None,
         token_budget: Annotated[
-            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="The most tokens the block may take.")
+            int,
+            BeforeValidator(json_number),
+            Field(strict=True, ge=MIN_BUDGET, le=MAX_BUDGET, description="The most tokens the block may take."),
         ] = 1000,
         session_id: Annotated[
             str | None, Field(description="The current session: its latest exchanges come last (optional).")
         ] = None,
         agent_id: AgentId = None,
         include_superseded: Annotated[
-            bool, Field(description="Also list facts that newer ones replaced, marked as such.")
+            bool,
+            BeforeValidator(json_boolean),
+            Field(strict=True, description="Also list facts that newer ones replaced, marked as such."),
         ] = False,
         timezone: TimeZone = None,
     ) -> Annotated[CallToolResult, ContextOut]:
@@ -228,7 +241,9 @@ class MemoryTools:
         self,
         ctx: MemoryContext,
         user_id: UserId = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="Items per tier.")] = 10,
+        limit: Annotated[
+            int, BeforeValidator(json_number), Field(strict=True, ge=1, le=100, description="Items per tier.")
+        ] = 10,
     ) -> Annotated[CallToolResult, InspectOut]:
         """Show each memory tier of a user."""
 
@@ -277,6 +292,18 @@ def build_tools(scope: ServerScope) -> list[Tool]:
         fit_schema(strict(Tool.from_function(function, title=title, description=description, annotations=hints)), scope)
         for function, title, description, hints in table
     ]
+
+
+def json_number(value: object) -> object:
+    """A number sent as JSON text (``"5"``, ``"0.5"``) as that number; anything else as it is, for strict checks."""
+    if isinstance(value, str):
+        try:
+            number = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            return number
+    return value
 
 
 def json_boolean(value: object) -> object:

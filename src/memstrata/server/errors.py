@@ -146,7 +146,10 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
     code = _CODES_BY_STATUS.get(error.status_code, "http_error")
     headers = dict(error.headers or {})
     if error.status_code == 405:
-        headers["Allow"] = ", ".join(_allowed_methods(request))
+        allowed = _allowed_methods(request)
+        if not allowed:  # "/v1/memories/" matched a route only as a memory id of nothing: no such path
+            return error_response(404, _CODES_BY_STATUS.get(404, "not_found"), "Not Found")
+        headers["Allow"] = ", ".join(allowed)
     return error_response(error.status_code, code, str(error.detail), headers=headers)
 
 

@@ -6,10 +6,11 @@ Ids in requests and responses are the caller's plain ids; the tenant namespace n
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memstrata.memory_context import MAX_BUDGET, MIN_BUDGET
 from memstrata.validation import MAX_IDENTIFIER_LENGTH
@@ -21,6 +22,17 @@ PrunableTier = Literal["episodic", "midterm", "longterm"]
 
 Identifier = Annotated[str, Field(min_length=1, max_length=MAX_IDENTIFIER_LENGTH)]
 """A user, session, agent, message id or speaker name: non-blank text without NUL (the namespace shortens it)."""
+
+def _iso_text(value: object) -> object:
+    """A time in a body is ISO 8601 text: a number's unit (seconds? milliseconds?) would be guessed."""
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
+        raise ValueError("must be an ISO 8601 date-time string with an offset, e.g. 2024-05-01T09:30:00Z")
+    return value
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date-time begins; "1700000000" does not
+IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+"""A time in a request body: ISO 8601 text with an offset, never a number."""
 
 TimeZoneName = Annotated[
     str,
@@ -72,7 +84,7 @@ class AddRequest(RequestModel):
     session_id: Identifier | None = None
     agent_id: Identifier | None = None
     metadata: dict[str, Any] | None = None
-    timestamp: AwareDatetime | None = Field(default=None, description="When it was said (default: now).")
+    timestamp: IsoTime | None = Field(default=None, description="When it was said (default: now).")
     id: Identifier | None = Field(default=None, description="Id of a single message (or give each message an id).")
     importance: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
 
@@ -83,8 +95,8 @@ class SearchFiltersIn(RequestModel):
     session_id: Identifier | None = None
     agent_id: Identifier | None = None
     roles: list[RoleName] = Field(default_factory=list)
-    after: AwareDatetime | None = None
-    before: AwareDatetime | None = None
+    after: IsoTime | None = None
+    before: IsoTime | None = None
 
 
 class SearchRequest(RequestModel):

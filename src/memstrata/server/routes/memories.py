@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 
 from memstrata.errors import NotFound
 from memstrata.ids import IdGenerator
@@ -82,6 +82,7 @@ def history(
 @router.get("/memories/{memory_id:path}", responses={**ERRORS, **NOT_FOUND})
 def get_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> MemoryOut:
     """One stored message of a user (``Memory.get``); 404 if that user has none with this id."""
+    _refuse_a_trailing_slash(memory_id)
     user = tenant.inside(user_id, "user_id")
     try:
         turn = memory.get(tenant.inside(memory_id, "id"), user_id=user)
@@ -96,6 +97,7 @@ def get_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user
 @router.delete("/memories/{memory_id:path}", status_code=204, responses={**ERRORS, **NOT_FOUND})
 def delete_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> Response:
     """Hard-delete one message with its index entries (``Memory.delete``); 404 if absent."""
+    _refuse_a_trailing_slash(memory_id)
     user = tenant.inside(user_id, "user_id")
     try:
         memory.delete(tenant.inside(memory_id, "id"), user_id=user)
@@ -104,3 +106,9 @@ def delete_memory(memory_id: MemoryPath, memory: MemoryDep, tenant: TenantDep, u
             raise
         memory.delete(memory_id, user_id=user)  # an id memstrata made (see get_memory)
     return Response(status_code=204)
+
+
+def _refuse_a_trailing_slash(memory_id: str) -> None:
+    """``/v1/memories/`` names no memory: a 404 like any path with a trailing slash, not an empty id."""
+    if not memory_id:
+        raise HTTPException(status_code=404, detail="Not Found")

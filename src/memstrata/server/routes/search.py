@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from memstrata.server.auth import TenantDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import IdsDep, MemoryDep
-from memstrata.server.routes import BODY_ERRORS
+from memstrata.server.routes import BODY_ERRORS, PROVIDER
 from memstrata.server.schemas import (
     ChatOut,
     ChatRequest,
@@ -58,7 +58,7 @@ def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> Conte
     return context_out(assembled, tenant)
 
 
-@router.post("/chat", responses=BODY_ERRORS)
+@router.post("/chat", responses={**BODY_ERRORS, 502: PROVIDER[502]})
 def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep, ids: IdsDep) -> ChatOut:
     """Answer from memory with the configured LLM (an extractive reply without one), then store the exchange."""
     # Stored ids in the tenant's namespace, as add gives them: an export and re-import then matches them.

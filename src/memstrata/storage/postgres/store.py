@@ -310,7 +310,7 @@ def _existing_seq(connection: Connection, turn: Turn) -> int:
     if row is None:  # deleted between the conflicting insert and this read: a conflict, to be retried
         raise StorageError(f"turn {turn.id!r} was deleted while being written; retry the write")
     if not turn_from_row(row).is_same_message(turn):
-        raise IdConflict(f"id {turn.id!r} is already used by a different message; use a new id")
+        raise IdConflict(f"id {turn.id!r} is already used by another message; use a new id")
     return int(row[0])
 
 

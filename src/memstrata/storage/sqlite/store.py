@@ -400,7 +400,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
 def _require_same(stored: Turn, incoming: Turn) -> None:
     """A retried write with the same id must carry the same message."""
     if not stored.is_same_message(incoming):
-        raise IdConflict(f"id {incoming.id!r} is already used by a different message; use a new id")
+        raise IdConflict(f"id {incoming.id!r} is already used by another message; use a new id")
 
 
 def _fetch_by_ids(
