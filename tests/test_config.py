@@ -88,6 +88,25 @@ def test_toml_accepts_hyphenated_keys(home: Path) -> None:
     assert (settings.max_text_bytes, settings.search_candidates) == (55, 5)
 
 
+def test_toml_top_level_keys_and_a_memstrata_table_are_one_set_of_settings(home: Path) -> None:
+    # llms.md shows a [memstrata.llm_prices] table; the keys above it must not be dropped.
+    _toml(
+        home,
+        'embedder = "hash"\nmax_text_bytes = 55\n\n[memstrata.llm_prices]\n"my-model" = { input = 1.0, output = 2.0 }\n',
+    )
+    settings = load_settings(home=home)
+    assert (settings.embedder, settings.max_text_bytes) == ("hash", 55)
+    assert settings.llm_prices["my-model"].output == 2.0
+    _toml(home, "max_text_bytes = 55\n[memstrata]\nmax_text_bytes = 56\n")
+    with pytest.raises(ConfigError, match="max_text_bytes set both"):
+        load_settings(home=home)
+
+
+def test_an_llm_timeout_past_a_day_is_a_config_error(home: Path) -> None:
+    with pytest.raises(ConfigError, match="llm_timeout_seconds"):
+        load_settings(home=home, llm_timeout_seconds=1e10)
+
+
 def test_memory_reads_the_toml_in_its_directory(home: Path) -> None:
     _toml(home, '[memstrata]\nembedder = "hash"\nmax_text_bytes = 20\n')
     with Memory(home) as memory:

@@ -101,7 +101,9 @@ class Settings(BaseSettings):
     )
     llm_api_key: SecretStr | None = Field(default=None, description="API key; optional for local servers.")
     llm_model: str | None = Field(default=None, description="Model name, e.g. gpt-4o-mini or llama3.1:8b.")
-    llm_timeout_seconds: float = Field(default=60.0, gt=0, description="Longest wait to connect or for more reply.")
+    llm_timeout_seconds: float = Field(
+        default=60.0, gt=0, le=86_400, description="Longest wait to connect or for more reply (at most a day)."
+    )
     llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429, 5xx, timeouts, refused connects.")
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=default_prices,
@@ -213,10 +215,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
             data = tomllib.load(handle)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or remove the file") from exc
-    section = data.get("memstrata", data)
+    section = data.get("memstrata", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: expected a table of settings")
-    return {key.replace("-", "_"): value for key, value in section.items()}
+    # Top-level keys and a [memstrata] table (or [memstrata.llm_prices] alone) make one set of settings.
+    top = {key: value for key, value in data.items() if key != "memstrata"}
+    both = sorted(set(top) & set(section))
+    if both:
+        raise ConfigError(f"{path}: {', '.join(both)} set both at the top level and in the [memstrata] table; keep one")
+    return {key.replace("-", "_"): value for key, value in {**top, **section}.items()}
 
 
 def _expanded(home: str) -> Path:

@@ -131,6 +131,9 @@ def test_torn_or_foreign_lines_are_skipped(tmp_path: Path) -> None:
     _record(log, "gpt-4o", "chat", Usage(1, 1, 0))
     with log.path.open("a", encoding="utf-8") as handle:
         handle.write('not json\n{"time": "yesterday"}\n\n{"provider": "openai", "mod')
+        # Numbers no record holds: int(1e999) overflows, NaN would make every total NaN.
+        for field in ('"input_tokens": 1e999', '"cost_usd": NaN', '"latency_ms": Infinity'):
+            handle.write(f'\n{{"time": "2024-01-01T00:00:00+00:00", "provider": "openai", "model": "m", {field}}}')
     assert len(list(read_costs(log.path))) == 1
 
 

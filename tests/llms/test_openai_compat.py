@@ -47,6 +47,13 @@ def test_missing_or_partial_usage_counts_zero(make_openai: MakeOpenAI, llm_serve
     assert make_openai().generate([ChatMessage("user", "hi")]).usage == Usage(3, 0, 0)
 
 
+def test_usage_that_is_no_finite_number_counts_zero(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    # Python's JSON reader takes NaN, Infinity and 1e400; int() of them raised past the provider.
+    usage = {"prompt_tokens": float("nan"), "completion_tokens": float("inf"), "total_tokens": 1}
+    llm_server.queue(CHAT, Reply.of_text("hi", usage=usage))
+    assert make_openai().generate([ChatMessage("user", "hi")]).usage == Usage(0, 0, 0)
+
+
 def test_request_puts_instructions_then_memory_in_the_first_system_message(
     make_openai: MakeOpenAI, llm_server: LLMServer
 ) -> None:

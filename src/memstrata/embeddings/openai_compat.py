@@ -40,7 +40,7 @@ class RemoteEmbedderOptions(BaseModel):
     base_url: str = DEFAULT_BASE_URL
     api_key: SecretStr | None = None
     dimension: int | None = Field(default=None, ge=1)
-    timeout_seconds: float = Field(default=60.0, gt=0)
+    timeout_seconds: float = Field(default=60.0, gt=0, le=86_400)
     max_retries: int = Field(default=3, ge=0, le=20)
     batch_size: int = Field(default=64, ge=1, le=2048)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -82,11 +83,19 @@ class CostRecord:
                 input_tokens=int(values.get("input_tokens", 0)),
                 output_tokens=int(values.get("output_tokens", 0)),
                 cached_tokens=int(values.get("cached_tokens", 0)),
-                cost_usd=None if cost is None else float(cost),
-                latency_ms=float(values.get("latency_ms", 0.0)),
+                cost_usd=None if cost is None else _finite(cost),
+                latency_ms=_finite(values.get("latency_ms", 0.0)),
             )
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):  # OverflowError: int(1e999)
             return None
+
+
+def _finite(value: object) -> float:
+    """``value`` as a finite float; ValueError for ``NaN`` or infinity (such a line is no record)."""
+    number = float(value)  # type: ignore[arg-type]  # TypeError/ValueError for what is no number
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
 
 
 class CostLog:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import math
 import random
 import re
 import threading
@@ -338,8 +339,8 @@ def as_object(value: Any) -> dict[str, Any]:
 
 
 def token_count(value: Any) -> int:
-    """A token count from a reply's usage field: 0 when missing or malformed."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A token count from a reply's usage field: 0 when missing or malformed (JSON allows ``NaN`` and ``1e400``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return 0
     return max(0, int(value))
 

@@ -23,6 +23,7 @@ PrunableTier = Literal["episodic", "midterm", "longterm"]
 Identifier = Annotated[str, Field(min_length=1, max_length=MAX_IDENTIFIER_LENGTH)]
 """A user, session, agent, message id or speaker name: non-blank text without NUL (the namespace shortens it)."""
 
+
 def _iso_text(value: object) -> object:
     """A time in a body is ISO 8601 text: a number's unit (seconds? milliseconds?) would be guessed."""
     if not isinstance(value, str) or not _ISO_DATE.match(value):
