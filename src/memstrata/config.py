@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -181,7 +182,36 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Arguments, then environment, then ``memstrata.toml`` in the data directory."""
-        return init_settings, env_settings, _TomlInHome(settings_cls, init_settings, env_settings)
+        toml = _TomlInHome(settings_cls, init_settings, env_settings)
+        return tuple(_WholePrices(settings_cls, source) for source in (init_settings, env_settings, toml))
+
+
+class _WholePrices(PydanticBaseSettingsSource):
+    """``source`` with each model's ``llm_prices`` entry kept whole.
+
+    pydantic-settings merges the sources' nested tables key by key: a ``cached_input`` from
+    ``memstrata.toml`` would survive an environment entry for the same model that leaves it
+    out (and means it to default to ``input``). An entry that is no ``dict`` is replaced
+    whole, so a higher source's entry for a model is all that counts.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], source: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self._source = source
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Look one field up in the wrapped source."""
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        values = self._source()
+        prices = values.get("llm_prices")
+        if isinstance(prices, dict):
+            whole = {
+                model: MappingProxyType(entry) if isinstance(entry, dict) else entry for model, entry in prices.items()
+            }
+            values = {**values, "llm_prices": whole}
+        return values
 
 
 class _TomlInHome(PydanticBaseSettingsSource):

@@ -95,6 +95,21 @@ def test_prices_in_settings_merge_over_the_built_in_table(tmp_path: Path, monkey
     assert "gpt-4o-mini" in from_env.llm_prices
 
 
+def test_a_models_price_from_a_higher_source_replaces_its_whole_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cached_input from the file must not survive an entry that leaves it out (then it is the input price).
+    (tmp_path / CONFIG_FILE_NAME).write_text(
+        '[memstrata.llm_prices]\n"my-model" = { input = 1.0, output = 2.0, cached_input = 0.01 }\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("MEMSTRATA_LLM_PRICES", '{"my-model": {"input": 5.0, "output": 6.0}}')
+    assert load_settings(home=tmp_path).llm_prices["my-model"] == ModelPrice(input=5.0, output=6.0)
+    argument = load_settings(home=tmp_path, llm_prices={"my-model": {"input": 7.0, "output": 8.0}})
+    assert argument.llm_prices["my-model"] == ModelPrice(input=7.0, output=8.0)
+    monkeypatch.delenv("MEMSTRATA_LLM_PRICES")
+    assert load_settings(home=tmp_path).llm_prices["my-model"].cached_input == 0.01
+
+
 def test_summary_per_model_and_purpose(tmp_path: Path) -> None:
     log = CostLog(tmp_path / COST_LOG_FILE_NAME)
     _record(log, "gpt-4o-mini", "extract", Usage(1000, 100, 800), hours_ago=30)
