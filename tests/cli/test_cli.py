@@ -252,6 +252,28 @@ def test_export_from_a_home_with_no_store_fails_and_leaves_the_backup_alone(home
     assert result.returncode == 2 and "no such file" in result.stderr and not typo.exists()
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("search", "", "--user", "ana"),
+        ("search", "tea", "--user", " "),
+        ("search", "tea", "--user", "ana", "--timezone", "Mars/Olympus"),
+        ("context", "  ", "--user", "ana"),
+        ("context", "tea", "--user", "ana", "--budget", "3"),
+        ("add", "", "--user", "ana"),
+        ("add", "tea", "--user", "ana", "--session", ""),
+        ("history", "--user", ""),
+        ("forget", "--user", "", "--yes"),
+    ],
+)
+def test_a_command_refused_for_its_input_opens_no_store(tmp_path: Path, arguments: tuple[str, ...]) -> None:
+    # Opening would create the home and its database (and embed every turn again after a change of embedder).
+    fresh = tmp_path / "never-made"
+    result = run_cli(*arguments, home=fresh)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and not fresh.exists()
+
+
 def test_info_json(home: Path) -> None:
     seed(home, ["one", "two"])
     seed(home, ["three"], user="bob")

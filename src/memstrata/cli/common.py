@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
@@ -30,6 +31,7 @@ from memstrata.errors import (
 )
 from memstrata.memory import Memory
 from memstrata.terminal import visible
+from memstrata.validation import check_identifier, check_text, check_timezone
 
 #: Most specific first; anything else that is a MemstrataError exits 1.
 EXIT_CODES: tuple[tuple[type[MemstrataError], int], ...] = (
@@ -132,3 +134,25 @@ def check_can_listen(host: str, port: int, *, port_setting: str = " (or the serv
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses that port or choose"
             f" another with --port{port_setting}, and check --host is an address of this machine"
         ) from exc
+
+
+def check_before_opening(
+    *,
+    text: tuple[str, str] | None = None,
+    user: str | None = None,
+    session: str | None = None,
+    agent: str | None = None,
+    timezone: str | None = None,
+) -> None:
+    """Refuse arguments that are wrong whatever the settings, before a store is opened.
+
+    Opening creates a new ``--home`` and its database, and embeds every stored turn again
+    when the embedder changed: a command refused for its input must do neither. ``text``
+    is (value, name); its size is checked later, against the store's ``max_text_bytes``.
+    """
+    if text is not None:
+        check_text(text[0], text[1], max_bytes=sys.maxsize)
+    check_identifier(user, "user_id", required=user is not None)
+    check_identifier(session, "session_id", required=False)
+    check_identifier(agent, "agent_id", required=False)
+    check_timezone(timezone)

@@ -17,6 +17,7 @@ from memstrata.cli.common import (
     JsonOption,
     SessionOption,
     UserOption,
+    check_before_opening,
     console,
     error_console,
     open_memory,
@@ -28,7 +29,7 @@ from memstrata.errors import InvalidInput, StorageError
 from memstrata.memory_context import check_budget
 from memstrata.models import Turn
 from memstrata.terminal import visible
-from memstrata.validation import check_identifier, check_text, check_timezone
+from memstrata.validation import check_text
 
 #: How long ``context`` waits for queued background work before it gives up.
 FLUSH_SECONDS = 60.0
@@ -64,6 +65,7 @@ def add(
         message["name"] = name
     if message_id is not None:
         message["id"] = message_id
+    check_before_opening(text=(text, "text"), user=user, session=session, agent=agent)
     with open_memory(home, run_jobs=False) as memory:
         turns = memory.add([message], user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
         try:
@@ -112,6 +114,7 @@ def search(
     Example: memstrata search "where does she live?" --user ana --tiers longterm --json
     """
     wanted = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
+    check_before_opening(text=(query, "query"), user=user, session=session, agent=agent, timezone=timezone)
     with open_memory(home, run_jobs=False) as memory:
         hits = memory.search(
             query,
@@ -157,13 +160,11 @@ def context(
 
     Example: memstrata context "where does she live?" --user ana --budget 500
     """
+    check_budget(budget, "--budget")
+    check_before_opening(text=(query, "query"), user=user, session=session, agent=agent, timezone=timezone)
     with open_memory(home, run_jobs=False) as memory:
         # Bad arguments fail before the wait below.
         check_text(query, "query", max_bytes=memory.settings.max_text_bytes)
-        check_budget(budget, "--budget")
-        check_timezone(timezone)
-        check_identifier(session, "session_id", required=False)
-        check_identifier(agent, "agent_id", required=False)
         try:
             # That user's queued work only, so what was added last has its facts in the block.
             memory.flush(timeout=FLUSH_SECONDS, user_id=user)
@@ -209,6 +210,7 @@ def history(
 
     Example: memstrata history --user ana --session s1
     """
+    check_before_opening(user=user, session=session, agent=agent)
     with open_memory(home, run_jobs=False) as memory:
         turns = memory.history(
             user_id=user, session_id=session, agent_id=agent, limit=limit, offset=offset, newest_first=newest_first
@@ -244,6 +246,7 @@ def forget(
 
     Example: memstrata forget --user ana --yes
     """
+    check_before_opening(user=user, session=session, agent=agent)
     what = f"user {user!r}" + (f" session {session!r}" if session else "") + (f" agent {agent!r}" if agent else "")
     if not yes and not typer.confirm(f"Permanently delete every memory of {what}?"):
         raise typer.Exit(1)
