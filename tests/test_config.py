@@ -92,7 +92,8 @@ def test_toml_top_level_keys_and_a_memstrata_table_are_one_set_of_settings(home:
     # llms.md shows a [memstrata.llm_prices] table; the keys above it must not be dropped.
     _toml(
         home,
-        'embedder = "hash"\nmax_text_bytes = 55\n\n[memstrata.llm_prices]\n"my-model" = { input = 1.0, output = 2.0 }\n',
+        'embedder = "hash"\nmax_text_bytes = 55\n\n'
+        '[memstrata.llm_prices]\n"my-model" = { input = 1.0, output = 2.0 }\n',
     )
     settings = load_settings(home=home)
     assert (settings.embedder, settings.max_text_bytes) == ("hash", 55)

@@ -465,19 +465,25 @@ def test_deleting_and_forgetting_reach_the_tiers(open_memory: Callable[..., Memo
 
 def test_a_fact_said_again_outlives_the_turn_that_said_it_first(memory: Memory) -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
-    [first] = memory.add("I live in Porto", user_id="ana", timestamp=start)
-    [again] = memory.add("I live in Porto", user_id="ana", timestamp=start + timedelta(days=5))
+    [first] = memory.add("I live in Porto, by the old bridge", user_id="ana", timestamp=start)
+    [again] = memory.add("Yes, I live in Porto", user_id="ana", timestamp=start + timedelta(days=5))
+    memory.add("And I live in Porto still", user_id="ana", timestamp=start + timedelta(days=9))
     memory.flush()
-    assert [cell.source_turn_id for cell in memory.cells(user_id="ana")] == [first.id]
-    memory.delete(first.id, user_id="ana")
-    memory.flush()
+    [cell] = memory.cells(user_id="ana")
+    assert cell.source_turn_id == first.id
+    memory.delete(first.id, user_id="ana")  # no job needed: the fact moves in the same transaction
     [kept] = memory.cells(user_id="ana", include_superseded=True)
-    assert (kept.value, kept.source_turn_id, kept.valid_from) == ("Porto", again.id, again.created_at)
+    assert (kept.id, kept.value, kept.source_turn_id, kept.valid_from) == (cell.id, "Porto", again.id, start)
+    assert "bridge" not in kept.content  # nothing of the deleted turn stays in the fact
     assert memory.profile(user_id="ana")["location"] == "Porto"
-    assert any("Porto" in hit.content for hit in memory.search("Porto", user_id="ana", tiers=("longterm",)))
-    # The last turn that said it takes it along.
+    found = [hit for hit in memory.search("Porto", user_id="ana", tiers=("longterm",)) if hit.tier == "longterm"]
+    assert [hit.source_turn_ids for hit in found] == [(again.id,)]
+    assert not [hit for hit in memory.search("bridge", user_id="ana", tiers=("longterm",)) if hit.tier == "longterm"]
+    # Then to the next one, and the last turn that said it takes it along.
     memory.delete(again.id, user_id="ana")
-    memory.flush()
+    assert [c.value for c in memory.cells(user_id="ana")] == ["Porto"]
+    for turn in memory.history(user_id="ana"):
+        memory.delete(turn.id, user_id="ana")
     assert memory.cells(user_id="ana", include_superseded=True) == []
     assert "location" not in memory.profile(user_id="ana")
 
@@ -489,12 +495,46 @@ def test_deleting_a_change_of_value_leaves_the_value_a_later_turn_says_again(mem
     [again] = memory.add("I live in Lisbon", user_id="ana", timestamp=start + timedelta(days=60))
     memory.flush()
     memory.delete(moved.id, user_id="ana")
-    memory.flush()
     history = memory.cells(user_id="ana", include_superseded=True)
     assert [(cell.value, cell.is_current) for cell in history] == [("Lisbon", True), ("Porto", False)]
     assert history[0].source_turn_id == again.id and history[1].superseded_by == history[0].id
     assert memory.profile(user_id="ana")["location"] == "Lisbon"
     assert [cell.value for cell in memory.cells(user_id="ana")] == ["Lisbon"]
+
+
+def test_a_fact_said_again_keeps_no_other_fact_its_turns_said(memory: Memory) -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    [first] = memory.add("I live in Porto.", user_id="ana", timestamp=start)
+    memory.add("I live in Porto. I work at Acme.", user_id="ana", timestamp=start + timedelta(days=1))
+    memory.add("I work at Beta now.", user_id="ana", timestamp=start + timedelta(days=2))
+    memory.flush()
+    memory.prune(user_id="ana", tier="longterm", keep_last=0)  # the superseded Acme goes, as asked
+    memory.delete(first.id, user_id="ana")
+    memory.flush()
+    cells = memory.cells(user_id="ana", include_superseded=True)
+    assert sorted((cell.attribute, cell.value) for cell in cells) == [("employer", "Beta"), ("location", "Porto")]
+
+
+def test_a_restatement_of_a_fact_deleted_meanwhile_stores_the_fact_from_its_turn(
+    open_memory: Callable[..., Memory],
+) -> None:
+    memory = open_memory()
+    [first] = memory.add("I live in Porto.", user_id="ana")
+    memory.flush()
+    [again] = memory.add("I live in Porto.", user_id="ana")
+    store = memory._store
+    original = store.restate_cell
+
+    def deleted_first(user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
+        # Another process deletes the fact's turn between this job's read of the slot and its note.
+        if store.cells(user_id, limit=None) and memory.history(user_id="ana")[0].id == first.id:
+            memory.delete(first.id, user_id="ana")
+        return original(user_id, cell_id, turn_seq, content)
+
+    store.restate_cell = deleted_first  # type: ignore[method-assign]
+    memory.flush()
+    [cell] = memory.cells(user_id="ana")
+    assert (cell.value, cell.source_turn_id) == ("Porto", again.id)
 
 
 def test_prune_keeps_the_newest(memory: Memory) -> None:

@@ -26,7 +26,13 @@ psycopg = require_driver()
 from memstrata.storage.postgres import retrieval  # noqa: E402
 from memstrata.storage.postgres import segments as pg_segments  # noqa: E402
 from memstrata.storage.postgres.connection import redact  # noqa: E402
-from memstrata.storage.postgres.migrations import LATEST_VERSION, LOCK_NAMESPACE, MIGRATION_LOCK, MIGRATIONS  # noqa: E402
+from memstrata.storage.postgres.migrations import (  # noqa: E402
+    LATEST_VERSION,
+    LOCK_NAMESPACE,
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    migrate,
+)
 from memstrata.storage.postgres.retrieval import _SPEAKERS, approximate_statement, match_terms  # noqa: E402
 from memstrata.storage.postgres.rows import PgVector, configure_connection  # noqa: E402
 from memstrata.storage.postgres.store import PostgresStore, open_postgres  # noqa: E402
@@ -444,6 +450,45 @@ def test_the_upgrade_indexes_words_joined_by_punctuation_and_recounts_them(
         upgraded.close()
 
 
+def test_an_upgrade_locks_every_table_it_alters_first_so_an_older_processs_read_does_not_deadlock_it(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    store.insert_turns([_turn(f"t{n}", f"mail ana@example.com about v2.4.{n}") for n in range(2000)], None, MODEL)
+    store.close()
+    _query(
+        postgres_url,
+        "INSERT INTO derived (id, user_id, tier, content, created_at) VALUES ('d1', 'ana', 'longterm', 'jazz', now())",
+    )
+    _query(postgres_url, "INSERT INTO derived_sources SELECT d.seq, 1 FROM derived d")
+    _query(postgres_url, "DROP TABLE cell_restatements")
+    _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 14")
+    read: list[object] = []
+
+    def older_process_reads() -> None:
+        # A statement that locks derived, then turns (derived_items' shape), once the upgrade holds turns.
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            held = "SELECT count(*) FROM pg_locks WHERE relation = 'turns'::regclass AND mode = 'AccessExclusiveLock'"
+            deadline = time.monotonic() + 30
+            while not connection.execute(held).fetchone()[0] and time.monotonic() < deadline:  # type: ignore[index]
+                time.sleep(0.005)
+            read.extend(
+                connection.execute(
+                    "SELECT d.id, ARRAY(SELECT t.id FROM derived_sources s JOIN turns t ON t.seq = s.turn_seq"
+                    " WHERE s.derived_seq = d.seq) FROM derived d WHERE d.user_id = 'ana'"
+                ).fetchall()
+            )
+
+    reader = threading.Thread(target=older_process_reads)
+    reader.start()
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        migrate(connection, "the test database", 30_000)  # a deadlock would abort it
+    reader.join(timeout=60)
+    assert read == [("d1", ["t0"])]
+    assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(LATEST_VERSION,)]
+    statistics = "SELECT count(*) FROM pg_stats WHERE tablename = 'turns' AND attname = 'search'"
+    assert _query(postgres_url, statistics) == [(1,)]  # analysed: the planner knows its common terms
+
+
 def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(store: PostgresStore, postgres_url: str) -> None:
     store.close()
     _query(  # as versions before 11 wrote
@@ -571,7 +616,7 @@ def test_an_upgrade_that_cannot_lock_turns_says_so_and_changes_nothing(postgres_
         assert not thread.is_alive()  # it gave up rather than waiting for the reader
     thread.join(30)
     assert len(failures) == 1 and isinstance(failures[0], StorageError)
-    assert "kept the turns table busy" in str(failures[0])
+    assert "kept the cells, derived and turns tables busy" in str(failures[0])
     assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(5,)]
     assert _query(postgres_url, "SELECT to_regclass('user_term_counts')") == [(None,)]
 

@@ -308,12 +308,14 @@ class TierStore(Store, Protocol):
         """
         ...
 
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int) -> None:
-        """Note that turn ``turn_seq`` said the current cell ``cell_id`` again; once, and nothing if either is gone.
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
+        """Note that turn ``turn_seq`` said the cell ``cell_id`` again, in the sentence ``content``; once.
 
-        Deleting the cell's own turn then leaves the fact to the turns that restated it: the
-        cell goes with its turn, and the restating turns are queued to be processed again,
-        which stores the fact anew from the earliest of them that still says it.
+        False when the cell is gone (its turn was deleted since the caller read it): then the
+        caller decides again, and stores the fact from this turn. True otherwise, also when
+        the turn itself is gone (its deletion already took what it said). When the cell's own
+        turn is deleted, the earliest turn that restated it becomes its source, in the same
+        transaction, with its sentence: the fact stays, and nothing of the deleted turn does.
         """
         ...
 

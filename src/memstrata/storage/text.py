@@ -28,6 +28,11 @@ def cell_text(cell: Cell) -> str:
     return _cell_text(cell.kind, cell.subject, cell.attribute, cell.value, cell.content)
 
 
+def cell_text_of(kind: str, subject: str, attribute: str, value: str, sentence: str) -> str:
+    """``cell_text`` of a cell given by its columns (a store rewriting one in SQL has no ``Cell``)."""
+    return _cell_text(kind, subject, attribute, value, sentence)
+
+
 #: What ``stale_cell_texts`` reads, from ``cells c JOIN derived d ON d.id = c.id``.
 CELL_TEXT_COLUMNS = "c.id, c.kind, c.subject, c.attribute, c.value, c.content, d.content"
 

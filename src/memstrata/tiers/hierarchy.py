@@ -180,10 +180,12 @@ class Hierarchy:
         current = [c for c in slot if c.is_current]
         same = [cell for cell in current if cell.value.casefold() == item.value.casefold()]
         if same:
-            # Said again: nothing new to remember, but the fact outlives its first turn's deletion.
-            if same[0].source_turn_id != turn.id:
-                self._store.restate_cell(user_id, same[0].id, seq)
-            return True
+            if same[0].source_turn_id == turn.id:
+                return True  # this turn's own fact (a retried job)
+            # Said again: nothing new to remember, but this turn is noted, so the fact outlives the
+            # deletion of the turn that said it first. False when that fact went meanwhile: decide again.
+            sentence = f"{item.scene}: {item.text}" if item.scene else item.text
+            return self._store.restate_cell(user_id, same[0].id, seq, sentence)
         if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
             return True  # stored when this turn was processed before (a retried job), superseded since
         seen = {c.id: c.is_current for c in slot}

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
-from memstrata.storage.text import PROFILE_CELLS
+from memstrata.storage.text import PROFILE_CELLS, cell_text_of
 
 #: Tables holding a user's derived state, all emptied when the whole user is forgotten.
 _USER_TABLES = (
@@ -37,6 +37,7 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
             connection.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         return
     seqs = [int(seq) for seq in turn_seqs]
+    _rehome_restated(connection, seqs)
     _hand_on_supersession(connection, seqs)
     _hand_back_profile(connection, user_id, seqs)
     connection.execute(
@@ -82,6 +83,33 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
         " AND NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)",
         (user_id,),
     )
+
+
+def _rehome_restated(connection: Connection, seqs: list[int]) -> None:
+    """As SQLite's: a fact whose turn goes, said again by a kept turn, is sourced from the earliest such turn."""
+    rows = connection.execute(
+        "SELECT DISTINCT ON (c.id) c.id, c.kind, c.subject, c.attribute, c.value, r.turn_seq, r.content"
+        " FROM cells c JOIN cell_restatements r ON r.cell_id = c.id JOIN turns t ON t.seq = r.turn_seq"
+        " WHERE c.source_turn_seq = ANY(%s::bigint[]) AND r.turn_seq <> ALL(%s::bigint[])"
+        " ORDER BY c.id, t.created_at, t.seq",
+        (seqs, seqs),
+    ).fetchall()
+    for cell_id, kind, subject, attribute, value, seq, sentence in rows:
+        connection.execute(
+            "UPDATE cells SET source_turn_seq = %s, content = %s WHERE id = %s", (seq, sentence, cell_id)
+        )
+        connection.execute("DELETE FROM cell_restatements WHERE cell_id = %s AND turn_seq = %s", (cell_id, seq))
+        item = connection.execute("SELECT seq FROM derived WHERE id = %s", (cell_id,)).fetchone()
+        if item is not None:
+            connection.execute(
+                "DELETE FROM derived_sources WHERE derived_seq = %s AND turn_seq = ANY(%s::bigint[])", (item[0], seqs)
+            )
+            connection.execute(
+                "INSERT INTO derived_sources (derived_seq, turn_seq) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (item[0], seq),
+            )
+            text = cell_text_of(str(kind), str(subject), str(attribute), str(value), str(sentence))
+            connection.execute("UPDATE derived SET content = %s WHERE seq = %s", (text, item[0]))
 
 
 def _hand_on_supersession(connection: Connection, seqs: list[int]) -> None:

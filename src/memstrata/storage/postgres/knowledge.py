@@ -227,19 +227,24 @@ class KnowledgeMixin(Connected):
 
     # -- patterns and entities --------------------------------------------------------
 
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int) -> None:
-        """Note that turn ``turn_seq`` said the current cell ``cell_id`` again; once, and nothing if either is gone.
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
+        """Note that turn ``turn_seq`` said the cell ``cell_id`` again, in ``content``; False if the cell is gone.
 
         The user's writer lock orders this with deletes, which purge and delete under it.
         """
-        self._write(
-            lambda connection: connection.execute(
-                "INSERT INTO cell_restatements (cell_id, turn_seq) SELECT c.id, t.seq FROM cells c, turns t"
-                " WHERE c.id = %s AND c.user_id = %s AND t.seq = %s AND t.user_id = c.user_id ON CONFLICT DO NOTHING",
-                (cell_id, user_id, turn_seq),
-            ),
-            lock_users=[user_id],
-        )
+
+        def work(connection: Connection) -> bool:
+            found = connection.execute("SELECT 1 FROM cells WHERE id = %s AND user_id = %s", (cell_id, user_id))
+            if found.fetchone() is None:
+                return False
+            connection.execute(
+                "INSERT INTO cell_restatements (cell_id, turn_seq, content)"
+                " SELECT %s, seq, %s FROM turns WHERE seq = %s AND user_id = %s ON CONFLICT DO NOTHING",
+                (cell_id, content, turn_seq, user_id),
+            )
+            return True
+
+        return bool(self._write(work, lock_users=[user_id]))
 
     def observe_pattern(
         self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime

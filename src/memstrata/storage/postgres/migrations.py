@@ -30,8 +30,10 @@ class Migration:
     version: int
     name: str
     sql: str
-    #: Rewrites ``turns`` under an exclusive lock, which ``migrate`` then takes before any pending step.
-    locks_turns: bool = False
+    #: Tables it alters under an exclusive lock: ``migrate`` locks those of every pending step, all
+    #: in one statement, before any step runs (a lock taken later could deadlock with an older process
+    #: that holds one of them and waits for another).
+    locks: tuple[str, ...] = ()
 
 
 # Identity columns come from sequences, which never hand out a value twice: an index that
@@ -438,7 +440,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         CLUSTER turns USING turns_pkey;
         ALTER TABLE turns SET WITHOUT CLUSTER;
         """,
-        locks_turns=True,
+        locks=("turns",),
     ),
     # As SQLite's step 6: a pattern counts each turn once (a retried tier job observes its
     # turns again), and a deleted turn takes its occurrence along. No foreign key to turns:
@@ -542,10 +544,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             ADD COLUMN search tsvector
                 GENERATED ALWAYS AS (to_tsvector('memstrata_english', memstrata_words(content))) STORED;
         CREATE INDEX derived_search ON derived USING gin (search);
+        -- The new columns have no statistics yet; the planner would guess every term rare.
+        ANALYZE turns;
+        ANALYZE derived;
         """,
-        locks_turns=True,
+        locks=("turns", "derived"),
     ),
-    # As SQLite's step 12: the turns that restate a current fact, processed again when it goes.
+    # As SQLite's step 12: the turns that restate a current fact, with the sentence each said it in.
     Migration(
         15,
         "turns that restate a fact",
@@ -553,10 +558,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE IF NOT EXISTS cell_restatements (
             cell_id  text NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             turn_seq bigint NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+            content  text NOT NULL,
             PRIMARY KEY (cell_id, turn_seq)
         );
         CREATE INDEX IF NOT EXISTS cell_restatements_by_turn ON cell_restatements (turn_seq);
         """,
+        locks=("turns", "cells"),
     ),
 )
 
@@ -568,9 +575,10 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
 
     The lock is waited for at most ``lock_timeout_ms``, then the open fails with a ``StorageError``.
 
-    A step that rewrites ``turns`` has its exclusive lock taken before any pending step
-    runs, waiting at most ``lock_timeout_ms`` for it: an earlier step's weaker lock, raised
-    later, would deadlock with an older process that has read ``turns`` and waits to write.
+    The tables pending steps alter (``Migration.locks``) are locked exclusively, in one
+    statement, before any step runs, waiting at most ``lock_timeout_ms``: a lock taken
+    later, or a weaker one raised later, would deadlock with an older process that holds
+    one of them and waits for another.
     """
     wait = max(1, int(lock_timeout_ms))
     try:
@@ -602,8 +610,9 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
                 # Every table a step locks waits this long at most: a session idle in a transaction
                 # must not hold the upgrade, and every writer queued behind it, forever.
                 connection.execute(f"SET LOCAL lock_timeout = {wait}")
-            if current >= 1 and any(migration.locks_turns for migration in pending):  # migration 1 made turns
-                _lock_turns(connection, location, lock_timeout_ms)
+            locked = sorted({table for migration in pending for table in migration.locks})
+            if current >= 1 and locked:  # a database before migration 1 has none of these tables yet
+                _lock_tables(connection, locked, location, lock_timeout_ms)
             for migration in pending:
                 try:
                     connection.execute(migration.sql)
@@ -634,13 +643,28 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
     return LATEST_VERSION
 
 
-def _lock_turns(connection: psycopg.Connection[Any], location: str, lock_timeout_ms: int) -> None:
-    """Lock ``turns`` exclusively until the transaction ends (``lock_timeout`` bounds the wait), or say it was busy."""
+def _lock_tables(connection: psycopg.Connection[Any], tables: list[str], location: str, lock_timeout_ms: int) -> None:
+    """Lock the existing ``tables`` exclusively, in one statement, until the transaction ends (``lock_timeout``
+    bounds the wait), or say they were busy."""
+    present = [
+        table
+        for table in tables
+        if connection.execute("SELECT to_regclass(%s)", (table,)).fetchone() not in (None, (None,))
+    ]
+    if not present:
+        return
     try:
-        connection.execute("LOCK TABLE turns IN ACCESS EXCLUSIVE MODE")
+        connection.execute(f"LOCK TABLE {', '.join(present)} IN ACCESS EXCLUSIVE MODE")
     except errors.LockNotAvailable as exc:
         raise StorageError(
-            f"cannot upgrade the schema of {location}: another session kept the turns table busy for"
+            f"cannot upgrade the schema of {location}: another session kept {_tables(present)} busy for"
             f" {lock_timeout_ms / 1000:g} s; stop other memstrata processes (or end long transactions) and"
             " open it again, or raise busy_timeout_seconds"
         ) from exc
+
+
+def _tables(names: list[str]) -> str:
+    """ "the turns table", "the turns and derived tables", "the cells, derived and turns tables"."""
+    if len(names) == 1:
+        return f"the {names[0]} table"
+    return f"the {', '.join(names[:-1])} and {names[-1]} tables"

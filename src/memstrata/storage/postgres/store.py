@@ -327,19 +327,9 @@ def _purge_for_turns(connection: Connection, user_id: str, seqs: list[int]) -> N
             (seqs, seqs),
         )
     ]
-    restating = [
-        int(row[0])
-        for row in connection.execute(
-            "SELECT DISTINCT r.turn_seq FROM cell_restatements r JOIN cells c ON c.id = r.cell_id"
-            " WHERE c.source_turn_seq = ANY(%s::bigint[]) AND r.turn_seq <> ALL(%s::bigint[]) ORDER BY r.turn_seq",
-            (seqs, seqs),
-        )
-    ]
     purge_derived(connection, user_id, seqs)
     if remaining:
         queue.enqueue(connection, "midterm", user_id, {"seqs": remaining})
-    if restating:  # the facts these turns said again are stored anew from them
-        queue.enqueue(connection, "process", user_id, {"seqs": restating})
 
 
 if TYPE_CHECKING:

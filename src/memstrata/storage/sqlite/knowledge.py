@@ -20,6 +20,7 @@ from memstrata.storage.text import (
     CELL_TEXT_COLUMNS,
     PROFILE_CELLS,
     cell_text,
+    cell_text_of,
     late_supersession,
     stale_cell_texts,
     supersession,
@@ -243,15 +244,20 @@ class KnowledgeMixin:
 
         return bool(self._write(work))
 
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int) -> None:
-        """Note that turn ``turn_seq`` said the current cell ``cell_id`` again; once, and nothing if either is gone."""
-        self._write(
-            lambda connection: connection.execute(
-                "INSERT OR IGNORE INTO cell_restatements (cell_id, turn_seq) SELECT c.id, t.seq FROM cells c, turns t"
-                " WHERE c.id = ? AND c.user_id = ? AND t.seq = ? AND t.user_id = c.user_id",
-                (cell_id, user_id, turn_seq),
-            )
-        )
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
+        """Note that turn ``turn_seq`` said the cell ``cell_id`` again, in ``content``; False if the cell is gone."""
+
+        def work(connection: sqlite3.Connection) -> bool:
+            if connection.execute("SELECT 1 FROM cells WHERE id = ? AND user_id = ?", (cell_id, user_id)).fetchone():
+                connection.execute(
+                    "INSERT OR IGNORE INTO cell_restatements (cell_id, turn_seq, content)"
+                    " SELECT ?, seq, ? FROM turns WHERE seq = ? AND user_id = ?",
+                    (cell_id, content, turn_seq, user_id),
+                )
+                return True
+            return False
+
+        return bool(self._write(work))
 
     def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
         """Upsert profile traits, each with the turn it came from and when."""
@@ -358,6 +364,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     for chunk_start in range(0, len(turn_seqs), 500):
         chunk = list(turn_seqs[chunk_start : chunk_start + 500])
         marks = ",".join("?" * len(chunk))
+        _rehome_restated(connection, marks, chunk)
         _hand_on_supersession(connection, marks, chunk)
         _hand_back_profile(connection, user_id, marks, chunk)
         connection.execute(
@@ -401,6 +408,39 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     connection.execute(
         "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM entity_mentions)", (user_id,)
     )
+
+
+def _rehome_restated(connection: sqlite3.Connection, marks: str, chunk: list[int]) -> None:
+    """A fact whose turn goes, said again by a kept turn, is sourced from the earliest such turn from now on.
+
+    It takes that turn's sentence, so nothing of the deleted turn stays in it or its search
+    text; its validity is unchanged. Run first: the fact is then no longer one of these
+    turns' facts, and neither the cells nor the profile traits after it see it go.
+    """
+    rows = connection.execute(
+        "SELECT c.id, c.kind, c.subject, c.attribute, c.value, r.turn_seq, r.content"
+        " FROM cells c JOIN cell_restatements r ON r.cell_id = c.id JOIN turns t ON t.seq = r.turn_seq"
+        f" WHERE c.source_turn_seq IN ({marks}) AND r.turn_seq NOT IN ({marks})"
+        " ORDER BY c.id, t.created_at, t.seq",
+        chunk + chunk,
+    ).fetchall()
+    moved: set[str] = set()
+    for cell_id, kind, subject, attribute, value, seq, sentence in rows:
+        if cell_id in moved:
+            continue  # its earliest restatement came first
+        moved.add(cell_id)
+        connection.execute("UPDATE cells SET source_turn_seq = ?, content = ? WHERE id = ?", (seq, sentence, cell_id))
+        connection.execute("DELETE FROM cell_restatements WHERE cell_id = ? AND turn_seq = ?", (cell_id, seq))
+        item = connection.execute("SELECT seq FROM derived WHERE id = ?", (cell_id,)).fetchone()
+        if item is not None:
+            connection.execute(
+                f"DELETE FROM derived_sources WHERE derived_seq = ? AND turn_seq IN ({marks})", (item[0], *chunk)
+            )
+            connection.execute(
+                "INSERT OR IGNORE INTO derived_sources (derived_seq, turn_seq) VALUES (?, ?)", (item[0], seq)
+            )
+            text = cell_text_of(str(kind), str(subject), str(attribute), str(value), str(sentence))
+            connection.execute("UPDATE derived SET content = ? WHERE seq = ?", (text, item[0]))
 
 
 def _hand_on_supersession(connection: sqlite3.Connection, marks: str, chunk: list[int]) -> None:

@@ -430,7 +430,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # A fact said again ("I live in Porto", twice) is stored once, from the turn that said it
     # first; deleting that turn deleted the fact although a kept turn still said it. The turns
-    # that restate a current fact are noted here, and processed again when it goes.
+    # that restate a current fact are noted here, with the sentence each said it in: when the
+    # fact's own turn is deleted, the earliest of them becomes its source.
     Migration(
         12,
         "turns that restate a fact",
@@ -438,6 +439,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE IF NOT EXISTS cell_restatements (
             cell_id  TEXT NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             turn_seq INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+            content  TEXT NOT NULL,
             PRIMARY KEY (cell_id, turn_seq)
         );
         CREATE INDEX IF NOT EXISTS cell_restatements_by_turn ON cell_restatements (turn_seq);

@@ -425,7 +425,6 @@ def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[in
         return
     gone = set(seqs)
     remaining: list[int] = []
-    restating: list[int] = []
     for chunk_start in range(0, len(seqs), CHUNK):
         chunk = seqs[chunk_start : chunk_start + CHUNK]
         marks = ",".join("?" * len(chunk))
@@ -438,21 +437,9 @@ def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[in
             )
             if int(row[0]) not in gone
         )
-        restating.extend(
-            int(row[0])
-            for row in connection.execute(
-                "SELECT DISTINCT r.turn_seq FROM cell_restatements r JOIN cells c ON c.id = r.cell_id"
-                f" WHERE c.source_turn_seq IN ({marks})",
-                chunk,
-            )
-            if int(row[0]) not in gone
-        )
     purge_derived(connection, user_id, seqs)
-    now = datetime.now(UTC)
     if remaining:
-        queue.enqueue(connection, "midterm", user_id, {"seqs": sorted(set(remaining))}, now)
-    if restating:  # the facts these turns said again are stored anew from them
-        queue.enqueue(connection, "process", user_id, {"seqs": sorted(set(restating))}, now)
+        queue.enqueue(connection, "midterm", user_id, {"seqs": sorted(set(remaining))}, datetime.now(UTC))
 
 
 def _record_event(connection: sqlite3.Connection, kind: str, user_id: str | None, detail: dict[str, Any]) -> None:
