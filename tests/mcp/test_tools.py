@@ -203,7 +203,7 @@ def test_numbers_and_flags_are_what_the_schema_says_or_json_text_of_it(memory: M
     async def session(client: Client) -> None:
         refused = [
             ("search_memory", {"query": "tea", "limit": True}),
-            ("search_memory", {"query": "tea", "limit": 5.0}),
+            ("search_memory", {"query": "tea", "limit": 5.5}),
             ("search_memory", {"query": "tea", "limit": "five"}),
             ("search_memory", {"query": "tea", "diversity": False}),
             ("search_memory", {"query": "tea", "diversity": "true"}),
@@ -211,13 +211,17 @@ def test_numbers_and_flags_are_what_the_schema_says_or_json_text_of_it(memory: M
             ("get_context", {"query": "tea", "token_budget": 200.5}),
             ("get_context", {"query": "tea", "include_superseded": "yes"}),
             ("get_context", {"query": "tea", "include_superseded": 1}),
-            ("inspect_memory", {"limit": "3.0"}),
+            ("inspect_memory", {"limit": "3.5"}),
         ]
         for tool, arguments in refused:
             name = next(key for key in arguments if key != "query")
             assert name in error(await client.call_tool(tool, arguments)), (tool, arguments)
         # Clients that send every argument as JSON text: "5" is the number 5, "true" the boolean.
         assert len(data(await client.call_tool("search_memory", {"query": "tea", "limit": "5"}))["hits"]) == 1
+        # A whole number a model wrote with a decimal point is that number.
+        assert len(data(await client.call_tool("search_memory", {"query": "tea", "limit": 5.0}))["hits"]) == 1
+        assert data(await client.call_tool("inspect_memory", {"limit": "3.0"}))
+        assert data(await client.call_tool("search_memory", {"query": "tea", "diversity": 1.0}))["hits"]
         assert data(await client.call_tool("search_memory", {"query": "tea", "diversity": "0.5"}))["hits"]
         context = data(await client.call_tool("get_context", {"query": "tea", "token_budget": "200"}))
         assert context["token_budget"] == 200

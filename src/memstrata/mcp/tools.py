@@ -295,14 +295,17 @@ def build_tools(scope: ServerScope) -> list[Tool]:
 
 
 def json_number(value: object) -> object:
-    """A number sent as JSON text (``"5"``, ``"0.5"``) as that number; anything else as it is, for strict checks."""
+    """A number sent as JSON text (``"5"``, ``"0.5"``) as that number, a whole ``5.0`` as 5 (models write
+    either); anything else as it is, for the strict check after it to refuse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, str):
         try:
             number = json.loads(value)
         except ValueError:
             return value
         if isinstance(number, int | float) and not isinstance(number, bool):
-            return number
+            return json_number(number)
     return value
 
 
