@@ -157,3 +157,27 @@ def test_qa_without_an_llm_says_how_to_configure_one_and_reports_nothing(tmp_pat
     assert result.returncode == 4, result.stdout + result.stderr
     assert "needs an LLM" in result.stderr and "MEMSTRATA_LLM_PROVIDER" in result.stderr
     assert not out.exists() and "F1" not in result.stdout
+
+
+def test_without_a_home_the_qa_memory_reads_the_users_settings_and_cost_log_over_a_scratch_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstrata.bench.qa import answering_memory
+    from memstrata.llms.base import ChatMessage
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with LLMServer() as server:
+        server.queue(CHAT, Reply.of_text("Lisbon."))
+        (home / "memstrata.toml").write_text(
+            f'llm_provider = "openai"\nllm_base_url = "{server.openai_url}"\nllm_model = "m"\nembedder = "hash"\n',
+            encoding="utf-8",
+        )
+        monkeypatch.setenv("MEMSTRATA_HOME", str(home))
+        with answering_memory(None, {}, needs_llm_for="the QA benchmark") as (answering, ingesting):
+            assert answering.llm.is_available and not ingesting.llm.is_available
+            answering.llm.generate([ChatMessage("user", "where?")], purpose="bench_qa")
+            ingesting.add("a benchmark turn", user_id="conv-1")
+            scratch = answering.settings.resolved_storage_url
+        assert '"purpose": "bench_qa"' in (home / "costs.jsonl").read_text(encoding="utf-8")
+        assert str(home) not in scratch and not (home / "memstrata.db").exists()  # the user's store is untouched

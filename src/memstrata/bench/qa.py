@@ -33,6 +33,7 @@ from memstrata.bench.context_metrics import normalize_answer
 from memstrata.bench.datasets import Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.locomo import CATEGORIES, choose_conversations, dia_ids, ingest_dialogue, turn_id
+from memstrata.config import DATABASE_FILE_NAME
 from memstrata.errors import InvalidInput
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.llms.none import HOW_TO_CONFIGURE
@@ -117,12 +118,15 @@ def answering_memory(
     (what needs it), raises ConfigError before anything is ingested when no LLM is configured.
     """
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as scratch:
-        location = home or Path(scratch)
-        with Memory(location, background=False, **overrides) as answering:
+        # Without a home: the user's own settings (the LLM in memstrata.toml) and cost log, over a scratch
+        # store: a benchmark never writes into the user's memories.
+        scratch_store = {} if home else {"storage_url": f"sqlite:///{Path(scratch) / DATABASE_FILE_NAME}"}
+        settings = {**scratch_store, **overrides}
+        with Memory(home, background=False, **settings) as answering:
             if needs_llm_for is not None and not answering.llm.is_available:
                 raise ConfigError(f"{needs_llm_for} needs an LLM and none is configured; {HOW_TO_CONFIGURE}")
             with Memory(
-                location, background=False, llm_provider="none", **{**overrides, "embedder": answering.embedder}
+                home, background=False, llm_provider="none", **{**settings, "embedder": answering.embedder}
             ) as ingesting:
                 yield answering, ingesting
 
