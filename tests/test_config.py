@@ -99,7 +99,13 @@ def test_toml_top_level_keys_and_a_memstrata_table_are_one_set_of_settings(home:
     assert (settings.embedder, settings.max_text_bytes) == ("hash", 55)
     assert settings.llm_prices["my-model"].output == 2.0
     _toml(home, "max_text_bytes = 55\n[memstrata]\nmax_text_bytes = 56\n")
-    with pytest.raises(ConfigError, match="max_text_bytes set both"):
+    with pytest.raises(ConfigError, match="max_text_bytes is set twice"):
+        load_settings(home=home)
+    _toml(home, 'llm-model = "a"\n[memstrata]\nllm_model = "b"\n')
+    with pytest.raises(ConfigError, match="llm_model is set twice"):
+        load_settings(home=home)
+    _toml(home, '[memstrata]\nllm-model = "a"\nllm_model = "b"\n')
+    with pytest.raises(ConfigError, match="llm_model is set twice"):
         load_settings(home=home)
 
 

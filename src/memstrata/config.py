@@ -248,12 +248,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
     section = data.get("memstrata", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: expected a table of settings")
-    # Top-level keys and a [memstrata] table (or [memstrata.llm_prices] alone) make one set of settings.
-    top = {key: value for key, value in data.items() if key != "memstrata"}
-    both = sorted(set(top) & set(section))
-    if both:
-        raise ConfigError(f"{path}: {', '.join(both)} set both at the top level and in the [memstrata] table; keep one")
-    return {key.replace("-", "_"): value for key, value in {**top, **section}.items()}
+    # Top-level keys and a [memstrata] table (or [memstrata.llm_prices] alone) make one set of settings,
+    # in which each setting is given once, however it is spelled ("llm-model" is "llm_model").
+    settings: dict[str, Any] = {}
+    for key, value in [*((key, value) for key, value in data.items() if key != "memstrata"), *section.items()]:
+        name = key.replace("-", "_")
+        if name in settings:
+            raise ConfigError(
+                f"{path}: {name} is set twice (at the top level and in [memstrata], or spelled with - and _); keep one"
+            )
+        settings[name] = value
+    return settings
 
 
 def _expanded(home: str) -> Path:

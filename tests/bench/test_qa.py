@@ -170,12 +170,14 @@ def test_without_a_home_the_qa_memory_reads_the_users_settings_and_cost_log_over
     with LLMServer() as server:
         server.queue(CHAT, Reply.of_text("Lisbon."))
         (home / "memstrata.toml").write_text(
-            f'llm_provider = "openai"\nllm_base_url = "{server.openai_url}"\nllm_model = "m"\nembedder = "hash"\n',
+            f'llm_provider = "openai"\nllm_base_url = "{server.openai_url}"\nllm_model = "m"\nembedder = "hash"\n'
+            'working_url = "redis://127.0.0.1:9/0"\n',
             encoding="utf-8",
         )
         monkeypatch.setenv("MEMSTRATA_HOME", str(home))
         with answering_memory(None, {}, needs_llm_for="the QA benchmark") as (answering, ingesting):
             assert answering.llm.is_available and not ingesting.llm.is_available
+            assert answering.settings.working_url is None  # nor the user's shared working set
             answering.llm.generate([ChatMessage("user", "where?")], purpose="bench_qa")
             ingesting.add("a benchmark turn", user_id="conv-1")
             scratch = answering.settings.resolved_storage_url

@@ -473,7 +473,8 @@ def test_a_fact_said_again_outlives_the_turn_that_said_it_first(memory: Memory) 
     assert cell.source_turn_id == first.id
     memory.delete(first.id, user_id="ana")  # no job needed: the fact moves in the same transaction
     [kept] = memory.cells(user_id="ana", include_superseded=True)
-    assert (kept.id, kept.value, kept.source_turn_id, kept.valid_from) == (cell.id, "Porto", again.id, start)
+    # Valid from the first turn that still says it: the deleted turn's time goes with it.
+    assert (kept.id, kept.value, kept.source_turn_id, kept.valid_from) == (cell.id, "Porto", again.id, again.created_at)
     assert "bridge" not in kept.content  # nothing of the deleted turn stays in the fact
     assert memory.profile(user_id="ana")["location"] == "Porto"
     found = [hit for hit in memory.search("Porto", user_id="ana", tiers=("longterm",)) if hit.tier == "longterm"]
@@ -502,6 +503,25 @@ def test_deleting_a_change_of_value_leaves_the_value_a_later_turn_says_again(mem
     assert [cell.value for cell in memory.cells(user_id="ana")] == ["Lisbon"]
 
 
+def test_a_bulk_prune_hands_a_fact_to_a_turn_it_keeps_in_its_own_spelling(memory: Memory) -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    said = [("I live in PORTO, near the secret river", 0), ("I live in PORTO", 1)]
+    said += [(f"note number {n}", 2 + n) for n in range(510)]  # the deletion spans more than one chunk of 500
+    said += [("I live in Porto.", 700), ("I live in porto!", 800)]
+    for text, minute in said:
+        memory.add(text, user_id="ana", timestamp=start + timedelta(minutes=minute))
+    memory.flush()
+    [last] = memory.history(user_id="ana", newest_first=True, limit=1)
+    memory.prune(user_id="ana", tier="episodic", keep_last=1)
+    [kept] = memory.cells(user_id="ana", include_superseded=True)
+    assert (kept.value, kept.source_turn_id, kept.valid_from) == ("porto", last.id, last.created_at)
+    assert memory.profile(user_id="ana")["location"] == "porto"
+    derived = [
+        hit for hit in memory.search("secret river", user_id="ana", tiers=("longterm",)) if hit.tier != "episodic"
+    ]
+    assert derived == [] and "secret" not in kept.content and "PORTO" not in kept.content
+
+
 def test_a_fact_said_again_keeps_no_other_fact_its_turns_said(memory: Memory) -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
     [first] = memory.add("I live in Porto.", user_id="ana", timestamp=start)
@@ -525,11 +545,11 @@ def test_a_restatement_of_a_fact_deleted_meanwhile_stores_the_fact_from_its_turn
     store = memory._store
     original = store.restate_cell
 
-    def deleted_first(user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
+    def deleted_first(user_id: str, cell_id: str, turn_seq: int, value: str, content: str) -> bool:
         # Another process deletes the fact's turn between this job's read of the slot and its note.
         if store.cells(user_id, limit=None) and memory.history(user_id="ana")[0].id == first.id:
             memory.delete(first.id, user_id="ana")
-        return original(user_id, cell_id, turn_seq, content)
+        return original(user_id, cell_id, turn_seq, value, content)
 
     store.restate_cell = deleted_first  # type: ignore[method-assign]
     memory.flush()

@@ -239,3 +239,8 @@ def test_successful_calls_are_logged_with_cost(
     assert entry.input_tokens == 1_000_000
     assert entry.cost_usd == pytest.approx(0.15)
     assert entry.latency_ms >= 0
+
+
+def test_a_token_count_of_hundreds_of_digits_counts_zero(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    llm_server.queue(CHAT, Reply.of_text("hi", usage={"prompt_tokens": 10**400, "completion_tokens": -3}))
+    assert make_openai().generate([ChatMessage("user", "hi")]).usage == Usage(0, 0, 0)

@@ -33,7 +33,7 @@ from memstrata.bench.context_metrics import normalize_answer
 from memstrata.bench.datasets import Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.locomo import CATEGORIES, choose_conversations, dia_ids, ingest_dialogue, turn_id
-from memstrata.config import DATABASE_FILE_NAME
+from memstrata.config import DATABASE_FILE_NAME, load_settings
 from memstrata.errors import InvalidInput
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.llms.none import HOW_TO_CONFIGURE
@@ -119,15 +119,16 @@ def answering_memory(
     """
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as scratch:
         # Without a home: the user's own settings (the LLM in memstrata.toml) and cost log, over a scratch
-        # store: a benchmark never writes into the user's memories.
+        # store and no shared working set: a benchmark never writes into the user's memories.
         scratch_store = {} if home else {"storage_url": f"sqlite:///{Path(scratch) / DATABASE_FILE_NAME}"}
-        settings = {**scratch_store, **overrides}
-        with Memory(home, background=False, **settings) as answering:
+        settings = load_settings(home=home, background=False, **{**scratch_store, **overrides})
+        if home is None:
+            settings = settings.model_copy(update={"working_url": None})
+        with Memory(settings=settings) as answering:
             if needs_llm_for is not None and not answering.llm.is_available:
                 raise ConfigError(f"{needs_llm_for} needs an LLM and none is configured; {HOW_TO_CONFIGURE}")
-            with Memory(
-                home, background=False, llm_provider="none", **{**settings, "embedder": answering.embedder}
-            ) as ingesting:
+            offline = settings.model_copy(update={"llm_provider": "none"})
+            with Memory(settings=offline, embedder=answering.embedder) as ingesting:
                 yield answering, ingesting
 
 

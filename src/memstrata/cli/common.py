@@ -30,8 +30,17 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memory import Memory
+from memstrata.memory_search import DERIVED_TIERS
 from memstrata.terminal import visible
-from memstrata.validation import check_identifier, check_text, check_timezone
+from memstrata.validation import (
+    check_fraction,
+    check_identifier,
+    check_limit,
+    check_stored_time,
+    check_text,
+    check_timezone,
+    parse_messages,
+)
 
 #: Most specific first; anything else that is a MemstrataError exits 1.
 EXIT_CODES: tuple[tuple[type[MemstrataError], int], ...] = (
@@ -143,16 +152,35 @@ def check_before_opening(
     session: str | None = None,
     agent: str | None = None,
     timezone: str | None = None,
+    message: dict[str, str] | None = None,
+    timestamp: str | None = None,
+    limit: tuple[int, int] | None = None,
+    offset: int | None = None,
+    diversity: float | None = None,
+    tiers: tuple[str, ...] = (),
 ) -> None:
     """Refuse arguments that are wrong whatever the settings, before a store is opened.
 
     Opening creates a new ``--home`` and its database, and embeds every stored turn again
     when the embedder changed: a command refused for its input must do neither. ``text``
-    is (value, name); its size is checked later, against the store's ``max_text_bytes``.
+    is (value, name); ``limit`` is (value, most allowed). Sizes are checked later, against
+    the store's ``max_text_bytes``.
     """
     if text is not None:
         check_text(text[0], text[1], max_bytes=sys.maxsize)
+    if message is not None:
+        parse_messages([message], max_bytes=sys.maxsize)
     check_identifier(user, "user_id", required=user is not None)
     check_identifier(session, "session_id", required=False)
     check_identifier(agent, "agent_id", required=False)
     check_timezone(timezone)
+    check_stored_time(timestamp)
+    if limit is not None:
+        check_limit(limit[0], maximum=limit[1])
+    if offset is not None and offset < 0:
+        raise InvalidInput("offset must be a whole number ≥ 0")
+    if diversity is not None:
+        check_fraction(diversity, "diversity")
+    unknown = [tier for tier in tiers if tier not in DERIVED_TIERS]
+    if unknown:
+        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")

@@ -65,7 +65,9 @@ def add(
         message["name"] = name
     if message_id is not None:
         message["id"] = message_id
-    check_before_opening(text=(text, "text"), user=user, session=session, agent=agent)
+    check_before_opening(
+        text=(text, "text"), user=user, session=session, agent=agent, message=message, timestamp=timestamp
+    )
     with open_memory(home, run_jobs=False) as memory:
         turns = memory.add([message], user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
         try:
@@ -114,7 +116,16 @@ def search(
     Example: memstrata search "where does she live?" --user ana --tiers longterm --json
     """
     wanted = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
-    check_before_opening(text=(query, "query"), user=user, session=session, agent=agent, timezone=timezone)
+    check_before_opening(
+        text=(query, "query"),
+        user=user,
+        session=session,
+        agent=agent,
+        timezone=timezone,
+        limit=(limit, 1000),
+        diversity=diversity,
+        tiers=wanted,
+    )
     with open_memory(home, run_jobs=False) as memory:
         hits = memory.search(
             query,
@@ -210,7 +221,7 @@ def history(
 
     Example: memstrata history --user ana --session s1
     """
-    check_before_opening(user=user, session=session, agent=agent)
+    check_before_opening(user=user, session=session, agent=agent, limit=(limit, 10_000), offset=offset)
     with open_memory(home, run_jobs=False) as memory:
         turns = memory.history(
             user_id=user, session_id=session, agent_id=agent, limit=limit, offset=offset, newest_first=newest_first

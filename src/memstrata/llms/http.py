@@ -338,11 +338,18 @@ def as_object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+#: More tokens than any reply reports: a count above it is malformed.
+MAX_TOKEN_COUNT = 2**53
+
+
 def token_count(value: Any) -> int:
-    """A token count from a reply's usage field: 0 when missing or malformed (JSON allows ``NaN`` and ``1e400``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """A token count from a reply's usage field: 0 when missing or malformed (JSON allows ``NaN``, ``1e400``
+    and integers of any length)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    return max(0, int(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else 0
 
 
 def _json_or_none(response: httpx.Response) -> Any:

@@ -308,14 +308,15 @@ class TierStore(Store, Protocol):
         """
         ...
 
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
-        """Note that turn ``turn_seq`` said the cell ``cell_id`` again, in the sentence ``content``; once.
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, value: str, content: str) -> bool:
+        """Note that turn ``turn_seq`` said the cell ``cell_id`` again: ``value`` (as spelled) in ``content``; once.
 
         False when the cell is gone (its turn was deleted since the caller read it): then the
         caller decides again, and stores the fact from this turn. True otherwise, also when
         the turn itself is gone (its deletion already took what it said). When the cell's own
         turn is deleted, the earliest turn that restated it becomes its source, in the same
-        transaction, with its sentence: the fact stays, and nothing of the deleted turn does.
+        transaction, with its value and sentence, valid from its time if that is later: the
+        fact stays, and nothing of the deleted turn does.
         """
         ...
 

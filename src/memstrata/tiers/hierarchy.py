@@ -185,7 +185,7 @@ class Hierarchy:
             # Said again: nothing new to remember, but this turn is noted, so the fact outlives the
             # deletion of the turn that said it first. False when that fact went meanwhile: decide again.
             sentence = f"{item.scene}: {item.text}" if item.scene else item.text
-            return self._store.restate_cell(user_id, same[0].id, seq, sentence)
+            return self._store.restate_cell(user_id, same[0].id, seq, item.value, sentence)
         if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
             return True  # stored when this turn was processed before (a retried job), superseded since
         seen = {c.id: c.is_current for c in slot}

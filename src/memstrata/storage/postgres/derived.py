@@ -86,18 +86,27 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
 
 
 def _rehome_restated(connection: Connection, seqs: list[int]) -> None:
-    """As SQLite's: a fact whose turn goes, said again by a kept turn, is sourced from the earliest such turn."""
+    """As SQLite's: a fact whose turn goes, said again by a kept turn, is sourced from the earliest such turn.
+
+    It takes that turn's value as spelled there and its sentence, and is valid from that
+    turn's time if that is later (and the value it replaced until then).
+    """
     rows = connection.execute(
-        "SELECT DISTINCT ON (c.id) c.id, c.kind, c.subject, c.attribute, c.value, r.turn_seq, r.content"
+        "SELECT DISTINCT ON (c.id) c.id, c.kind, c.subject, c.attribute, r.turn_seq, r.value, r.content,"
+        " CASE WHEN t.created_at > c.valid_from AND (c.valid_to IS NULL OR t.created_at < c.valid_to)"
+        " THEN t.created_at ELSE c.valid_from END"
         " FROM cells c JOIN cell_restatements r ON r.cell_id = c.id JOIN turns t ON t.seq = r.turn_seq"
         " WHERE c.source_turn_seq = ANY(%s::bigint[]) AND r.turn_seq <> ALL(%s::bigint[])"
         " ORDER BY c.id, t.created_at, t.seq",
         (seqs, seqs),
     ).fetchall()
-    for cell_id, kind, subject, attribute, value, seq, sentence in rows:
+    for cell_id, kind, subject, attribute, seq, value, sentence, since in rows:
         connection.execute(
-            "UPDATE cells SET source_turn_seq = %s, content = %s WHERE id = %s", (seq, sentence, cell_id)
+            "UPDATE cells SET source_turn_seq = %s, value = %s, content = %s, valid_from = %s WHERE id = %s",
+            (seq, value, sentence, since, cell_id),
         )
+        # The value it replaced held until the fact's first kept evidence: no gap between them.
+        connection.execute("UPDATE cells SET valid_to = %s WHERE superseded_by = %s", (since, cell_id))
         connection.execute("DELETE FROM cell_restatements WHERE cell_id = %s AND turn_seq = %s", (cell_id, seq))
         item = connection.execute("SELECT seq FROM derived WHERE id = %s", (cell_id,)).fetchone()
         if item is not None:

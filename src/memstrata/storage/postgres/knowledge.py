@@ -227,8 +227,8 @@ class KnowledgeMixin(Connected):
 
     # -- patterns and entities --------------------------------------------------------
 
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
-        """Note that turn ``turn_seq`` said the cell ``cell_id`` again, in ``content``; False if the cell is gone.
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, value: str, content: str) -> bool:
+        """Note that turn ``turn_seq`` said the cell ``cell_id`` again (``value`` in ``content``); False if it is gone.
 
         The user's writer lock orders this with deletes, which purge and delete under it.
         """
@@ -238,9 +238,9 @@ class KnowledgeMixin(Connected):
             if found.fetchone() is None:
                 return False
             connection.execute(
-                "INSERT INTO cell_restatements (cell_id, turn_seq, content)"
-                " SELECT %s, seq, %s FROM turns WHERE seq = %s AND user_id = %s ON CONFLICT DO NOTHING",
-                (cell_id, content, turn_seq, user_id),
+                "INSERT INTO cell_restatements (cell_id, turn_seq, value, content)"
+                " SELECT %s, seq, %s, %s FROM turns WHERE seq = %s AND user_id = %s ON CONFLICT DO NOTHING",
+                (cell_id, value, content, turn_seq, user_id),
             )
             return True
 

@@ -558,6 +558,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE IF NOT EXISTS cell_restatements (
             cell_id  text NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             turn_seq bigint NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+            value    text NOT NULL,
             content  text NOT NULL,
             PRIMARY KEY (cell_id, turn_seq)
         );
@@ -610,7 +611,10 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
                 # Every table a step locks waits this long at most: a session idle in a transaction
                 # must not hold the upgrade, and every writer queued behind it, forever.
                 connection.execute(f"SET LOCAL lock_timeout = {wait}")
-            locked = sorted({table for migration in pending for table in migration.locks})
+            # turns first, as every writer takes it first: waiting for it, the upgrade holds nothing yet.
+            locked = sorted(
+                {table for migration in pending for table in migration.locks}, key=lambda t: (t != "turns", t)
+            )
             if current >= 1 and locked:  # a database before migration 1 has none of these tables yet
                 _lock_tables(connection, locked, location, lock_timeout_ms)
             for migration in pending:
@@ -664,7 +668,7 @@ def _lock_tables(connection: psycopg.Connection[Any], tables: list[str], locatio
 
 
 def _tables(names: list[str]) -> str:
-    """ "the turns table", "the turns and derived tables", "the cells, derived and turns tables"."""
+    """ "the turns table", "the turns and derived tables", "the turns, cells and derived tables"."""
     if len(names) == 1:
         return f"the {names[0]} table"
     return f"the {', '.join(names[:-1])} and {names[-1]} tables"

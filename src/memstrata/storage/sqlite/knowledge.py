@@ -244,15 +244,15 @@ class KnowledgeMixin:
 
         return bool(self._write(work))
 
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, content: str) -> bool:
-        """Note that turn ``turn_seq`` said the cell ``cell_id`` again, in ``content``; False if the cell is gone."""
+    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, value: str, content: str) -> bool:
+        """Note that turn ``turn_seq`` said the cell ``cell_id`` again (``value`` in ``content``); False if gone."""
 
         def work(connection: sqlite3.Connection) -> bool:
             if connection.execute("SELECT 1 FROM cells WHERE id = ? AND user_id = ?", (cell_id, user_id)).fetchone():
                 connection.execute(
-                    "INSERT OR IGNORE INTO cell_restatements (cell_id, turn_seq, content)"
-                    " SELECT ?, seq, ? FROM turns WHERE seq = ? AND user_id = ?",
-                    (cell_id, content, turn_seq, user_id),
+                    "INSERT OR IGNORE INTO cell_restatements (cell_id, turn_seq, value, content)"
+                    " SELECT ?, seq, ?, ? FROM turns WHERE seq = ? AND user_id = ?",
+                    (cell_id, value, content, turn_seq, user_id),
                 )
                 return True
             return False
@@ -361,10 +361,11 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
         ):
             connection.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
         return
+    doomed = set(turn_seqs)  # every turn deleted in this call: none of them may take a fact over
     for chunk_start in range(0, len(turn_seqs), 500):
         chunk = list(turn_seqs[chunk_start : chunk_start + 500])
         marks = ",".join("?" * len(chunk))
-        _rehome_restated(connection, marks, chunk)
+        _rehome_restated(connection, marks, chunk, doomed)
         _hand_on_supersession(connection, marks, chunk)
         _hand_back_profile(connection, user_id, marks, chunk)
         connection.execute(
@@ -410,26 +411,36 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     )
 
 
-def _rehome_restated(connection: sqlite3.Connection, marks: str, chunk: list[int]) -> None:
+def _rehome_restated(connection: sqlite3.Connection, marks: str, chunk: list[int], doomed: set[int]) -> None:
     """A fact whose turn goes, said again by a kept turn, is sourced from the earliest such turn from now on.
 
-    It takes that turn's sentence, so nothing of the deleted turn stays in it or its search
-    text; its validity is unchanged. Run first: the fact is then no longer one of these
-    turns' facts, and neither the cells nor the profile traits after it see it go.
+    It takes that turn's sentence and value as said there, so nothing of the deleted turn
+    stays in it or its search text; it is valid from that turn's time if that is later
+    (and the value it replaced until then). Run first: the fact is then no longer one of
+    these turns' facts, and neither the cells nor the profile traits after it see it go.
+    ``doomed`` holds every turn this call deletes (the chunks are purged one by one).
     """
     rows = connection.execute(
-        "SELECT c.id, c.kind, c.subject, c.attribute, c.value, r.turn_seq, r.content"
+        "SELECT c.id, c.kind, c.subject, c.attribute, c.valid_from, c.valid_to, r.turn_seq, r.value, r.content,"
+        " t.created_at"
         " FROM cells c JOIN cell_restatements r ON r.cell_id = c.id JOIN turns t ON t.seq = r.turn_seq"
-        f" WHERE c.source_turn_seq IN ({marks}) AND r.turn_seq NOT IN ({marks})"
-        " ORDER BY c.id, t.created_at, t.seq",
-        chunk + chunk,
+        f" WHERE c.source_turn_seq IN ({marks}) ORDER BY c.id, t.created_at, t.seq",
+        chunk,
     ).fetchall()
     moved: set[str] = set()
-    for cell_id, kind, subject, attribute, value, seq, sentence in rows:
-        if cell_id in moved:
-            continue  # its earliest restatement came first
+    for cell_id, kind, subject, attribute, valid_from, valid_to, seq, value, sentence, said in rows:
+        if cell_id in moved or int(seq) in doomed:
+            continue  # its earliest kept restatement came first, or this one goes too
         moved.add(cell_id)
-        connection.execute("UPDATE cells SET source_turn_seq = ?, content = ? WHERE id = ?", (seq, sentence, cell_id))
+        # Stored times are one fixed-width UTC format: they compare as text.
+        later = str(said) > str(valid_from) and (valid_to is None or str(said) < str(valid_to))
+        since = str(said) if later else str(valid_from)
+        connection.execute(
+            "UPDATE cells SET source_turn_seq = ?, value = ?, content = ?, valid_from = ? WHERE id = ?",
+            (seq, value, sentence, since, cell_id),
+        )
+        # The value it replaced held until the fact's first kept evidence: no gap between them.
+        connection.execute("UPDATE cells SET valid_to = ? WHERE superseded_by = ?", (since, cell_id))
         connection.execute("DELETE FROM cell_restatements WHERE cell_id = ? AND turn_seq = ?", (cell_id, seq))
         item = connection.execute("SELECT seq FROM derived WHERE id = ?", (cell_id,)).fetchone()
         if item is not None:

@@ -439,6 +439,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE IF NOT EXISTS cell_restatements (
             cell_id  TEXT NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             turn_seq INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
+            value    TEXT NOT NULL,
             content  TEXT NOT NULL,
             PRIMARY KEY (cell_id, turn_seq)
         );
