@@ -149,3 +149,22 @@ def test_memory_uses_it_by_name(home: Path, llm_server: LLMServer) -> None:
         hits = memory.search("I live in Lisbon", user_id="ana", mode="vector")
         assert hits and hits[0].content == "I live in Lisbon"
     assert len(llm_server.requests_to(EMBEDDINGS)) >= 3  # probe, add, search
+
+
+def test_each_request_is_in_the_cost_log(llm_server: LLMServer, tmp_path: Path) -> None:
+    from memstrata.llms.costs import CostLog, read_costs
+
+    log = CostLog(tmp_path / "costs.jsonl")
+    embedder = RemoteEmbedder(
+        RemoteEmbedderOptions(model="nomic-embed-text", base_url=llm_server.openai_url, dimension=8),
+        cost_log=log,
+        sleep=Sleeps(),
+    )
+    embedder.embed_documents(["Ana lives in Lisbon", "Bo likes tea"])
+    [record] = list(read_costs(log.path))
+    assert (record.purpose, record.model, record.input_tokens, record.output_tokens) == (
+        "embed",
+        "nomic-embed-text",
+        7,  # the fake server counts words
+        0,
+    )

@@ -17,7 +17,18 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from memstrata.embeddings.base import Vectors, normalize_rows
 from memstrata.errors import ConfigError, EmbeddingError
-from memstrata.llms.http import JsonClient, RetryPolicy, SettingNames, Sleep, check_api_key, check_base_url
+from memstrata.llms.base import Usage
+from memstrata.llms.costs import CostLog
+from memstrata.llms.http import (
+    JsonClient,
+    RetryPolicy,
+    SettingNames,
+    Sleep,
+    as_object,
+    check_api_key,
+    check_base_url,
+    token_count,
+)
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -58,8 +69,11 @@ class RemoteEmbedderOptions(BaseModel):
 class RemoteEmbedder:
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint; vectors are L2-normalised here."""
 
-    def __init__(self, options: RemoteEmbedderOptions, *, sleep: Sleep = time.sleep) -> None:
+    def __init__(
+        self, options: RemoteEmbedderOptions, *, cost_log: CostLog | None = None, sleep: Sleep = time.sleep
+    ) -> None:
         self._options = options
+        self._cost_log = cost_log
         headers = {"Accept": "application/json"}
         if options.api_key is not None and options.api_key.get_secret_value():
             headers["Authorization"] = f"Bearer {options.api_key.get_secret_value()}"
@@ -123,7 +137,7 @@ class RemoteEmbedder:
         body: dict[str, Any] = {"model": self._options.model, "input": [text or " " for text in texts]}
         if self._options.dimension is not None:
             body["dimensions"] = self._options.dimension
-        payload, _ = self._http.post(EMBEDDINGS_PATH, body)
+        payload, latency_ms = self._http.post(EMBEDDINGS_PATH, body)
         items = payload.get("data")
         if not isinstance(items, list) or len(items) != len(texts):
             raise EmbeddingError(
@@ -140,6 +154,16 @@ class RemoteEmbedder:
             ) from exc
         if vectors.ndim != 2 or vectors.shape[1] == 0 or not np.isfinite(vectors).all():
             raise EmbeddingError(f"{self._options.model} returned unusable vectors (shape {vectors.shape})")
+        if self._cost_log is not None:  # billed per input token, like a chat call's prompt
+            tokens = token_count(as_object(payload.get("usage")).get("prompt_tokens"))
+            model = payload.get("model")
+            self._cost_log.record(
+                provider="openai",
+                model=model if isinstance(model, str) and model else self._options.model,
+                purpose="embed",
+                usage=Usage(tokens, 0, 0),
+                latency_ms=latency_ms,
+            )
         return vectors
 
 
@@ -173,4 +197,4 @@ def from_settings(settings: Settings) -> RemoteEmbedder:
         )
     except ValueError as exc:
         raise ConfigError(f"invalid openai embedder settings: {exc}") from exc
-    return RemoteEmbedder(options)
+    return RemoteEmbedder(options, cost_log=CostLog.for_settings(settings))
