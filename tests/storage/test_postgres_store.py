@@ -432,6 +432,18 @@ def test_the_upgrade_indexes_words_joined_by_punctuation_and_recounts_them(
         "INSERT INTO user_term_counts SELECT t.user_id, l.lexeme, count(*)"
         " FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme) GROUP BY 1, 2",
     )
+    _query(postgres_url, "ALTER TABLE derived DROP COLUMN search")
+    _query(
+        postgres_url,
+        "ALTER TABLE derived ADD COLUMN search tsvector"
+        " GENERATED ALWAYS AS (to_tsvector('memstrata_english', content)) STORED",
+    )
+    _query(
+        postgres_url,
+        "INSERT INTO derived (id, user_id, tier, content, created_at)"
+        " VALUES ('d1', 'ana', 'longterm', 'user · email: ana@example.com', now())",
+    )
+    _query(postgres_url, "DROP TABLE cell_restatements")
     _query(postgres_url, "DELETE FROM schema_migrations WHERE version >= 14")
     old_lexemes = {row[0] for row in _query(postgres_url, "SELECT lexeme FROM user_term_counts")}
     assert "ana@example.com" in old_lexemes and "exampl" not in old_lexemes
@@ -445,6 +457,10 @@ def test_the_upgrade_indexes_words_joined_by_punctuation_and_recounts_them(
         assert {"exampl", "com", "v2"} <= counts.keys() and "ana@example.com" not in counts
         for match in ('"ana" OR "example" OR "com"', '"v2" OR "4" OR "1"'):
             assert [seq for seq, _ in upgraded.fulltext(match, "ana", SearchFilters(), 10)][:1] == [1]
+        # The derived items' column is made again too, with its index.
+        found = "SELECT id FROM derived WHERE search @@ to_tsquery('memstrata_english', 'example')"
+        assert _query(postgres_url, found) == [("d1",)]
+        assert _query(postgres_url, "SELECT to_regclass('derived_search') IS NOT NULL") == [(True,)]
         assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(LATEST_VERSION,)]
     finally:
         upgraded.close()

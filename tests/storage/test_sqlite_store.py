@@ -128,6 +128,36 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
         upgraded.close()
 
 
+def test_an_upgrade_to_version_12_notes_restatements_from_then_on(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    first, again = store.insert_turns([_turn("a", "I live in Porto"), _turn("b", "I live in Porto")], None, MODEL)
+    store.close()
+    with _raw(db_path) as connection:  # the store as version 11 left it
+        connection.execute("DROP TABLE cell_restatements")
+        connection.execute("DELETE FROM schema_migrations WHERE version >= 12")
+    upgraded = SQLiteStore(db_path)
+    try:
+        cell = Cell(
+            id="c1",
+            user_id="ana",
+            kind="fact",
+            subject="user",
+            attribute="location",
+            value="Porto",
+            content="I live in Porto",
+            salience=0.5,
+            valid_from=T0,
+            source_turn_id="a",
+        )
+        assert upgraded.add_cell(cell, first, single_valued=True, supersede=[])
+        assert upgraded.restate_cell("ana", "c1", again, "Porto", "I live in Porto")
+        upgraded.delete("a", "ana")
+        [kept] = upgraded.cells("ana")
+        assert (kept.id, kept.source_turn_id) == ("c1", "b")
+    finally:
+        upgraded.close()
+
+
 def test_newer_schema_raises_schema_too_new_and_leaves_the_file_alone(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     store.insert_turns([_turn("a", "keep me")], None, MODEL)
