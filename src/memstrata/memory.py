@@ -46,6 +46,7 @@ from memstrata.validation import (
     check_importance,
     check_limit,
     check_metadata,
+    check_offset,
     check_stored_time,
     parse_messages,
 )
@@ -388,8 +389,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         """Turns of a user (or one session) in time order, paginated."""
         self._require_open()
         scope = self._scope(user_id, agent_id, session_id)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset must be a whole number ≥ 0")
+        offset = check_offset(offset)
         if not isinstance(newest_first, bool):
             raise InvalidInput("newest_first must be true or false")
         limit = check_limit(limit, maximum=10_000)

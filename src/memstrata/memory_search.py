@@ -68,6 +68,14 @@ DATED_TURNS_LIMIT = 5_000
 MAX_SPEAKERS_STRIPPED = 200
 
 
+def check_tiers(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` without repeats, if each is a derived tier ``search`` can rank; InvalidInput names the others."""
+    unknown = [name for name in names if name not in DERIVED_TIERS]
+    if unknown:
+        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
+    return tuple(dict.fromkeys(names))
+
+
 class SearchViews:
     """Mixed into Memory: ``search()``, and the ranking ``context()`` shares with it."""
 
@@ -144,10 +152,7 @@ class SearchViews:
                 after=check_timestamp(after, "after"),
                 before=check_timestamp(before, "before"),
             )
-            wanted_tiers = tuple(dict.fromkeys(check_names(tiers, "tiers")))
-            unknown = [tier for tier in wanted_tiers if tier not in DERIVED_TIERS]
-            if unknown:
-                raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
+            wanted_tiers = check_tiers(check_names(tiers, "tiers"))
             # Derived items (cells, segment and consolidation summaries) have no session or role,
             # so a filtered search stays on the episodic turns.
             with_derived = wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else ()

@@ -231,6 +231,13 @@ def check_limit(value: object, what: str = "limit", *, maximum: int = 1000) -> i
     return value
 
 
+def check_offset(value: object) -> int:
+    """Return ``value`` if it is a whole number ≥ 0 (a page's start)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput("offset must be a whole number ≥ 0")
+    return value
+
+
 def parse_messages(messages: object, *, max_bytes: int, default_id: str | None = None) -> list[MessageInput]:
     """Accept a string (one user message) or a list of ``{"role", "content", "name"?, "id"?}``."""
     if isinstance(messages, str):

@@ -100,7 +100,7 @@ def locomo(
     """
     from memstrata.bench.locomo import LocomoOptions, parse_conversations, run_locomo
     from memstrata.errors import InvalidInput
-    from memstrata.memory_search import DERIVED_TIERS
+    from memstrata.memory_search import check_tiers
 
     try:
         chosen = parse_conversations(conversations)
@@ -109,9 +109,7 @@ def locomo(
     if limit is not None and limit < 1:
         raise InvalidInput(f"--limit must be at least 1, not {limit}")
     wanted_tiers = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
-    unknown = [tier for tier in wanted_tiers if tier not in DERIVED_TIERS]
-    if unknown:  # said now, not after the conversations are ingested
-        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
+    check_tiers(wanted_tiers)  # said now, not after the conversations are ingested
     if qa:
         _locomo_qa(data, chosen, limit, embedder, threads, home, budget, json_out, details)
         return

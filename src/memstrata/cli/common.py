@@ -30,12 +30,13 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memory import Memory
-from memstrata.memory_search import DERIVED_TIERS
+from memstrata.memory_search import check_tiers
 from memstrata.terminal import visible
 from memstrata.validation import (
     check_fraction,
     check_identifier,
     check_limit,
+    check_offset,
     check_stored_time,
     check_text,
     check_timezone,
@@ -177,10 +178,8 @@ def check_before_opening(
     check_stored_time(timestamp)
     if limit is not None:
         check_limit(limit[0], maximum=limit[1])
-    if offset is not None and offset < 0:
-        raise InvalidInput("offset must be a whole number ≥ 0")
+    if offset is not None:
+        check_offset(offset)
     if diversity is not None:
         check_fraction(diversity, "diversity")
-    unknown = [tier for tier in tiers if tier not in DERIVED_TIERS]
-    if unknown:
-        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
+    check_tiers(tiers)

@@ -184,8 +184,7 @@ class Hierarchy:
                 return True  # this turn's own fact (a retried job)
             # Said again: nothing new to remember, but this turn is noted, so the fact outlives the
             # deletion of the turn that said it first. False when that fact went meanwhile: decide again.
-            sentence = f"{item.scene}: {item.text}" if item.scene else item.text
-            return self._store.restate_cell(user_id, same[0].id, seq, item.value, sentence)
+            return self._store.restate_cell(user_id, same[0].id, seq, item.value, _sentence(item))
         if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
             return True  # stored when this turn was processed before (a retried job), superseded since
         seen = {c.id: c.is_current for c in slot}
@@ -196,8 +195,7 @@ class Hierarchy:
             subject=item.subject,
             attribute=item.attribute,
             value=item.value,
-            # The LLM's scene label has no column of its own; it leads the searchable text.
-            content=f"{item.scene}: {item.text}" if item.scene else item.text,
+            content=_sentence(item),
             salience=item.salience,
             valid_from=turn.created_at,
             source_turn_id=turn.id,
@@ -467,3 +465,8 @@ def _mean_direction(rows: Sequence[Vectors], dimension: int) -> Vectors:
         return np.zeros(dimension, dtype=np.float32)
     mean: Vectors = normalize_rows(np.mean(np.stack(rows), axis=0, keepdims=True))[0]
     return mean
+
+
+def _sentence(item: ExtractedCell) -> str:
+    """A cell's searchable sentence: the LLM's scene label (which has no column of its own) leads it."""
+    return f"{item.scene}: {item.text}" if item.scene else item.text
