@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import socket
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -16,6 +17,7 @@ from memstrata import load_settings
 from memstrata.errors import ConfigError, ProviderError
 from memstrata.llms import load_llm
 from memstrata.llms.anthropic import AnthropicLLM
+from memstrata.llms.costs import CostLog, read_costs
 from memstrata.llms.http import RetryPolicy, parse_retry_after
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
 from tests.llm_server import CHAT, MESSAGES, LLMServer, Reply
@@ -183,6 +185,52 @@ def test_parse_retry_after_http_date() -> None:
     now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     assert parse_retry_after("Thu, 01 Jan 2026 12:00:10 GMT", now=now) == 10.0
     assert parse_retry_after("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0
+
+
+@pytest.mark.parametrize("status", [301, 302, 303])
+def test_a_redirect_that_would_turn_the_post_into_a_get_is_refused_with_its_target(
+    make_openai: MakeOpenAI, llm_server: LLMServer, status: int
+) -> None:
+    target = f"{llm_server.url}/moved/chat/completions"
+    llm_server.queue(CHAT, Reply.of_json({}, status=status, headers={"Location": target}))
+    with pytest.raises(ProviderError, match=f"HTTP {status}") as info:
+        make_openai().complete("x")
+    assert target in str(info.value)
+    assert "MEMSTRATA_LLM_BASE_URL" in str(info.value)
+    assert [request.method for request in llm_server.requests] == ["POST"]  # never re-sent as a GET
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_redirect_that_keeps_the_method_is_followed_with_the_body(
+    make_openai: MakeOpenAI, llm_server: LLMServer, status: int
+) -> None:
+    llm_server.queue(CHAT, Reply.of_json({}, status=status, headers={"Location": "/moved/chat/completions"}))
+    llm_server.queue("/moved/chat/completions", "from the new address")
+    assert make_openai().complete("where?") == "from the new address"
+    moved = llm_server.requests_to("/moved/chat/completions")
+    assert [request.method for request in moved] == ["POST"]
+    assert "where?" in str(moved[0].body)
+
+
+def test_a_redirect_loop_ends_in_an_error(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    llm_server.queue(CHAT, *[Reply.of_json({}, status=307, headers={"Location": CHAT})] * 10)
+    with pytest.raises(ProviderError, match="HTTP 307"):
+        make_openai().complete("x")
+    assert len(llm_server.requests_to(CHAT)) == 6  # the request and five redirects
+
+
+def test_latency_is_the_answered_attempt_without_the_back_off_before_it(
+    llm_server: LLMServer, cost_log: CostLog
+) -> None:
+    llm_server.queue(CHAT, Reply.error(503), "done")
+    options = OpenAIOptions(model="gpt-4o-mini", base_url=llm_server.openai_url, api_key=SecretStr(SECRET))
+    llm = OpenAICompatLLM(options, cost_log=cost_log, sleep=lambda _seconds: time.sleep(1.5))
+    try:
+        assert llm.complete("x") == "done"
+    finally:
+        llm.close()
+    (entry,) = read_costs(cost_log.path)
+    assert entry.latency_ms < 1_500
 
 
 def test_a_dropped_connection_is_retried(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:

@@ -50,6 +50,7 @@ def _kind_of(error: Exception) -> str:
 
 
 _DETAIL_LIMIT = 300
+_MAX_REDIRECTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,10 @@ class SettingNames:
 
 @dataclass(frozen=True, slots=True)
 class HttpReply:
-    """The last response to a POST: its status, its JSON body (None if not JSON) and how long it all took."""
+    """The last response to a POST: its status, its JSON body (None if not JSON) and how long that attempt took.
+
+    ``elapsed_ms`` times the last attempt only: the back-off waits before it are not the provider's latency.
+    """
 
     status: int
     body: Any
@@ -205,11 +209,11 @@ class JsonClient:
     def send(self, path: str, body: Mapping[str, Any]) -> HttpReply:
         """POST ``body``, retrying 429/5xx/connect errors/timeouts; return the last reply, whatever its status."""
         url = f"{self._base_url}/{path.lstrip('/')}"
-        started = time.monotonic()
         retries = 0
         while True:
+            started = time.monotonic()
             try:
-                response = self._http().post(url, json=dict(body))
+                response = self._post(url, body)
             except RETRYABLE_ERRORS as exc:
                 if retries < self._retry.max_retries:
                     retries = self._wait(url, _RETRY_REASONS[_kind_of(exc)], retries, None)
@@ -252,6 +256,12 @@ class JsonClient:
                 f"{url} answered HTTP 404 ({detail}); check {self._names.model} (now {self._model!r}) "
                 f"and {self._names.base_url} (now {self._base_url!r})"
             )
+        if 300 <= status < 400:
+            location = _USERINFO.sub("//***@", self.redact(reply.headers.get("location", "") or "nowhere"))
+            raise self._fail(
+                f"{url} redirected the request (HTTP {status}) to {location}; a POST is not sent again as a GET:"
+                f" set {self._names.base_url} to the address it redirects to"
+            )
         if status == 429:
             raise self._fail(
                 f"{url} is still rate limiting after {reply.retries} retries (HTTP 429: {detail}); "
@@ -278,12 +288,25 @@ class JsonClient:
                 text = text.replace(value, "***")
         return text
 
+    def _post(self, url: str, body: Mapping[str, Any]) -> httpx.Response:
+        """POST once, following 307/308 redirects, which keep the method and body.
+
+        A 301/302/303 is not followed: clients follow those with a GET, which drops the body
+        and ends in a misleading 404 or 405. :meth:`check` names where it pointed instead.
+        """
+        client = self._http()
+        response = client.post(url, json=dict(body))
+        hops = 0
+        while response.status_code in (307, 308) and response.next_request is not None and hops < _MAX_REDIRECTS:
+            response.close()
+            response = client.send(response.next_request)
+            hops += 1
+        return response
+
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(
-                    headers=self._headers, timeout=httpx.Timeout(self._timeout_seconds), follow_redirects=True
-                )
+                self._client = httpx.Client(headers=self._headers, timeout=httpx.Timeout(self._timeout_seconds))
             return self._client
 
     def _gave_up(self, url: str, error: Exception, attempts: int) -> str:
