@@ -113,6 +113,54 @@ def test_turns_in_an_archived_segment_are_not_filed_again(tiered: Memory) -> Non
     assert [item.state for item in tiered._store.segments(USER, limit=100)] == ["archived"]
 
 
+SAILING = [
+    "The sailing regatta in Cascais starts at nine, sailing boats everywhere.",
+    "Our sailing crew trained for the Cascais regatta all week.",
+    "The regatta boats in Cascais had the best sailing wind.",
+]
+TAXES = [
+    "The tax return is due in April, with receipts and invoices.",
+    "My accountant wants the invoices and receipts for the tax return.",
+    "Filing the tax return needs every invoice and receipt.",
+]
+
+
+def _filed(memory: Memory, user_id: str) -> list[list[str]]:
+    """Each segment's turns, as their texts, in the order the segments were made."""
+    store = memory._store
+    segments = sorted(store.segments(user_id, limit=100), key=lambda item: item.created_at)
+    texts = []
+    for segment in segments:
+        seqs = store.segment_turn_seqs(segment.id)  # type: ignore[attr-defined]
+        texts.append([turn.content for turn in store.get_by_seqs(seqs, user_id).values() if turn.role.value == "user"])
+    return texts
+
+
+def test_a_bulk_add_is_filed_by_topic_as_one_add_per_exchange_would_be(home: Path) -> None:
+    said = [*SAILING, *TAXES, "Back to sailing: the Cascais regatta results are in, great sailing."]
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1) as memory:
+        for text in said:
+            memory.add(
+                [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}],
+                user_id="one-by-one",
+            )
+        memory.add(
+            [
+                item
+                for text in said
+                for item in ({"role": "user", "content": text}, {"role": "assistant", "content": "Noted."})
+            ],
+            user_id="at-once",
+        )
+        memory.add([{"role": "user", "content": "Anything else?"}], user_id="one-by-one")
+        memory.add([{"role": "user", "content": "Anything else?"}], user_id="at-once")
+        memory.flush()
+        one_by_one, at_once = _filed(memory, "one-by-one"), _filed(memory, "at-once")
+    assert at_once == one_by_one
+    assert len(at_once) == 2, at_once  # sailing (with the exchange that came back to it), then taxes
+    assert set(TAXES) == set(at_once[1])
+
+
 def test_summaries_read_the_day_in_the_configured_time_zone(home: Path) -> None:
     said = datetime(2023, 5, 7, 23, 30, tzinfo=UTC)  # already 8 May in Tokyo
     with Memory(home, embedder=HashEmbedder(), background=False, timezone="Asia/Tokyo") as memory:

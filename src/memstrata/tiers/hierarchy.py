@@ -25,6 +25,7 @@ from memstrata.models import Cell, Consolidation, Role, Segment, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy, dbscan, should_consolidate, token_efficiency
 from memstrata.policies.heat import HeatPolicy, choose_evictions, segment_heat, should_promote
 from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
+from memstrata.policies.topics import topic_runs, topic_score
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.storage.base import Job, TierStore
 from memstrata.tiers.steps import MemorySteps, keywords
@@ -227,11 +228,20 @@ class Hierarchy:
     def to_midterm(self, user_id: str, seqs: Sequence[int]) -> None:
         """File exchanges that left working memory into the closest topic segment, or a new one.
 
+        Exchanges that left together (a bulk ``add``, an import, an idle session) are split
+        into runs that stay on one topic (:func:`topic_runs`), and each run is filed on its
+        own, in order: as if each exchange had been added, and had left, one at a time.
+
         A turn already filed (a retried job, or the same job run by two workers) is not
         filed again. When another worker files one of them, or changes the chosen segment,
         between the reads and the write, the write stores nothing and what is left is filed
         afresh; a job that keeps losing such races fails, and is tried again later.
         """
+        left = sorted(set(seqs) - self._store.filed_turns(seqs))
+        for run in self._by_topic(user_id, left):
+            self._file_run(user_id, run)
+
+    def _file_run(self, user_id: str, seqs: Sequence[int]) -> None:
         for attempt in range(FILING_ATTEMPTS):
             if attempt:  # two workers that keep colliding drift apart
                 time.sleep(random.uniform(0, FILING_PAUSE_SECONDS * attempt))
@@ -242,6 +252,28 @@ class Hierarchy:
             f"{len(seqs)} turns of user {user_id!r} could not be filed in mid-term: other workers kept"
             " changing the segments they belong in; the job is tried again"
         )
+
+    def _by_topic(self, user_id: str, seqs: Sequence[int]) -> list[list[int]]:
+        """``seqs`` cut into exchanges (one starts at each user message), grouped in runs of one topic."""
+        turns = self._store.get_by_seqs(list(seqs), user_id)
+        exchanges: list[list[int]] = []
+        for seq in sorted(turns):
+            if not exchanges or turns[seq].role is Role.USER:
+                exchanges.append([])
+            exchanges[-1].append(seq)
+        if len(exchanges) < 2:
+            return exchanges
+        stored = self._store.vectors_for(self._embedder.model_id, sorted(turns))
+        dimension = self._embedder.dimension
+        vectors = [_mean_direction([stored[seq] for seq in part if seq in stored], dimension) for part in exchanges]
+        speakers = {name for turn in turns.values() if (name := turn.name)}
+
+        def label(texts: Sequence[str]) -> tuple[str, ...]:
+            return keywords(texts, speakers=speakers)
+
+        said = [[turns[seq].content for seq in part] for part in exchanges]
+        runs = topic_runs(vectors, said, label, self.policy.segment_similarity)
+        return [[seq for index in run for seq in exchanges[index]] for run in runs]
 
     def _file(self, user_id: str, seqs: Sequence[int]) -> bool:
         """Files ``seqs`` into one segment; False, storing nothing, if another filing or a delete came between."""
@@ -258,13 +290,8 @@ class Hierarchy:
         for candidate, stored_centroid in self._store.active_segments(user_id):
             if stored_centroid is None:
                 continue
-            similarity = float(np.frombuffer(stored_centroid, dtype=np.float32) @ exchange_vector)
-            # An LLM may label a segment with phrases; the offline keywords are single words.
-            topic_words = {word for keyword in candidate.keywords for word in keyword.split()}
-            shared = exchange_words | topic_words
-            overlap = len(exchange_words & topic_words) / max(len(shared), 1)
-            # Shared topic words can lift a borderline vector match; they never lower one.
-            score = similarity + overlap / 2
+            centroid = np.frombuffer(stored_centroid, dtype=np.float32)
+            score = topic_score(exchange_vector, exchange_words, centroid, candidate.keywords)
             if score > best[0]:
                 best = (score, candidate)
         now = datetime.now(UTC)

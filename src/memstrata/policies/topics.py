@@ -1,0 +1,58 @@
+"""Which topic an exchange belongs to: the score that files it into a segment, and runs of one topic in a batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+
+
+def topic_score(vector: Vector, words: Collection[str], centroid: Vector, topic_words: Collection[str]) -> float:
+    """How well an exchange fits a topic: the cosine to its centroid, plus half the share of words they have in common.
+
+    ``vector`` and ``centroid`` are unit vectors (or zero, which scores on words alone).
+    ``topic_words`` may be phrases, as an LLM labels a segment; they count word by word.
+    Shared words can lift a borderline vector match; they never lower one.
+    """
+    exchange_words = set(words)
+    topic = {word for keyword in topic_words for word in keyword.split()}
+    union = exchange_words | topic
+    overlap = len(exchange_words & topic) / max(len(union), 1)
+    return float(np.dot(centroid, vector)) + overlap / 2
+
+
+def topic_runs(
+    vectors: Sequence[Vector],
+    texts: Sequence[Sequence[str]],
+    label: Callable[[Sequence[str]], Collection[str]],
+    threshold: float,
+) -> list[list[int]]:
+    """Split a batch of exchanges, in the order they were said, into runs that stay on one topic.
+
+    Exchange ``i`` has the unit vector ``vectors[i]`` and the texts ``texts[i]``; ``label``
+    names the words a list of texts is about. Each exchange joins the run before it when
+    :func:`topic_score` against that run (its mean direction and the words of all its texts)
+    reaches ``threshold``, and starts a new run otherwise: the runs one ``add`` per exchange
+    would have filed, for a batch added at once. Returns the exchanges' indexes, run by run.
+    """
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} vectors for {len(texts)} exchanges")
+    runs: list[list[int]] = []
+    total: Vector | None = None
+    run_texts: list[str] = []
+    for index, (vector, said) in enumerate(zip(vectors, texts, strict=True)):
+        if runs and total is not None:
+            norm = float(np.linalg.norm(total))
+            centroid = total / norm if norm > 0 else total
+            if topic_score(vector, label(said), centroid, label(run_texts)) >= threshold:
+                runs[-1].append(index)
+                total = total + vector
+                run_texts.extend(said)
+                continue
+        runs.append([index])
+        total = np.asarray(vector, dtype=np.float32).copy()
+        run_texts = list(said)
+    return runs
