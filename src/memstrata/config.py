@@ -84,7 +84,10 @@ class Settings(BaseSettings):
     midterm_capacity: int = Field(default=200, ge=1, description="Active mid-term segments per user before eviction.")
     promote_heat: float = Field(default=5.0, description="Segment heat that promotes it to a long-term scene.")
     segment_similarity: float = Field(
-        default=0.8, ge=-1.0, le=1.0, description="Cosine at which an exchange joins an existing segment, or the run before it in a bulk add."
+        default=0.8,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine at which an exchange joins an existing segment, or the run before it in a bulk add.",
     )
     consolidate_every: int = Field(default=50, ge=1, description="Consolidate after this many new turns.")
     consolidate_tokens: int = Field(default=4000, ge=1, description="…or once unconsolidated words exceed this.")

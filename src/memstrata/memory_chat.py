@@ -152,12 +152,13 @@ class ChatViews:
         return self  # type: ignore[return-value]
 
     def _working_turns(self, scope: Scope) -> list[tuple[int, Turn]]:
-        """The session's working memory (its last exchanges) as (seq, turn), oldest first."""
+        """The session's working memory (its last exchanges) as (seq, turn), in the order they were said."""
         if scope.session_id is None:
             return []
         store = self._chat_memory._tiers
         turns = store.get_by_seqs(self._chat_memory._working_seqs(scope.user_id, scope.session_id), scope.user_id)
-        return [(seq, turns[seq]) for seq in sorted(turns) if turns[seq].agent_id == scope.agent_id]
+        said = sorted(turns, key=lambda seq: (turns[seq].created_at, seq))  # a back-filled turn is not the latest
+        return [(seq, turns[seq]) for seq in said if turns[seq].agent_id == scope.agent_id]
 
     def _consolidation_due(self, user_id: str) -> bool:
         return self._chat_memory._hierarchy.consolidation_due(user_id)

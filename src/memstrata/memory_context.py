@@ -315,7 +315,7 @@ def _recent(turns: Mapping[int, Turn], zone: tzinfo) -> list[Candidate]:
             source_turn_ids=(t.id,),
             order=seq,
         )
-        for seq, t in sorted(turns.items(), reverse=True)
+        for seq, t in sorted(turns.items(), key=lambda item: (item[1].created_at, item[0]), reverse=True)
     ]
 
 

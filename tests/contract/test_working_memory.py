@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -24,11 +25,14 @@ def open_working_memory(request: pytest.FixtureRequest, open_memory: Callable[..
     return functools.partial(open_memory, working_url=request.getfixturevalue("redis_url"))
 
 
-def _exchange(memory: Memory, text: str, *, session: str = "s1", user: str = "ana") -> None:
+def _exchange(
+    memory: Memory, text: str, *, session: str = "s1", user: str = "ana", timestamp: datetime | None = None
+) -> None:
     memory.add(
         [{"role": "user", "content": text}, {"role": "assistant", "content": f"Reply to {text}"}],
         user_id=user,
         session_id=session,
+        timestamp=timestamp,
     )
 
 
@@ -53,6 +57,34 @@ def test_overflow_moves_the_oldest_exchanges_to_midterm(open_working_memory: Cal
     assert len(report.working) == 6 and report.pending_jobs == 0
     assert sum(segment.turn_count for segment in report.segments) == 4  # the two oldest exchanges, each turn once
     assert len(memory.inspect(user_id="bob").working) == 2
+
+
+def test_exchanges_said_first_leave_first_even_when_back_filled_later(
+    open_working_memory: Callable[..., Memory],
+) -> None:
+    llm = FakeLLM({"chat": ["Sure."]})
+    memory = open_working_memory(working_capacity=3, llm=llm)
+    now = datetime.now(UTC)
+    _exchange(memory, "said ten minutes ago", timestamp=now - timedelta(minutes=10))
+    _exchange(memory, "said just now", timestamp=now)
+    # Back-filled: one exchange said between the two above, then two said long before them.
+    _exchange(memory, "said five minutes ago", timestamp=now - timedelta(minutes=5))
+    _exchange(memory, "said last year", timestamp=now - timedelta(days=365))
+    _exchange(memory, "said two years ago", timestamp=now - timedelta(days=730))
+    asked = {turn.content for turn in memory.inspect(user_id="ana").working if turn.role.value == "user"}
+    assert asked == {"said ten minutes ago", "said five minutes ago", "said just now"}
+    memory.flush()
+    filed = memory.inspect(user_id="ana").segments
+    assert sum(segment.turn_count for segment in filed) == 4  # the two back-filled old exchanges, every turn once
+    assert {turn.content for turn in memory.inspect(user_id="ana").working if turn.role.value == "user"} == asked
+    memory.chat("what next?", user_id="ana", session_id="s1")
+    (call,) = llm.calls_for("chat")
+    assert [message.content for message in call.messages if message.role == "user"] == [
+        "said ten minutes ago",
+        "said five minutes ago",
+        "said just now",
+        "what next?",
+    ]
 
 
 def test_context_and_chat_read_the_sessions_working_memory(open_working_memory: Callable[..., Memory]) -> None:

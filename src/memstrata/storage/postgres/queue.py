@@ -69,8 +69,10 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
 
     An exchange starts at each user message. When a session holds more than ``capacity``
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
-    is queued in the same transaction: nothing is ever dropped. The caller holds the
-    users' writer locks, so two processes never number exchanges at once.
+    is queued in the same transaction: nothing is ever dropped. The oldest are those said
+    first (their first turn's time), not those added first: turns back-filled into a live
+    session leave before the newer ones. The caller holds the users' writer locks, so two
+    processes never number exchanges at once.
     """
     touched: dict[tuple[str, str], None] = {}
     for seq, turn in turns:
@@ -90,7 +92,9 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
         exchanges = [
             int(row[0])
             for row in connection.execute(
-                "SELECT DISTINCT exchange FROM working_items WHERE user_id = %s AND session_key = %s ORDER BY exchange",
+                "SELECT working_items.exchange FROM working_items LEFT JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = %s AND working_items.session_key = %s"
+                " GROUP BY working_items.exchange ORDER BY MIN(turns.created_at) NULLS FIRST, working_items.exchange",
                 (user_id, session_key),
             )
         ]

@@ -4,7 +4,10 @@
 --       counter, batches (set of batch names tracked), then per session: items (zset seq -> exchange),
 --       seen (set of seqs ever tracked), meta (hash), sessions (set of the user's sids)
 -- ARGV: capacity, lease ms, batch name ('' for none), session count,
---       then per session: user id, session key, sid, turn count, then (seq, 1 if it starts an exchange else 0) pairs
+--       then per session: user id, session key, sid, turn count, then per turn: seq, 1 if it starts an exchange
+--       else 0, and when it was said (ms since the epoch)
+-- The exchanges said first leave first (the meta hash's t<exchange> holds when each was said); ties, and
+-- exchanges tracked by a version that kept no times, leave in the order they were added.
 local capacity = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local batch = ARGV[3]
@@ -24,11 +27,16 @@ for session = 0, tonumber(ARGV[4]) - 1 do
   if latest then latest = tonumber(latest) else latest = nil end
   local added = 0
   for turn = 1, count do
-    local seq, starts = ARGV[arg], tonumber(ARGV[arg + 1])
-    arg = arg + 2
+    local seq, starts, said = ARGV[arg], tonumber(ARGV[arg + 1]), ARGV[arg + 2]
+    arg = arg + 3
     if redis.call('SADD', seen, seq) == 1 then
       if latest == nil then latest = 0 else latest = latest + starts end
       redis.call('ZADD', items, latest, seq)
+      local field = 't' .. latest
+      local known = redis.call('HGET', meta, field)
+      if (not known) or tonumber(said) < tonumber(known) then
+        redis.call('HSET', meta, field, said)
+      end
       added = added + 1
     end
   end
@@ -47,9 +55,25 @@ for session = 0, tonumber(ARGV[4]) - 1 do
     end
     local excess = #exchanges - capacity
     if excess > 0 then
-      local cut = exchanges[excess]
-      local seqs = redis.call('ZRANGEBYSCORE', items, '-inf', cut)
-      redis.call('ZREMRANGEBYSCORE', items, '-inf', cut)
+      local order = {}
+      for _, exchange in ipairs(exchanges) do
+        local said = tonumber(redis.call('HGET', meta, 't' .. exchange)) or -math.huge
+        table.insert(order, {said, exchange})
+      end
+      table.sort(order, function(a, b)
+        if a[1] ~= b[1] then return a[1] < b[1] end
+        return a[2] < b[2]
+      end)
+      local seqs = {}
+      for i = 1, excess do
+        local exchange = order[i][2]
+        for _, seq in ipairs(redis.call('ZRANGEBYSCORE', items, exchange, exchange)) do
+          table.insert(seqs, seq)
+        end
+        redis.call('ZREMRANGEBYSCORE', items, exchange, exchange)
+        redis.call('HDEL', meta, 't' .. exchange)
+      end
+      table.sort(seqs, function(a, b) return tonumber(a) < tonumber(b) end)
       local token = tostring(redis.call('INCR', KEYS[4]))
       local payload = cjson.encode({user = user, session = session_key, seqs = seqs})
       redis.call('HSET', KEYS[2], token, payload)

@@ -4,7 +4,9 @@ Keys (under ``memstrata:working:``), with ``sid`` = the URL-quoted user id and s
 
 - ``session:{sid}:items`` sorted set, turn seq → exchange number (the working set itself);
 - ``session:{sid}:seen`` set of the seqs ever tracked in the session (replays are no-ops);
-- ``session:{sid}:meta`` hash: the latest exchange number, user id, session key;
+- ``session:{sid}:meta`` hash: the latest exchange number, user id, session key, and for each
+  exchange in the working set, ``t<number>``: when its first turn was said (ms since the epoch),
+  so the exchanges said first leave first, even when they were added last (a back-fill);
 - ``user:{user}:sessions`` set of the user's sids; ``idle`` sorted set, sid → last activity (ms);
 - ``pending`` hash, token → overflow not yet acknowledged; ``pending-due`` sorted set, token → lease end;
 - ``batches`` set of batch names already tracked; ``counter`` for overflow tokens.
@@ -20,6 +22,7 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -40,6 +43,7 @@ log = logging.getLogger("memstrata.working")
 PREFIX = "memstrata:working:"
 SOCKET_TIMEOUT_SECONDS = 5.0
 DEFAULT_LEASE_SECONDS = 60.0
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def open_redis_working(url: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> RedisWorkingSet:
@@ -92,7 +96,7 @@ class RedisWorkingSet:
             keys.append(_user_key(user_id))
             arguments += [user_id, session_key, sid, len(members)]
             for seq, turn in members:
-                arguments += [seq, 1 if turn.role is Role.USER else 0]
+                arguments += [seq, 1 if turn.role is Role.USER else 0, _milliseconds(turn.created_at)]
         reply = self._call(lambda: self._track(keys=keys, args=arguments))
         self._warn_if_evicting()  # after a call that answered: a stalled server is not waited on twice
         return _overflows(reply)
@@ -297,3 +301,8 @@ if TYPE_CHECKING:
     def _satisfies_the_protocol(working: RedisWorkingSet) -> WorkingSet:
         """mypy proves here that the adapter implements the seam."""
         return working
+
+
+def _milliseconds(moment: datetime) -> int:
+    """Whole milliseconds since the epoch (exact in Lua's doubles for any year 1–9999)."""
+    return (moment - _EPOCH) // timedelta(milliseconds=1)

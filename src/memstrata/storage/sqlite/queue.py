@@ -28,7 +28,9 @@ def track_working(
 
     An exchange starts at each user message. When a session holds more than ``capacity``
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
-    is queued in the same transaction: nothing is ever dropped.
+    is queued in the same transaction: nothing is ever dropped. The oldest are those said
+    first (their first turn's time), not those added first: turns back-filled into a live
+    session leave before the newer ones.
     """
     touched: set[tuple[str, str]] = set()
     for seq, turn in turns:
@@ -47,7 +49,9 @@ def track_working(
         exchanges = [
             int(row[0])
             for row in connection.execute(
-                "SELECT DISTINCT exchange FROM working_items WHERE user_id = ? AND session_key = ? ORDER BY exchange",
+                "SELECT working_items.exchange FROM working_items LEFT JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = ? AND working_items.session_key = ?"
+                " GROUP BY working_items.exchange ORDER BY MIN(turns.created_at), working_items.exchange",
                 (user_id, session_key),
             )
         ]
