@@ -244,7 +244,8 @@ def test_an_overflow_whose_taker_died_is_reclaimed_and_filed_once(tmp_path: Path
         memory.add("first message", user_id="ana", session_id="s")
         # Another process stores the next exchange, takes the overflow (the first one) and dies.
         store: Any = open_store(memory.settings.resolved_storage_url)
-        turns = [Turn(id="b0", user_id="ana", role=Role.USER, content="second", created_at=NOW, session_id="s")]
+        later = datetime.now(UTC)  # said after the first message, so that one is the overflow
+        turns = [Turn(id="b0", user_id="ana", role=Role.USER, content="second", created_at=later, session_id="s")]
         store.enqueue_job(WORKING_JOB, "ana", {"ids": ["b0"], "batch": "dead", "queued_at": time.time()})
         seqs = store.insert_turns(turns, None, MODEL)
         (taken,) = open_redis_working(redis_url, lease_seconds=0.2).track(
