@@ -87,6 +87,36 @@ def test_exchanges_said_first_leave_first_even_when_back_filled_later(
     ]
 
 
+def test_an_exchange_back_filled_turn_by_turn_pushes_out_no_newer_one_nor_joins_it(
+    open_working_memory: Callable[..., Memory],
+) -> None:
+    memory = open_working_memory(working_capacity=3)
+    now = datetime.now(UTC)
+    for n, minutes in enumerate((10, 5, 0)):
+        _exchange(memory, f"live {n}", timestamp=now - timedelta(minutes=minutes))
+    old = now - timedelta(days=365)
+    memory.add([{"role": "user", "content": "old question"}], user_id="ana", session_id="s1", timestamp=old)
+    memory.add([{"role": "assistant", "content": "old answer"}], user_id="ana", session_id="s1", timestamp=old)
+    memory.add([{"role": "user", "content": "live 3"}], user_id="ana", session_id="s1", timestamp=now)
+    memory.flush()
+    report = memory.inspect(user_id="ana")
+    working = [turn.content for turn in report.working if turn.role.value == "user"]
+    assert sorted(working) == ["live 1", "live 2", "live 3"]
+    store = memory._store
+    filed = [
+        sorted(turn.content for turn in store.get_by_seqs(store.segment_turn_seqs(segment.id), "ana").values())  # type: ignore[attr-defined]
+        for segment in report.segments
+    ]
+    assert sorted(turn for group in filed for turn in group) == [
+        "Reply to live 0",
+        "live 0",
+        "old answer",
+        "old question",
+    ]
+    # The reply, back-filled in an add after its question left, joined no live exchange.
+    assert not any("old answer" in group and "live 0" in group for group in filed)
+
+
 def test_context_and_chat_read_the_sessions_working_memory(open_working_memory: Callable[..., Memory]) -> None:
     llm = FakeLLM({"chat": ["Sure."]})
     memory = open_working_memory(working_capacity=1, llm=llm)

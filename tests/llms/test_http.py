@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from memstrata import load_settings
 from memstrata.errors import ConfigError, ProviderError
 from memstrata.llms import load_llm
-from memstrata.llms.anthropic import AnthropicLLM
+from memstrata.llms.anthropic import AnthropicLLM, AnthropicOptions
 from memstrata.llms.costs import CostLog, read_costs
 from memstrata.llms.http import RetryPolicy, parse_retry_after
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
@@ -210,6 +210,20 @@ def test_a_redirect_that_keeps_the_method_is_followed_with_the_body(
     moved = llm_server.requests_to("/moved/chat/completions")
     assert [request.method for request in moved] == ["POST"]
     assert "where?" in str(moved[0].body)
+
+
+def test_a_redirect_to_another_origin_is_not_followed_so_the_key_stays_home(
+    llm_server: LLMServer, sleeps: Sleeps
+) -> None:
+    moved = llm_server.url.replace("127.0.0.1", "localhost") + "/moved/v1/messages"
+    llm_server.queue(MESSAGES, Reply.of_json({}, status=307, headers={"Location": moved}))
+    llm = AnthropicLLM(
+        AnthropicOptions(model="claude-x", base_url=llm_server.anthropic_url, api_key=SecretStr(SECRET)), sleep=sleeps
+    )
+    with pytest.raises(ProviderError, match="same scheme, host and port") as info:
+        llm.complete("x")
+    assert moved in str(info.value)
+    assert llm_server.requests_to("/moved/v1/messages") == []  # never sent there, with its x-api-key
 
 
 def test_a_redirect_loop_ends_in_an_error(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:

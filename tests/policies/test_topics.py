@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,8 +18,8 @@ def unit(*values: float) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def words_of(texts: Sequence[str]) -> set[str]:
-    return {word for text in texts for word in text.lower().split()}
+def words_of(texts: Sequence[str]) -> Counter[str]:
+    return Counter(word for text in texts for word in text.lower().split())
 
 
 def test_the_score_is_the_cosine_when_no_words_are_shared() -> None:

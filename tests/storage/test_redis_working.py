@@ -136,6 +136,36 @@ def test_discarding_removes_only_the_turns_named_and_sessions_with_none_left_go_
     assert working.working_seqs("bob") == [9, 10]
 
 
+def _said_fields(redis_url: str, user: str = "ana", session: str = "s") -> dict[str, str]:
+    """The ``t<exchange>`` fields of a session's meta hash: when each exchange in the set was said."""
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        meta = client.hgetall(f"memstrata:working:session:{user}:{session}:meta")
+    return {field: value for field, value in meta.items() if field.startswith("t")}
+
+
+def test_exchanges_leave_in_the_order_said_and_a_late_reply_joins_no_newer_one(
+    working: RedisWorkingSet, redis_url: str
+) -> None:
+    def said(seq: int, role: Role, when: datetime) -> tuple[int, Turn]:
+        return seq, Turn(id=f"t{seq}", user_id="ana", role=role, content="m", created_at=when, session_id="s")
+
+    later = datetime(2026, 6, 1, tzinfo=UTC)
+    working.track([said(1, Role.USER, later), said(2, Role.ASSISTANT, later)], 2)
+    working.track([said(3, Role.USER, later), said(4, Role.ASSISTANT, later)], 2)
+    assert sorted(_said_fields(redis_url)) == ["t0", "t1"]
+    # A question said long before, back-filled: the oldest, so it is the one that leaves.
+    assert [o.seqs for o in working.track([said(5, Role.USER, NOW)], 2)] == [(5,)]
+    assert working.working_seqs("ana") == [1, 2, 3, 4] and sorted(_said_fields(redis_url)) == ["t0", "t1"]
+    # Its reply, back-filled in the next add, does not join exchange 1, which was said later: it leaves too.
+    assert [o.seqs for o in working.track([said(6, Role.ASSISTANT, NOW)], 2)] == [(6,)]
+    assert working.working_seqs("ana") == [1, 2, 3, 4]
+    # A live reply said after exchange 1 still continues it.
+    assert working.track([said(7, Role.ASSISTANT, later)], 2) == []
+    assert working.working_seqs("ana") == [1, 2, 3, 4, 7]
+    working.discard("ana", {"s": [3, 4, 7]})
+    assert sorted(_said_fields(redis_url)) == ["t0"]  # none of exchange 1's turns is left
+
+
 def test_concurrent_tracking_moves_every_exchange_exactly_once(redis_url: str) -> None:
     writers = [open_redis_working(redis_url) for _ in range(4)]
     moved: list[int] = []

@@ -258,9 +258,13 @@ class JsonClient:
             )
         if 300 <= status < 400:
             location = _USERINFO.sub("//***@", self.redact(reply.headers.get("location", "") or "nowhere"))
+            if status in (307, 308):
+                why = "redirects are followed only within the same scheme, host and port, at most 5 times"
+            else:
+                why = "a POST is not sent again as a GET"
             raise self._fail(
-                f"{url} redirected the request (HTTP {status}) to {location}; a POST is not sent again as a GET:"
-                f" set {self._names.base_url} to the address it redirects to"
+                f"{url} redirected the request (HTTP {status}) to {location}; {why}: set {self._names.base_url}"
+                f" to the server's current address (memstrata appends /{path.lstrip('/')} to it)"
             )
         if status == 429:
             raise self._fail(
@@ -292,14 +296,20 @@ class JsonClient:
         """POST once, following 307/308 redirects, which keep the method and body.
 
         A 301/302/303 is not followed: clients follow those with a GET, which drops the body
-        and ends in a misleading 404 or 405. :meth:`check` names where it pointed instead.
+        and ends in a misleading 404 or 405. Nor is a 307/308 to another origin, which would
+        carry the key there. :meth:`check` names where each pointed instead.
         """
         client = self._http()
         response = client.post(url, json=dict(body))
         hops = 0
-        while response.status_code in (307, 308) and response.next_request is not None and hops < _MAX_REDIRECTS:
+        while response.status_code in (307, 308) and hops < _MAX_REDIRECTS:
+            following = response.next_request
+            # The key travels in headers that httpx keeps across origins (only Authorization is
+            # dropped): a redirect to another host, port or scheme is reported, never followed.
+            if following is None or _origin(following.url) != _origin(response.request.url):
+                break
             response.close()
-            response = client.send(response.next_request)
+            response = client.send(following)
             hops += 1
         return response
 
@@ -338,6 +348,10 @@ class JsonClient:
 
     def _fail(self, message: str) -> Exception:
         return self._error(self.redact(message))
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
 
 
 def error_detail(reply: HttpReply) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
@@ -27,32 +28,39 @@ def topic_score(vector: Vector, words: Collection[str], centroid: Vector, topic_
 def topic_runs(
     vectors: Sequence[Vector],
     texts: Sequence[Sequence[str]],
-    label: Callable[[Sequence[str]], Collection[str]],
+    count_words: Callable[[Sequence[str]], Counter[str]],
     threshold: float,
+    *,
+    label_size: int = 6,
 ) -> list[list[int]]:
     """Split a batch of exchanges, in the order they were said, into runs that stay on one topic.
 
-    Exchange ``i`` has the unit vector ``vectors[i]`` and the texts ``texts[i]``; ``label``
-    names the words a list of texts is about. Each exchange joins the run before it when
-    :func:`topic_score` against that run (its mean direction and the words of all its texts)
-    reaches ``threshold``, and starts a new run otherwise: the runs one ``add`` per exchange
-    would have filed, for a batch added at once. Returns the exchanges' indexes, run by run.
+    Exchange ``i`` has the unit vector ``vectors[i]`` and the texts ``texts[i]``;
+    ``count_words`` counts the content words of some texts. The words compared are the
+    ``label_size`` most frequent ones of the exchange, and of the run, as a filing compares
+    an exchange's keywords with a segment's. Each exchange joins the run before it when :func:`topic_score` against
+    that run (its mean direction and words) reaches ``threshold``, and starts a new run
+    otherwise. Returns the exchanges' indexes, run by run. Linear in the batch: each run
+    keeps a running vector sum and word count.
     """
     if len(vectors) != len(texts):
         raise ValueError(f"{len(vectors)} vectors for {len(texts)} exchanges")
     runs: list[list[int]] = []
     total: Vector | None = None
-    run_texts: list[str] = []
+    run_words: Counter[str] = Counter()
     for index, (vector, said) in enumerate(zip(vectors, texts, strict=True)):
+        words = count_words(said)
         if runs and total is not None:
             norm = float(np.linalg.norm(total))
             centroid = total / norm if norm > 0 else total
-            if topic_score(vector, label(said), centroid, label(run_texts)) >= threshold:
+            own = [word for word, _ in words.most_common(label_size)]
+            label = [word for word, _ in run_words.most_common(label_size)]
+            if topic_score(vector, own, centroid, label) >= threshold:
                 runs[-1].append(index)
                 total = total + vector
-                run_texts.extend(said)
+                run_words.update(words)
                 continue
         runs.append([index])
         total = np.asarray(vector, dtype=np.float32).copy()
-        run_texts = list(said)
+        run_words = Counter(words)
     return runs

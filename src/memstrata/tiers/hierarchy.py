@@ -7,6 +7,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
@@ -28,7 +29,7 @@ from memstrata.policies.importance import ImportanceWeights, TurnFeatures, impor
 from memstrata.policies.topics import topic_runs, topic_score
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.storage.base import Job, TierStore
-from memstrata.tiers.steps import MemorySteps, keywords
+from memstrata.tiers.steps import KEYWORDS_PER_SEGMENT, MemorySteps, content_words, keywords
 
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
@@ -230,7 +231,8 @@ class Hierarchy:
 
         Exchanges that left together (a bulk ``add``, an import, an idle session) are split
         into runs that stay on one topic (:func:`topic_runs`), and each run is filed on its
-        own, in order: as if each exchange had been added, and had left, one at a time.
+        own, in order: much as if each exchange had been added, and had left, one at a time
+        (a run is compared with the segments as a whole).
 
         A turn already filed (a retried job, or the same job run by two workers) is not
         filed again. When another worker files one of them, or changes the chosen segment,
@@ -268,11 +270,11 @@ class Hierarchy:
         vectors = [_mean_direction([stored[seq] for seq in part if seq in stored], dimension) for part in exchanges]
         speakers = {name for turn in turns.values() if (name := turn.name)}
 
-        def label(texts: Sequence[str]) -> tuple[str, ...]:
-            return keywords(texts, speakers=speakers)
+        def count_words(texts: Sequence[str]) -> Counter[str]:
+            return content_words(texts, speakers=speakers)
 
         said = [[turns[seq].content for seq in part] for part in exchanges]
-        runs = topic_runs(vectors, said, label, self.policy.segment_similarity)
+        runs = topic_runs(vectors, said, count_words, self.policy.segment_similarity, label_size=KEYWORDS_PER_SEGMENT)
         return [[seq for index in run for seq in exchanges[index]] for run in runs]
 
     def _file(self, user_id: str, seqs: Sequence[int]) -> bool:

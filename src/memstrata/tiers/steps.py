@@ -43,8 +43,13 @@ def keywords(
     Two people name each other in every other line, so their names would head every
     segment's keywords while saying nothing of what it is about.
     """
+    return tuple(word for word, _ in content_words(texts, speakers=speakers).most_common(count))
+
+
+def content_words(texts: Sequence[str], *, speakers: Collection[str] = ()) -> Counter[str]:
+    """How often each content word occurs in ``texts``: the words :func:`keywords` chooses from."""
     names = {word for name in speakers for word in name.lower().translate(_WORD_CHARACTERS).split()}
-    words = Counter(
+    return Counter(
         word
         for text in texts
         for word in text.lower().translate(_WORD_CHARACTERS).split()
@@ -54,7 +59,6 @@ def keywords(
         and word not in names
         and not word.isdigit()
     )
-    return tuple(word for word, _ in words.most_common(count))
 
 
 class MemorySteps:

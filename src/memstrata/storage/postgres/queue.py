@@ -71,8 +71,9 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
     is queued in the same transaction: nothing is ever dropped. The oldest are those said
     first (their first turn's time), not those added first: turns back-filled into a live
-    session leave before the newer ones. The caller holds the users' writer locks, so two
-    processes never number exchanges at once.
+    session leave before the newer ones. A reply said before the exchange it would continue
+    starts its own (its question, back-filled in an earlier add, has left already). The caller
+    holds the users' writer locks, so two processes never number exchanges at once.
     """
     touched: dict[tuple[str, str], None] = {}
     for seq, turn in turns:
@@ -81,7 +82,17 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
             "SELECT MAX(exchange) FROM working_items WHERE user_id = %s AND session_key = %s", key
         ).fetchone()
         latest = row[0] if row else None
-        exchange = 0 if latest is None else int(latest) + (1 if turn.role is Role.USER else 0)
+        continues = turn.role is not Role.USER
+        if continues and latest is not None:
+            # A reply continues the latest exchange still in the set, unless said before it: a
+            # reply back-filled after its question left must not join a newer exchange.
+            opened = connection.execute(
+                "SELECT MIN(turns.created_at) FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = %s AND working_items.session_key = %s AND working_items.exchange = %s",
+                (*key, latest),
+            ).fetchone()
+            continues = opened is None or opened[0] is None or opened[0] <= turn.created_at
+        exchange = 0 if latest is None else int(latest) + (0 if continues else 1)
         connection.execute(
             "INSERT INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",

@@ -11,8 +11,12 @@ for session = 0, sessions - 1 do
   local sid, count = ARGV[arg], tonumber(ARGV[arg + 1])
   arg = arg + 2
   for turn = 1, count do
+    local exchange = redis.call('ZSCORE', items, ARGV[arg])
     redis.call('ZREM', items, ARGV[arg])
     redis.call('SREM', seen, ARGV[arg])
+    if exchange and redis.call('ZCOUNT', items, exchange, exchange) == 0 then
+      redis.call('HDEL', meta, 't' .. exchange)  -- when that exchange was said: none of its turns is left
+    end
     arg = arg + 1
   end
   if redis.call('SCARD', seen) == 0 then

@@ -30,9 +30,22 @@ for session = 0, tonumber(ARGV[4]) - 1 do
     local seq, starts, said = ARGV[arg], tonumber(ARGV[arg + 1]), ARGV[arg + 2]
     arg = arg + 3
     if redis.call('SADD', seen, seq) == 1 then
-      if latest == nil then latest = 0 else latest = latest + starts end
-      redis.call('ZADD', items, latest, seq)
-      local field = 't' .. latest
+      local exchange = nil
+      if starts == 0 then
+        -- A reply continues the latest exchange still in the set, unless said before it: a reply
+        -- back-filled after its question left must not join a newer exchange.
+        local top = redis.call('ZRANGE', items, -1, -1, 'WITHSCORES')
+        if #top > 0 then
+          local opened = redis.call('HGET', meta, 't' .. tonumber(top[2]))
+          if not (opened and tonumber(said) < tonumber(opened)) then exchange = tonumber(top[2]) end
+        end
+      end
+      if exchange == nil then
+        if latest == nil then latest = 0 else latest = latest + 1 end
+        exchange = latest
+      end
+      redis.call('ZADD', items, exchange, seq)
+      local field = 't' .. exchange
       local known = redis.call('HGET', meta, field)
       if (not known) or tonumber(said) < tonumber(known) then
         redis.call('HSET', meta, field, said)

@@ -30,7 +30,8 @@ def track_working(
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
     is queued in the same transaction: nothing is ever dropped. The oldest are those said
     first (their first turn's time), not those added first: turns back-filled into a live
-    session leave before the newer ones.
+    session leave before the newer ones. A reply said before the exchange it would continue
+    starts its own (its question, back-filled in an earlier add, has left already).
     """
     touched: set[tuple[str, str]] = set()
     for seq, turn in turns:
@@ -39,7 +40,17 @@ def track_working(
             "SELECT MAX(exchange) FROM working_items WHERE user_id = ? AND session_key = ?", key
         ).fetchone()
         latest = row[0]
-        exchange = 0 if latest is None else int(latest) + (1 if turn.role is Role.USER else 0)
+        continues = turn.role is not Role.USER
+        if continues and latest is not None:
+            # A reply continues the latest exchange still in the set, unless said before it: a
+            # reply back-filled after its question left must not join a newer exchange.
+            opened = connection.execute(
+                "SELECT MIN(turns.created_at) FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = ? AND working_items.session_key = ? AND working_items.exchange = ?",
+                (*key, latest),
+            ).fetchone()[0]
+            continues = opened is None or opened <= format_time(turn.created_at)
+        exchange = 0 if latest is None else int(latest) + (0 if continues else 1)
         connection.execute(
             "INSERT OR IGNORE INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (?, ?, ?, ?)",
             (seq, key[0], key[1], exchange),
