@@ -763,6 +763,51 @@ def test_an_import_line_that_differs_from_the_stored_turn_is_a_conflict_not_skip
     assert stored.metadata == {"v": 1} and stored.created_at.year == 2024
 
 
+@pytest.mark.parametrize(("stored", "imported"), [("true", "1"), ("0", "false"), ("[true]", "[1.0]")])
+def test_an_import_telling_a_flag_from_a_number_is_a_conflict(
+    memory: Memory, tmp_path: Path, stored: str, imported: str
+) -> None:
+    memory.add(
+        [{"role": "user", "content": "hello", "id": "m-1", "metadata": {"pinned": json.loads(stored)}}],
+        user_id="ana",
+        timestamp="2024-01-01T00:00:00Z",
+    )
+    target = tmp_path / "e.jsonl"
+    memory.export(target)
+    text = target.read_text(encoding="utf-8")
+    target.write_text(text.replace(f'{{"pinned": {stored}}}', f'{{"pinned": {imported}}}'), encoding="utf-8")
+    assert target.read_text(encoding="utf-8") != text
+    with pytest.raises(IdConflict, match="names a different message"):
+        memory.import_(target)
+
+
+def test_an_export_never_replaces_memstratas_own_files(memory: Memory, tmp_path: Path) -> None:
+    memory.add("keep me", user_id="ana")
+    home = memory.settings.data_dir
+    database = home / "memstrata.db"
+    before = database.read_bytes()[:16]
+    for target in (database, home / "memstrata.db-wal", home / "memstrata.toml", home / "costs.jsonl"):
+        with pytest.raises(InvalidInput, match="one of memstrata's own files"):
+            memory.export(target)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(database)
+    with pytest.raises(InvalidInput, match="one of memstrata's own files"):
+        memory.export(link)
+    assert database.read_bytes()[:16] == before == b"SQLite format 3\x00"
+    assert [turn.content for turn in memory.history(user_id="ana")] == ["keep me"]
+
+
+def test_an_export_round_trip_keeps_vectors_bit_for_bit(memory: Memory, tmp_path: Path) -> None:
+    for n in range(30):  # enough vectors that some are not at unit length exactly in float64
+        memory.add([{"role": "user", "content": f"message {n} about Porto and cats"}], user_id="ana")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    memory.export(first, embeddings=True)
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        fresh.import_(first)
+        fresh.export(second, embeddings=True)
+    assert second.read_bytes() == first.read_bytes()
+
+
 def test_two_exports_to_one_path_at_once_each_write_a_whole_file(memory: Memory, tmp_path: Path) -> None:
     for n in range(300):
         memory.add(f"message {n}", user_id="ana")

@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memstrata.config import CONFIG_FILE_NAME, DATABASE_FILE_NAME
 from memstrata.errors import InvalidInput, StorageError
+from memstrata.llms.costs import COST_LOG_FILE_NAME
 from memstrata.models import TransferReport, Turn
 from memstrata.transfer import end_line, header_line, read_export, turn_line
 
@@ -33,7 +35,7 @@ class TransferViews:
         memory._require_open()
         user = memory._user(user_id) if user_id is not None else None
         given = _path(path, "the export path")
-        target = _export_target(given)
+        target = _export_target(given, _own_files(memory.settings.data_dir, memory._store.location))
         model_id = memory._embedder.model_id
         turns = vectors = 0
         temporary: Path | None = None
@@ -128,8 +130,19 @@ def _same_turn(stored: Turn, imported: Turn) -> bool:
     return (
         stored.is_same_message(imported)
         and stored.created_at == imported.created_at
-        and _numbers_as_floats(stored.metadata) == _numbers_as_floats(imported.metadata)
+        and _same_value(_numbers_as_floats(stored.metadata), _numbers_as_floats(imported.metadata))
     )
+
+
+def _same_value(left: Any, right: Any) -> bool:
+    """JSON equality in which a flag is never a number (Python's ``True == 1`` would say it is)."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same_value(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(_same_value(a, b) for a, b in zip(left, right, strict=True))
+    return bool(left == right)
 
 
 def _numbers_as_floats(metadata: Mapping[str, Any]) -> Any:
@@ -153,12 +166,28 @@ def _path(value: object, what: str) -> Path:
         raise InvalidInput(f"{what} {text!r} cannot be expanded: {exc}") from exc
 
 
-def _export_target(target: Path) -> Path:
+def _own_files(data_dir: Path, store_location: str) -> set[Path]:
+    """The files memstrata keeps, which an export must never replace: the store's, the settings, the cost log."""
+    databases = [data_dir / DATABASE_FILE_NAME]
+    if Path(store_location).is_absolute():  # a SQLite store elsewhere; PostgreSQL's location is a URL
+        databases.append(Path(store_location))
+    own = {data_dir / CONFIG_FILE_NAME, data_dir / COST_LOG_FILE_NAME}
+    for database in databases:
+        own |= {database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal"))}
+    resolved: set[Path] = set()
+    for path in own:
+        with contextlib.suppress(OSError, RuntimeError):
+            resolved.add(path.resolve())
+    return resolved
+
+
+def _export_target(target: Path, own_files: Collection[Path] = ()) -> Path:
     """Where an export goes: a regular file's path, through any symlink to it.
 
     The export is written beside its target and renamed over it, so a symlink is followed
     first (the link keeps pointing at the new file) and a target that is not a regular file
-    (a directory, a FIFO, a device) is refused rather than replaced.
+    (a directory, a FIFO, a device), or one of memstrata's own files (``own_files``, the
+    store's database among them), is refused rather than replaced.
     """
     if target.name in ("", ".", ".."):
         raise InvalidInput(f"the export path {str(target)!r} names a directory; give a file name, e.g. backup.jsonl")
@@ -172,6 +201,11 @@ def _export_target(target: Path) -> Path:
     if present and not resolved.is_file():
         kind = "a directory" if resolved.is_dir() else "not a regular file"
         raise InvalidInput(f"the export path {str(target)!r} is {kind}; give a regular file's path")
+    if resolved in own_files:
+        raise InvalidInput(
+            f"the export path {str(target)!r} is one of memstrata's own files (the store, its settings or its"
+            " cost log), which the export would replace; give another name, e.g. backup.jsonl"
+        )
     return resolved
 
 

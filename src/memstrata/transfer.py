@@ -30,6 +30,8 @@ from memstrata.validation import (
 FORMAT_NAME = "memstrata-export"
 FORMAT_VERSION = 2  # 2: files end with an end line; version 1 files (without one) are still read
 END = "end"
+# A vector whose float64 norm is this close to 1 is of unit length already; float32 rounding alone is ~1e-7.
+_UNIT_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +169,10 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
     if not np.any(vector):
         raise InvalidInput("embedding vector is all zeros: it has no direction to compare")
     # The index scores by dot product over unit vectors; a longer one would outrank every other.
-    # In float64 the norm of any finite, non-zero float32 vector is finite and non-zero.
+    # In float64 the norm of any finite, non-zero float32 vector is finite and non-zero. A vector
+    # already of unit length (as every exported one is) is kept bit for bit: a round trip is lossless.
     wide = vector.astype(np.float64)
-    return ImportedTurn(turn, model_id, (wide / np.linalg.norm(wide)).astype(np.float32))
+    norm = float(np.linalg.norm(wide))
+    if abs(norm - 1.0) <= _UNIT_TOLERANCE:
+        return ImportedTurn(turn, model_id, vector.astype(np.float32))
+    return ImportedTurn(turn, model_id, (wide / norm).astype(np.float32))
