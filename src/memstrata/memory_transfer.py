@@ -15,7 +15,7 @@ from memstrata.config import CONFIG_FILE_NAME, DATABASE_FILE_NAME
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.llms.costs import COST_LOG_FILE_NAME
 from memstrata.models import TransferReport, Turn
-from memstrata.transfer import end_line, header_line, read_export, turn_line
+from memstrata.transfer import end_line, header_line, read_export_file, turn_line
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -90,15 +90,7 @@ class TransferViews:
         memory = self._transfer_memory
         memory._require_open()
         source = _path(path, "the file to import")
-        try:
-            with source.open("r", encoding="utf-8-sig") as handle:  # a byte order mark some editors add is no text
-                items = read_export(iter(handle), max_bytes=self.settings.max_text_bytes)
-        except FileNotFoundError as exc:
-            raise InvalidInput(f"no such file: {source}") from exc
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"{source} is not UTF-8 text") from exc
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {source}: {exc.strerror or exc}") from exc
+        items = read_export_file(source, max_bytes=self.settings.max_text_bytes)
         model_id, dimension = memory._embedder.model_id, memory._embedder.dimension
         known = {
             item.turn.id: item.vector

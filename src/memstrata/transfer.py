@@ -10,6 +10,7 @@ import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,21 @@ def turn_line(turn: Turn, *, model_id: str | None = None, vector: Vectors | None
             "vector": base64.b64encode(array.tobytes()).decode("ascii"),
         }
     return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def read_export_file(source: Path, *, max_bytes: int) -> list[ImportedTurn]:
+    """Read and validate the export at ``source``; InvalidInput says what is wrong with it."""
+    try:
+        with source.open("r", encoding="utf-8-sig") as handle:  # a byte order mark some editors add is no text
+            return read_export(iter(handle), max_bytes=max_bytes)
+    except FileNotFoundError as exc:
+        raise InvalidInput(f"no such file: {source}") from exc
+    except IsADirectoryError as exc:
+        raise InvalidInput(f"{source} is a directory, not an export") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{source} is not UTF-8 text") from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {source}: {exc.strerror or exc}") from exc
 
 
 def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:

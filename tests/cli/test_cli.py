@@ -250,6 +250,11 @@ def test_export_from_a_home_with_no_store_fails_and_leaves_the_backup_alone(home
     # A failed import creates no home either.
     result = run_cli("import", str(tmp_path / "missing.jsonl"), "--home", str(typo), home=home)
     assert result.returncode == 2 and "no such file" in result.stderr and not typo.exists()
+    # Nor does one whose file is cut short: the whole file is checked before the store is opened.
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(good.splitlines(keepends=True)[:-1]), encoding="utf-8")
+    result = run_cli("import", str(cut), "--home", str(typo), home=home)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and not typo.exists(), result.stderr
 
 
 @pytest.mark.parametrize(

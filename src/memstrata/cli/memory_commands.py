@@ -25,10 +25,11 @@ from memstrata.cli.common import (
     shown,
     to_jsonable,
 )
-from memstrata.errors import InvalidInput, StorageError
+from memstrata.errors import StorageError
 from memstrata.memory_context import check_budget
 from memstrata.models import Turn
 from memstrata.terminal import visible
+from memstrata.transfer import read_export_file
 from memstrata.validation import check_text
 
 #: How long ``context`` waits for queued background work before it gives up.
@@ -298,8 +299,9 @@ def import_(
 
     Example: memstrata import backup.jsonl
     """
-    if not path.exists() or path.is_dir():  # checked before the store is opened: a failed import creates no home
-        raise InvalidInput(f"no such file: {path}" if not path.exists() else f"{path} is a directory, not an export")
+    # The whole file is checked before the store is opened: a failed import creates no home and
+    # embeds nothing (sizes are checked on import, against the store's max_text_bytes).
+    read_export_file(path, max_bytes=sys.maxsize)
     with open_memory(home, run_jobs=False) as memory:
         report = memory.import_(path)
     if as_json:
