@@ -797,6 +797,19 @@ def test_an_export_never_replaces_memstratas_own_files(memory: Memory, tmp_path:
     assert [turn.content for turn in memory.history(user_id="ana")] == ["keep me"]
 
 
+def test_an_export_never_replaces_a_store_named_by_a_relative_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), storage_url="sqlite:///rel.db") as memory:
+        memory.add("keep me", user_id="ana")
+        for target in ("rel.db", "./rel.db-wal"):
+            with pytest.raises(InvalidInput, match="one of memstrata's own files"):
+                memory.export(target)
+        assert [turn.content for turn in memory.history(user_id="ana")] == ["keep me"]
+    assert (tmp_path / "rel.db").read_bytes()[:16] == b"SQLite format 3\x00"
+
+
 def test_an_export_round_trip_keeps_vectors_bit_for_bit(memory: Memory, tmp_path: Path) -> None:
     for n in range(30):  # enough vectors that some are not at unit length exactly in float64
         memory.add([{"role": "user", "content": f"message {n} about Porto and cats"}], user_id="ana")

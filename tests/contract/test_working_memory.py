@@ -117,6 +117,43 @@ def test_an_exchange_back_filled_turn_by_turn_pushes_out_no_newer_one_nor_joins_
     assert not any("old answer" in group and "live 0" in group for group in filed)
 
 
+def _said(memory: Memory, role: str, text: str, when: datetime) -> str:
+    (turn,) = memory.add([{"role": role, "content": text}], user_id="ana", session_id="s1", timestamp=when)
+    return turn.id
+
+
+def _working_texts(memory: Memory) -> set[str]:
+    return {turn.content for turn in memory.inspect(user_id="ana").working}
+
+
+def test_a_reply_joins_the_exchange_opened_last_before_it(open_working_memory: Callable[..., Memory]) -> None:
+    memory = open_working_memory(working_capacity=3)
+    now = datetime.now(UTC)
+    _said(memory, "user", "Q1", now - timedelta(minutes=10))
+    _said(memory, "user", "Q2", now - timedelta(minutes=5))
+    _said(memory, "user", "old Q", now - timedelta(days=365))  # back-filled: added last, said first
+    _said(memory, "assistant", "A2", now - timedelta(minutes=4))  # answers Q2, not the old question
+    _said(memory, "assistant", "A1", now - timedelta(minutes=9))  # back-filled: answers Q1
+    _said(memory, "user", "Q3", now)
+    assert _working_texts(memory) == {"Q1", "A1", "Q2", "A2", "Q3"}  # the old question left alone
+    _said(memory, "user", "Q4", now + timedelta(minutes=1))
+    assert _working_texts(memory) == {"Q2", "A2", "Q3", "Q4"}  # Q1 left with its reply
+
+
+def test_an_exchange_whose_first_turn_is_deleted_is_as_old_as_its_first_turn_left(
+    open_working_memory: Callable[..., Memory],
+) -> None:
+    memory = open_working_memory(working_capacity=2)
+    now = datetime.now(UTC)
+    first = _said(memory, "user", "QA", now - timedelta(minutes=20))
+    _said(memory, "assistant", "RA", now - timedelta(minutes=1))
+    _said(memory, "user", "QB", now - timedelta(minutes=10))
+    _said(memory, "assistant", "RB", now - timedelta(minutes=9))
+    memory.delete(first, user_id="ana")
+    _said(memory, "user", "QC", now)
+    assert _working_texts(memory) == {"RA", "QC"}  # exchange A now opens at RA's time, after B
+
+
 def test_context_and_chat_read_the_sessions_working_memory(open_working_memory: Callable[..., Memory]) -> None:
     llm = FakeLLM({"chat": ["Sure."]})
     memory = open_working_memory(working_capacity=1, llm=llm)

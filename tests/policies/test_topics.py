@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.policies.topics import topic_runs, topic_score
+from memstrata.policies.topics import _Label, topic_runs, topic_score
 
 
 def unit(*values: float) -> np.ndarray:
@@ -74,3 +74,15 @@ def test_runs_cover_every_exchange_once_in_order(items: list[tuple[float, float,
     runs = topic_runs(vectors, [[text] for _, _, text in items], words_of, threshold)
     assert [index for run in runs for index in run] == list(range(len(items)))
     assert all(runs)
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefghij"), max_size=8), max_size=20), st.integers(1, 6))
+def test_a_runs_label_is_its_most_common_words_with_ties_to_the_first_seen(
+    exchanges: list[list[str]], size: int
+) -> None:
+    label = _Label(size)
+    everything: Counter[str] = Counter()
+    for words in exchanges:
+        label.update(Counter(words))
+        everything.update(Counter(words))
+        assert label.words() == [word for word, _ in everything.most_common(size)]

@@ -47,20 +47,52 @@ def topic_runs(
         raise ValueError(f"{len(vectors)} vectors for {len(texts)} exchanges")
     runs: list[list[int]] = []
     total: Vector | None = None
-    run_words: Counter[str] = Counter()
+    label = _Label(label_size)
     for index, (vector, said) in enumerate(zip(vectors, texts, strict=True)):
         words = count_words(said)
         if runs and total is not None:
             norm = float(np.linalg.norm(total))
             centroid = total / norm if norm > 0 else total
             own = [word for word, _ in words.most_common(label_size)]
-            label = [word for word, _ in run_words.most_common(label_size)]
-            if topic_score(vector, own, centroid, label) >= threshold:
+            if topic_score(vector, own, centroid, label.words()) >= threshold:
                 runs[-1].append(index)
                 total = total + vector
-                run_words.update(words)
+                label.update(words)
                 continue
         runs.append([index])
         total = np.asarray(vector, dtype=np.float32).copy()
-        run_words = Counter(words)
+        label = _Label(label_size)
+        label.update(words)
     return runs
+
+
+class _Label:
+    """A run's ``size`` most frequent words, kept up to date as its counts grow.
+
+    The same words as ``Counter.most_common(size)`` over the run (ties go to the word seen
+    first), without sorting the run's whole vocabulary for every exchange: counts only grow,
+    so a word enters the label only when its own count rises.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._counts: Counter[str] = Counter()
+        self._first: dict[str, int] = {}
+        self._top: list[str] = []
+
+    def update(self, words: Counter[str]) -> None:
+        """Add one exchange's word counts."""
+        for word, count in words.items():
+            self._first.setdefault(word, len(self._first))
+            self._counts[word] += count
+            if word not in self._top:
+                self._top.append(word)
+            self._top.sort(key=self._rank)
+            del self._top[self._size :]
+
+    def words(self) -> list[str]:
+        """The label, most frequent first."""
+        return list(self._top)
+
+    def _rank(self, word: str) -> tuple[int, int]:
+        return -self._counts[word], self._first[word]

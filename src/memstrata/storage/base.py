@@ -483,8 +483,10 @@ class WorkingSet(Protocol):
       overflows out again once their lease ran out (their caller died before queueing them).
       Expiry is a move, never a drop. Overflow moves the exchanges said first (their first
       turn's ``created_at``; ties in the order they were added), so turns back-filled into a
-      live session never push out newer ones. A reply continues the latest exchange still in
-      the set unless it was said before that exchange; then it starts its own.
+      live session never push out newer ones. A reply joins the exchange in the set opened
+      last at or before its own time (the latest added among equals; times to the
+      millisecond), or starts its own when none was. Deleting an exchange's first turn makes
+      it as old as its earliest turn left.
     - Reads never see another user's turns. ``discard`` removes exactly the turns and
       overflows it is given (those the store no longer holds), never one tracked since, and
       a session left with no tracked turn goes whole: forgetting a user leaves no trace of them.

@@ -64,6 +64,10 @@ def enqueue(connection: Connection, kind: str, user_id: str, payload: dict[str, 
     return int(row[0])
 
 
+# A stored time to the millisecond, as the Redis working set compares them.
+_MILLISECONDS = "date_trunc('milliseconds', turns.created_at)"
+
+
 def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], capacity: int) -> None:
     """Put new turns into their session's working set; move overflowing exchanges to mid-term.
 
@@ -71,28 +75,30 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
     is queued in the same transaction: nothing is ever dropped. The oldest are those said
     first (their first turn's time), not those added first: turns back-filled into a live
-    session leave before the newer ones. A reply said before the exchange it would continue
-    starts its own (its question, back-filled in an earlier add, has left already). The caller
-    holds the users' writer locks, so two processes never number exchanges at once.
+    session leave before the newer ones. A reply joins the exchange in the set opened last at
+    or before its own time (the latest added among equals), or starts its own when none was.
+    Times count to the millisecond, as the Redis working set keeps them. The caller holds the
+    users' writer locks, so two processes never number exchanges at once.
     """
     touched: dict[tuple[str, str], None] = {}
     for seq, turn in turns:
         key = (turn.user_id, turn.session_id or "")
-        row = connection.execute(
-            "SELECT MAX(exchange) FROM working_items WHERE user_id = %s AND session_key = %s", key
-        ).fetchone()
-        latest = row[0] if row else None
-        continues = turn.role is not Role.USER
-        if continues and latest is not None:
-            # A reply continues the latest exchange still in the set, unless said before it: a
-            # reply back-filled after its question left must not join a newer exchange.
-            opened = connection.execute(
-                "SELECT MIN(turns.created_at) FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
-                " WHERE working_items.user_id = %s AND working_items.session_key = %s AND working_items.exchange = %s",
-                (*key, latest),
+        exchange: int | None = None
+        if turn.role is not Role.USER:
+            joined = connection.execute(
+                "SELECT working_items.exchange FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = %s AND working_items.session_key = %s GROUP BY working_items.exchange"
+                f" HAVING MIN({_MILLISECONDS}) <= date_trunc('milliseconds', %s::timestamptz)"
+                f" ORDER BY MIN({_MILLISECONDS}) DESC, working_items.exchange DESC LIMIT 1",
+                (*key, turn.created_at),
             ).fetchone()
-            continues = opened is None or opened[0] is None or opened[0] <= turn.created_at
-        exchange = 0 if latest is None else int(latest) + (0 if continues else 1)
+            exchange = None if joined is None else int(joined[0])
+        if exchange is None:
+            row = connection.execute(
+                "SELECT MAX(exchange) FROM working_items WHERE user_id = %s AND session_key = %s", key
+            ).fetchone()
+            latest = row[0] if row else None
+            exchange = 0 if latest is None else int(latest) + 1
         connection.execute(
             "INSERT INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",
@@ -105,7 +111,7 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
             for row in connection.execute(
                 "SELECT working_items.exchange FROM working_items LEFT JOIN turns ON turns.seq = working_items.turn_seq"
                 " WHERE working_items.user_id = %s AND working_items.session_key = %s"
-                " GROUP BY working_items.exchange ORDER BY MIN(turns.created_at) NULLS FIRST, working_items.exchange",
+                f" GROUP BY working_items.exchange ORDER BY MIN({_MILLISECONDS}) NULLS FIRST, working_items.exchange",
                 (user_id, session_key),
             )
         ]

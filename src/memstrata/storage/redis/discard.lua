@@ -14,8 +14,19 @@ for session = 0, sessions - 1 do
     local exchange = redis.call('ZSCORE', items, ARGV[arg])
     redis.call('ZREM', items, ARGV[arg])
     redis.call('SREM', seen, ARGV[arg])
-    if exchange and redis.call('ZCOUNT', items, exchange, exchange) == 0 then
-      redis.call('HDEL', meta, 't' .. exchange)  -- when that exchange was said: none of its turns is left
+    redis.call('HDEL', meta, 's' .. ARGV[arg])
+    if exchange then
+      -- When the exchange was opened: its first turn left, so the earliest of those still here.
+      local opened = nil
+      for _, member in ipairs(redis.call('ZRANGEBYSCORE', items, exchange, exchange)) do
+        local said = redis.call('HGET', meta, 's' .. member)
+        if said and (opened == nil or tonumber(said) < tonumber(opened)) then opened = said end
+      end
+      if opened then
+        redis.call('HSET', meta, 't' .. tonumber(exchange), opened)
+      elseif redis.call('ZCOUNT', items, exchange, exchange) == 0 then
+        redis.call('HDEL', meta, 't' .. tonumber(exchange))
+      end
     end
     arg = arg + 1
   end

@@ -6,8 +6,10 @@
 -- ARGV: capacity, lease ms, batch name ('' for none), session count,
 --       then per session: user id, session key, sid, turn count, then per turn: seq, 1 if it starts an exchange
 --       else 0, and when it was said (ms since the epoch)
--- The exchanges said first leave first (the meta hash's t<exchange> holds when each was said); ties, and
--- exchanges tracked by a version that kept no times, leave in the order they were added.
+-- The exchanges said first leave first (the meta hash's t<exchange> holds when each was opened: its first
+-- turn's time; s<seq> each turn's, so a delete can recompute it); ties, and exchanges tracked by a version
+-- that kept no times, leave in the order they were added. A reply joins the exchange in the set opened last
+-- at or before its own time (the latest added among equals), or starts its own when none was.
 local capacity = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local batch = ARGV[3]
@@ -32,12 +34,17 @@ for session = 0, tonumber(ARGV[4]) - 1 do
     if redis.call('SADD', seen, seq) == 1 then
       local exchange = nil
       if starts == 0 then
-        -- A reply continues the latest exchange still in the set, unless said before it: a reply
-        -- back-filled after its question left must not join a newer exchange.
-        local top = redis.call('ZRANGE', items, -1, -1, 'WITHSCORES')
-        if #top > 0 then
-          local opened = redis.call('HGET', meta, 't' .. tonumber(top[2]))
-          if not (opened and tonumber(said) < tonumber(opened)) then exchange = tonumber(top[2]) end
+        local entries = redis.call('ZRANGE', items, 0, -1, 'WITHSCORES')
+        local best, last = nil, nil
+        for i = 2, #entries, 2 do
+          local number = tonumber(entries[i])
+          if number ~= last then
+            last = number
+            local opened = tonumber(redis.call('HGET', meta, 't' .. number)) or -math.huge
+            if opened <= tonumber(said) and (best == nil or opened >= best) then
+              best, exchange = opened, number  -- entries come in exchange order: the later wins a tie
+            end
+          end
         end
       end
       if exchange == nil then
@@ -45,6 +52,7 @@ for session = 0, tonumber(ARGV[4]) - 1 do
         exchange = latest
       end
       redis.call('ZADD', items, exchange, seq)
+      redis.call('HSET', meta, 's' .. seq, said)
       local field = 't' .. exchange
       local known = redis.call('HGET', meta, field)
       if (not known) or tonumber(said) < tonumber(known) then
@@ -82,6 +90,7 @@ for session = 0, tonumber(ARGV[4]) - 1 do
         local exchange = order[i][2]
         for _, seq in ipairs(redis.call('ZRANGEBYSCORE', items, exchange, exchange)) do
           table.insert(seqs, seq)
+          redis.call('HDEL', meta, 's' .. seq)
         end
         redis.call('ZREMRANGEBYSCORE', items, exchange, exchange)
         redis.call('HDEL', meta, 't' .. exchange)

@@ -21,6 +21,11 @@ def enqueue(connection: sqlite3.Connection, kind: str, user_id: str, payload: di
     return int(cursor.lastrowid or 0)
 
 
+# A stored time to the millisecond: "YYYY-MM-DDTHH:MM:SS.fff" (format_time is fixed-width).
+_MILLISECOND_TEXT = 23
+_MILLISECONDS = f"substr(turns.created_at, 1, {_MILLISECOND_TEXT})"
+
+
 def track_working(
     connection: sqlite3.Connection, turns: Sequence[tuple[int, Turn]], capacity: int, now: datetime
 ) -> None:
@@ -30,27 +35,28 @@ def track_working(
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
     is queued in the same transaction: nothing is ever dropped. The oldest are those said
     first (their first turn's time), not those added first: turns back-filled into a live
-    session leave before the newer ones. A reply said before the exchange it would continue
-    starts its own (its question, back-filled in an earlier add, has left already).
+    session leave before the newer ones. A reply joins the exchange in the set opened last at
+    or before its own time (the latest added among equals), or starts its own when none was.
+    Times count to the millisecond, as the Redis working set keeps them.
     """
     touched: set[tuple[str, str]] = set()
     for seq, turn in turns:
         key = (turn.user_id, turn.session_id or "")
-        row = connection.execute(
-            "SELECT MAX(exchange) FROM working_items WHERE user_id = ? AND session_key = ?", key
-        ).fetchone()
-        latest = row[0]
-        continues = turn.role is not Role.USER
-        if continues and latest is not None:
-            # A reply continues the latest exchange still in the set, unless said before it: a
-            # reply back-filled after its question left must not join a newer exchange.
-            opened = connection.execute(
-                "SELECT MIN(turns.created_at) FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
-                " WHERE working_items.user_id = ? AND working_items.session_key = ? AND working_items.exchange = ?",
-                (*key, latest),
+        exchange: int | None = None
+        if turn.role is not Role.USER:
+            joined = connection.execute(
+                "SELECT working_items.exchange FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = ? AND working_items.session_key = ? GROUP BY working_items.exchange"
+                f" HAVING MIN({_MILLISECONDS}) <= ? ORDER BY MIN({_MILLISECONDS}) DESC, working_items.exchange DESC"
+                " LIMIT 1",
+                (*key, format_time(turn.created_at)[:_MILLISECOND_TEXT]),
+            ).fetchone()
+            exchange = None if joined is None else int(joined[0])
+        if exchange is None:
+            latest = connection.execute(
+                "SELECT MAX(exchange) FROM working_items WHERE user_id = ? AND session_key = ?", key
             ).fetchone()[0]
-            continues = opened is None or opened <= format_time(turn.created_at)
-        exchange = 0 if latest is None else int(latest) + (0 if continues else 1)
+            exchange = 0 if latest is None else int(latest) + 1
         connection.execute(
             "INSERT OR IGNORE INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (?, ?, ?, ?)",
             (seq, key[0], key[1], exchange),
@@ -62,7 +68,7 @@ def track_working(
             for row in connection.execute(
                 "SELECT working_items.exchange FROM working_items LEFT JOIN turns ON turns.seq = working_items.turn_seq"
                 " WHERE working_items.user_id = ? AND working_items.session_key = ?"
-                " GROUP BY working_items.exchange ORDER BY MIN(turns.created_at), working_items.exchange",
+                f" GROUP BY working_items.exchange ORDER BY MIN({_MILLISECONDS}), working_items.exchange",
                 (user_id, session_key),
             )
         ]
