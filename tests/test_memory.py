@@ -806,6 +806,12 @@ def test_an_export_never_replaces_a_store_named_by_a_relative_url(
         for target in ("rel.db", "./rel.db-wal"):
             with pytest.raises(InvalidInput, match="one of memstrata's own files"):
                 memory.export(target)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)  # the store is still the file named where it was opened
+        with pytest.raises(InvalidInput, match="one of memstrata's own files"):
+            memory.export(tmp_path / "rel.db")
+        assert memory.export("rel.db").turns == 1  # a file of that name here is not the store
         assert [turn.content for turn in memory.history(user_id="ana")] == ["keep me"]
     assert (tmp_path / "rel.db").read_bytes()[:16] == b"SQLite format 3\x00"
 

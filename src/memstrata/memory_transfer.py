@@ -162,7 +162,7 @@ def _own_files(data_dir: Path, store_location: str) -> set[Path]:
     """The files memstrata keeps, which an export must never replace: the store's, the settings, the cost log."""
     databases = [data_dir / DATABASE_FILE_NAME]
     if store_location != ":memory:" and "://" not in store_location:  # a SQLite file; PostgreSQL's is a URL
-        databases.append(Path(store_location))  # relative to where the store was opened, as resolve() reads it
+        databases.append(Path(store_location))  # made absolute when the store was opened
     own = {data_dir / CONFIG_FILE_NAME, data_dir / COST_LOG_FILE_NAME}
     for database in databases:
         own |= {database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal"))}

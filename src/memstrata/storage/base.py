@@ -481,8 +481,8 @@ class WorkingSet(Protocol):
       for ``idle_seconds``) hand each leaving exchange to one caller only, as an
       :class:`Overflow` that stays pending until ``acknowledge``; ``reclaim`` hands pending
       overflows out again once their lease ran out (their caller died before queueing them).
-      Expiry is a move, never a drop. Overflow moves the exchanges said first (their first
-      turn's ``created_at``; ties in the order they were added), so turns back-filled into a
+      Expiry is a move, never a drop. Overflow moves the exchanges said first (their earliest
+      turn's ``created_at``, to the millisecond; ties in the order they were added), so turns back-filled into a
       live session never push out newer ones. A reply joins the exchange in the set opened
       last at or before its own time (the latest added among equals; times to the
       millisecond), or starts its own when none was. Deleting an exchange's first turn makes

@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 
 from memstrata.models import Role, Turn
 from memstrata.storage.base import Job
+from memstrata.storage.exchanges import ExchangeOpenings
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.rows import Connection
 
@@ -66,6 +67,7 @@ def enqueue(connection: Connection, kind: str, user_id: str, payload: dict[str, 
 
 # A stored time to the millisecond, as the Redis working set compares them.
 _MILLISECONDS = "date_trunc('milliseconds', turns.created_at)"
+_FIRST = datetime.min.replace(tzinfo=UTC)
 
 
 def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], capacity: int) -> None:
@@ -81,24 +83,20 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
     users' writer locks, so two processes never number exchanges at once.
     """
     touched: dict[tuple[str, str], None] = {}
+    openings: dict[tuple[str, str], ExchangeOpenings[datetime]] = {}
     for seq, turn in turns:
         key = (turn.user_id, turn.session_id or "")
-        exchange: int | None = None
-        if turn.role is not Role.USER:
-            joined = connection.execute(
-                "SELECT working_items.exchange FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
-                " WHERE working_items.user_id = %s AND working_items.session_key = %s GROUP BY working_items.exchange"
-                f" HAVING MIN({_MILLISECONDS}) <= date_trunc('milliseconds', %s::timestamptz)"
-                f" ORDER BY MIN({_MILLISECONDS}) DESC, working_items.exchange DESC LIMIT 1",
-                (*key, turn.created_at),
-            ).fetchone()
-            exchange = None if joined is None else int(joined[0])
-        if exchange is None:
-            row = connection.execute(
-                "SELECT MAX(exchange) FROM working_items WHERE user_id = %s AND session_key = %s", key
-            ).fetchone()
-            latest = row[0] if row else None
-            exchange = 0 if latest is None else int(latest) + 1
+        if key not in openings:  # read once per batch: placing a turn is then a binary search
+            rows = connection.execute(
+                f"SELECT working_items.exchange, MIN({_MILLISECONDS}) FROM working_items"
+                " LEFT JOIN turns ON turns.seq = working_items.turn_seq"
+                " WHERE working_items.user_id = %s AND working_items.session_key = %s GROUP BY working_items.exchange",
+                key,
+            ).fetchall()
+            # An item whose turn is gone counts as opened first.
+            openings[key] = ExchangeOpenings((opened or _FIRST, int(number)) for number, opened in rows)
+        said = turn.created_at.replace(microsecond=turn.created_at.microsecond // 1000 * 1000)
+        exchange = openings[key].place(said, starts=turn.role is Role.USER)
         connection.execute(
             "INSERT INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",

@@ -10,25 +10,27 @@ for session = 0, sessions - 1 do
   local items, seen, meta = KEYS[5 + session * 3], KEYS[6 + session * 3], KEYS[7 + session * 3]
   local sid, count = ARGV[arg], tonumber(ARGV[arg + 1])
   arg = arg + 2
+  local affected = {}
   for turn = 1, count do
     local exchange = redis.call('ZSCORE', items, ARGV[arg])
     redis.call('ZREM', items, ARGV[arg])
     redis.call('SREM', seen, ARGV[arg])
     redis.call('HDEL', meta, 's' .. ARGV[arg])
-    if exchange then
-      -- When the exchange was opened: its first turn left, so the earliest of those still here.
-      local opened = nil
-      for _, member in ipairs(redis.call('ZRANGEBYSCORE', items, exchange, exchange)) do
-        local said = redis.call('HGET', meta, 's' .. member)
-        if said and (opened == nil or tonumber(said) < tonumber(opened)) then opened = said end
-      end
-      if opened then
-        redis.call('HSET', meta, 't' .. tonumber(exchange), opened)
-      elseif redis.call('ZCOUNT', items, exchange, exchange) == 0 then
-        redis.call('HDEL', meta, 't' .. tonumber(exchange))
-      end
-    end
+    if exchange then affected[tonumber(exchange)] = true end
     arg = arg + 1
+  end
+  -- When each exchange that lost turns opened: the earliest of its turns left (once per exchange).
+  for exchange in pairs(affected) do
+    local opened = nil
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', items, exchange, exchange)) do
+      local said = redis.call('HGET', meta, 's' .. member)
+      if said and (opened == nil or tonumber(said) < tonumber(opened)) then opened = said end
+    end
+    if opened then
+      redis.call('HSET', meta, 't' .. exchange, opened)
+    elseif redis.call('ZCOUNT', items, exchange, exchange) == 0 then
+      redis.call('HDEL', meta, 't' .. exchange)
+    end
   end
   if redis.call('SCARD', seen) == 0 then
     redis.call('DEL', items, seen, meta)

@@ -28,28 +28,39 @@ for session = 0, tonumber(ARGV[4]) - 1 do
   local latest = redis.call('HGET', meta, 'exchange')  -- false when the session is new
   if latest then latest = tonumber(latest) else latest = nil end
   local added = 0
+  -- The session's exchanges by opening time, read once per call: a reply is placed by binary search
+  -- (placing a turn never moves an opening: a reply joins only an exchange opened at or before it).
+  local order, last = {}, nil
+  local entries = redis.call('ZRANGE', items, 0, -1, 'WITHSCORES')
+  for i = 2, #entries, 2 do
+    local number = tonumber(entries[i])
+    if number ~= last then
+      last = number
+      table.insert(order, {tonumber(redis.call('HGET', meta, 't' .. number)) or -math.huge, number})
+    end
+  end
+  table.sort(order, function(a, b)
+    if a[1] ~= b[1] then return a[1] < b[1] end
+    return a[2] < b[2]
+  end)
   for turn = 1, count do
     local seq, starts, said = ARGV[arg], tonumber(ARGV[arg + 1]), ARGV[arg + 2]
     arg = arg + 3
     if redis.call('SADD', seen, seq) == 1 then
       local exchange = nil
-      if starts == 0 then
-        local entries = redis.call('ZRANGE', items, 0, -1, 'WITHSCORES')
-        local best, last = nil, nil
-        for i = 2, #entries, 2 do
-          local number = tonumber(entries[i])
-          if number ~= last then
-            last = number
-            local opened = tonumber(redis.call('HGET', meta, 't' .. number)) or -math.huge
-            if opened <= tonumber(said) and (best == nil or opened >= best) then
-              best, exchange = opened, number  -- entries come in exchange order: the later wins a tie
-            end
-          end
-        end
+      local at = tonumber(said)
+      -- The first position whose opening is after this turn: everything before it opened at or before.
+      local low, high = 1, #order + 1
+      while low < high do
+        local middle = math.floor((low + high) / 2)
+        if order[middle][1] <= at then low = middle + 1 else high = middle end
       end
-      if exchange == nil then
+      if starts == 0 and low > 1 then
+        exchange = order[low - 1][2]  -- opened last at or before it; the latest added among equals
+      else
         if latest == nil then latest = 0 else latest = latest + 1 end
         exchange = latest
+        table.insert(order, low, {at, exchange})
       end
       redis.call('ZADD', items, exchange, seq)
       redis.call('HSET', meta, 's' .. seq, said)

@@ -5,7 +5,7 @@ Keys (under ``memstrata:working:``), with ``sid`` = the URL-quoted user id and s
 - ``session:{sid}:items`` sorted set, turn seq → exchange number (the working set itself);
 - ``session:{sid}:seen`` set of the seqs ever tracked in the session (replays are no-ops);
 - ``session:{sid}:meta`` hash: the latest exchange number, user id, session key, and for each
-  exchange in the working set, ``t<number>``: when its first turn was said (ms since the epoch),
+  exchange in the working set, ``t<number>``: when it opened, i.e. its earliest turn there was said (ms),
   so the exchanges said first leave first, even when they were added last (a back-fill), and
   for each turn in it, ``s<seq>``: when that turn was said (a delete recomputes ``t<number>``);
 - ``user:{user}:sessions`` set of the user's sids; ``idle`` sorted set, sid → last activity (ms);

@@ -10,6 +10,7 @@ from typing import Any
 
 from memstrata.models import Role, Turn, format_time
 from memstrata.storage.base import Job
+from memstrata.storage.exchanges import ExchangeOpenings
 
 
 def enqueue(connection: sqlite3.Connection, kind: str, user_id: str, payload: dict[str, Any], now: datetime) -> int:
@@ -40,23 +41,22 @@ def track_working(
     Times count to the millisecond, as the Redis working set keeps them.
     """
     touched: set[tuple[str, str]] = set()
+    openings: dict[tuple[str, str], ExchangeOpenings[str]] = {}
     for seq, turn in turns:
         key = (turn.user_id, turn.session_id or "")
-        exchange: int | None = None
-        if turn.role is not Role.USER:
-            joined = connection.execute(
-                "SELECT working_items.exchange FROM working_items JOIN turns ON turns.seq = working_items.turn_seq"
-                " WHERE working_items.user_id = ? AND working_items.session_key = ? GROUP BY working_items.exchange"
-                f" HAVING MIN({_MILLISECONDS}) <= ? ORDER BY MIN({_MILLISECONDS}) DESC, working_items.exchange DESC"
-                " LIMIT 1",
-                (*key, format_time(turn.created_at)[:_MILLISECOND_TEXT]),
-            ).fetchone()
-            exchange = None if joined is None else int(joined[0])
-        if exchange is None:
-            latest = connection.execute(
-                "SELECT MAX(exchange) FROM working_items WHERE user_id = ? AND session_key = ?", key
-            ).fetchone()[0]
-            exchange = 0 if latest is None else int(latest) + 1
+        if key not in openings:  # read once per batch: placing a turn is then a binary search
+            openings[key] = ExchangeOpenings(
+                (opened or "", int(number))  # an item whose turn is gone counts as opened first
+                for number, opened in connection.execute(
+                    f"SELECT working_items.exchange, MIN({_MILLISECONDS}) FROM working_items"
+                    " LEFT JOIN turns ON turns.seq = working_items.turn_seq"
+                    " WHERE working_items.user_id = ? AND working_items.session_key = ?"
+                    " GROUP BY working_items.exchange",
+                    key,
+                )
+            )
+        said = format_time(turn.created_at)[:_MILLISECOND_TEXT]
+        exchange = openings[key].place(said, starts=turn.role is Role.USER)
         connection.execute(
             "INSERT OR IGNORE INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (?, ?, ?, ?)",
             (seq, key[0], key[1], exchange),

@@ -51,7 +51,8 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     path = path[1:] if path.startswith("/") else path
     if not path:
         raise ConfigError(f"storage URL {url!r} names no file; use sqlite:////absolute/path.db")
-    return SQLiteStore(None if path == ":memory:" else Path(path), busy_timeout_seconds=busy_timeout_seconds)
+    # Made absolute now: a process that changes directory later still names (and guards) the same file.
+    return SQLiteStore(None if path == ":memory:" else Path(path).absolute(), busy_timeout_seconds=busy_timeout_seconds)
 
 
 # Archived segments that retention may delete: not one promoted to a scene.
