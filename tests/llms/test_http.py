@@ -226,6 +226,16 @@ def test_a_redirect_to_another_origin_is_not_followed_so_the_key_stays_home(
     assert llm_server.requests_to("/moved/v1/messages") == []  # never sent there, with its x-api-key
 
 
+def test_a_redirect_to_an_address_that_does_not_parse_is_not_retried(
+    make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps
+) -> None:
+    llm_server.queue(CHAT, Reply.of_json({}, status=302, headers={"Location": "http://[::1/v1"}))
+    with pytest.raises(ProviderError, match="not a valid URL") as info:
+        make_openai().complete("x")
+    assert "MEMSTRATA_LLM_BASE_URL" in str(info.value)
+    assert sleeps.delays == [] and len(llm_server.requests_to(CHAT)) == 1
+
+
 def test_a_redirect_loop_ends_in_an_error(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
     llm_server.queue(CHAT, *[Reply.of_json({}, status=307, headers={"Location": CHAT})] * 10)
     with pytest.raises(ProviderError, match="HTTP 307"):

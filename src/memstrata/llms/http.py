@@ -215,6 +215,12 @@ class JsonClient:
             try:
                 response = self._post(url, body)
             except RETRYABLE_ERRORS as exc:
+                if isinstance(exc, httpx.RemoteProtocolError) and "location header" in str(exc):
+                    # A redirect to an address that does not parse: the server answered; asking again changes nothing.
+                    raise self._fail(
+                        f"{url} redirected the request to an address that is not a valid URL ({exc}); set"
+                        f" {self._names.base_url} to the server's current address"
+                    ) from None
                 if retries < self._retry.max_retries:
                     retries = self._wait(url, _RETRY_REASONS[_kind_of(exc)], retries, None)
                     continue
