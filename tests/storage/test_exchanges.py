@@ -37,3 +37,13 @@ def test_placing_in_one_pass_agrees_with_a_scan(initial: dict[int, int], turns: 
     scanned = dict(initial)
     for said, starts in turns:
         assert openings.place(said, starts=starts) == placed_by_scan(scanned, said, starts)
+
+
+def test_withdrawing_takes_back_only_an_exchange_the_last_place_opened() -> None:
+    openings = ExchangeOpenings([(10, 0)])
+    assert openings.place(20, starts=True) == 1
+    openings.withdraw()  # that turn was tracked already: exchange 1 was never stored
+    assert openings.place(25, starts=False) == 0 and openings.place(30, starts=True) == 1
+    assert openings.place(30, starts=False) == 1  # joined, opened nothing
+    openings.withdraw()
+    assert openings.place(31, starts=False) == 1

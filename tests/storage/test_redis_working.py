@@ -166,6 +166,25 @@ def test_exchanges_leave_in_the_order_said_and_a_late_reply_joins_no_newer_one(
     assert sorted(_said_fields(redis_url)) == ["t0"]  # none of exchange 1's turns is left
 
 
+def test_an_exchange_tracked_by_an_older_version_stays_oldest_when_replies_join_it(
+    working: RedisWorkingSet, redis_url: str
+) -> None:
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:  # as the version before times wrote it
+        client.zadd("memstrata:working:session:ana:s:items", {"1": 0})
+        client.sadd("memstrata:working:session:ana:s:seen", "1")
+        client.hset("memstrata:working:session:ana:s:meta", mapping={"exchange": 0, "user": "ana", "session": "s"})
+
+    def reply(seq: int, when: datetime) -> tuple[int, Turn]:
+        return seq, Turn(id=f"t{seq}", user_id="ana", role=Role.ASSISTANT, content="m", created_at=when, session_id="s")
+
+    working.track([reply(2, datetime(2026, 6, 1, tzinfo=UTC))], 5)
+    working.track([reply(3, datetime(2026, 5, 1, tzinfo=UTC))], 5)  # said before the first reply: still joins
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        scores = dict(client.zrange("memstrata:working:session:ana:s:items", 0, -1, withscores=True))
+    assert scores == {"1": 0.0, "2": 0.0, "3": 0.0}
+    assert "t0" not in _said_fields(redis_url)
+
+
 def test_concurrent_tracking_moves_every_exchange_exactly_once(redis_url: str) -> None:
     writers = [open_redis_working(redis_url) for _ in range(4)]
     moved: list[int] = []

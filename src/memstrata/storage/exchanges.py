@@ -24,6 +24,7 @@ class ExchangeOpenings(Generic[Said]):
     def __init__(self, openings: Iterable[tuple[Said, int]]) -> None:
         self._order: list[tuple[Said, int]] = sorted(openings)
         self._latest: int | None = max((number for _, number in self._order), default=None)
+        self._opened_last: tuple[Said, int] | None = None  # what the last ``place`` opened, if anything
 
     def place(self, said: Said, *, starts: bool) -> int:
         """The exchange a turn said at ``said`` belongs to.
@@ -32,14 +33,23 @@ class ExchangeOpenings(Generic[Said]):
         last at or before ``said`` (the latest added among equals), or opens its own when
         none was: its question, back-filled earlier, has left the set already.
         """
+        self._opened_last = None
         if not starts:
             index = bisect_right(self._order, said, key=_opened)
             if index:
                 return self._order[index - 1][1]
         number = 0 if self._latest is None else self._latest + 1
         self._latest = number
-        insort(self._order, (said, number))
+        self._opened_last = (said, number)
+        insort(self._order, self._opened_last)
         return number
+
+    def withdraw(self) -> None:
+        """Take back what the last ``place`` opened, when its turn was not stored after all (already tracked)."""
+        if self._opened_last is not None:
+            self._order.remove(self._opened_last)
+            self._latest = max((number for _, number in self._order), default=None)
+            self._opened_last = None
 
 
 def _opened(item: tuple[Said, int]) -> Said:

@@ -97,11 +97,13 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
             openings[key] = ExchangeOpenings((opened or _FIRST, int(number)) for number, opened in rows)
         said = turn.created_at.replace(microsecond=turn.created_at.microsecond // 1000 * 1000)
         exchange = openings[key].place(said, starts=turn.role is Role.USER)
-        connection.execute(
+        inserted = connection.execute(
             "INSERT INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",
             (seq, key[0], key[1], exchange),
         )
+        if inserted.rowcount == 0:  # already tracked: it opened no exchange
+            openings[key].withdraw()
         touched[key] = None
     for user_id, session_key in touched:
         exchanges = [

@@ -61,14 +61,12 @@ for session = 0, tonumber(ARGV[4]) - 1 do
         if latest == nil then latest = 0 else latest = latest + 1 end
         exchange = latest
         table.insert(order, low, {at, exchange})
+        redis.call('HSET', meta, 't' .. exchange, said)
       end
+      -- A joined exchange keeps its opening: it opened at or before this turn (one tracked by an
+      -- older version, with no time, stays the oldest until it leaves).
       redis.call('ZADD', items, exchange, seq)
       redis.call('HSET', meta, 's' .. seq, said)
-      local field = 't' .. exchange
-      local known = redis.call('HGET', meta, field)
-      if (not known) or tonumber(said) < tonumber(known) then
-        redis.call('HSET', meta, field, said)
-      end
       added = added + 1
     end
   end

@@ -57,10 +57,12 @@ def track_working(
             )
         said = format_time(turn.created_at)[:_MILLISECOND_TEXT]
         exchange = openings[key].place(said, starts=turn.role is Role.USER)
-        connection.execute(
+        inserted = connection.execute(
             "INSERT OR IGNORE INTO working_items (turn_seq, user_id, session_key, exchange) VALUES (?, ?, ?, ?)",
             (seq, key[0], key[1], exchange),
         )
+        if inserted.rowcount == 0:  # already tracked: it opened no exchange
+            openings[key].withdraw()
         touched.add(key)
     for user_id, session_key in touched:
         exchanges = [

@@ -51,8 +51,13 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     path = path[1:] if path.startswith("/") else path
     if not path:
         raise ConfigError(f"storage URL {url!r} names no file; use sqlite:////absolute/path.db")
-    # Made absolute now: a process that changes directory later still names (and guards) the same file.
-    return SQLiteStore(None if path == ":memory:" else Path(path).absolute(), busy_timeout_seconds=busy_timeout_seconds)
+    if path == ":memory:":
+        return SQLiteStore(None, busy_timeout_seconds=busy_timeout_seconds)
+    try:  # made absolute now: a process that changes directory later still names (and guards) the same file
+        file = Path(path).absolute()
+    except OSError as exc:  # a relative path, and the current directory was deleted
+        raise StorageError(f"cannot open the SQLite store at {path}: {exc.strerror or exc}") from exc
+    return SQLiteStore(file, busy_timeout_seconds=busy_timeout_seconds)
 
 
 # Archived segments that retention may delete: not one promoted to a scene.
