@@ -35,7 +35,7 @@ def track_working(
     An exchange starts at each user message. When a session holds more than ``capacity``
     exchanges, the oldest leave the working set and a ``midterm`` job carrying their turns
     is queued in the same transaction: nothing is ever dropped. The oldest are those said
-    first (their first turn's time), not those added first: turns back-filled into a live
+    first (their earliest turn's time), not those added first: turns back-filled into a live
     session leave before the newer ones. A reply joins the exchange in the set opened last at
     or before its own time (the latest added among equals), or starts its own when none was.
     Times count to the millisecond, as the Redis working set keeps them.
