@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from urllib.parse import quote, quote_plus
 
 import pytest
 from pydantic import SecretStr
@@ -236,9 +237,19 @@ def test_a_redirect_to_an_address_that_does_not_parse_is_not_retried(
     assert sleeps.delays == [] and len(llm_server.requests_to(CHAT)) == 1
 
 
+def test_a_key_echoed_percent_encoded_in_a_redirect_is_masked(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
+    key = "sk-test/with+odd=chars"
+    echoed = f"https://example.com/login?key={quote(key, safe='')}&again={quote_plus(key)}"
+    llm_server.queue(CHAT, Reply.of_json({}, status=302, headers={"Location": echoed}))
+    with pytest.raises(ProviderError) as info:
+        make_openai(api_key=SecretStr(key)).complete("x")
+    message = str(info.value)
+    assert quote(key, safe="") not in message and quote_plus(key) not in message and "key=***" in message
+
+
 def test_a_redirect_loop_ends_in_an_error(make_openai: MakeOpenAI, llm_server: LLMServer) -> None:
     llm_server.queue(CHAT, *[Reply.of_json({}, status=307, headers={"Location": CHAT})] * 10)
-    with pytest.raises(ProviderError, match="HTTP 307"):
+    with pytest.raises(ProviderError, match=r"HTTP 307.*redirected more than 5 times"):
         make_openai().complete("x")
     assert len(llm_server.requests_to(CHAT)) == 6  # the request and five redirects
 

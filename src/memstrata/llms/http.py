@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 from pydantic import SecretStr
@@ -265,7 +266,11 @@ class JsonClient:
         if 300 <= status < 400:
             location = _USERINFO.sub("//***@", self.redact(reply.headers.get("location", "") or "nowhere"))
             if status in (307, 308):
-                why = "redirects are followed only within the same scheme, host and port, at most 5 times"
+                why = (
+                    f"it redirected more than {_MAX_REDIRECTS} times"
+                    if _same_origin(url, reply.headers.get("location", ""))
+                    else "redirects are followed only within the same scheme, host and port"
+                )
             else:
                 why = "a POST is not sent again as a GET"
             raise self._fail(
@@ -295,7 +300,9 @@ class JsonClient:
         if self._secret is not None:
             value = self._secret.get_secret_value()
             if value:
-                text = text.replace(value, "***")
+                # As sent, and as a server may echo it inside a URL (a Location header, a link).
+                for form in dict.fromkeys((value, quote(value, safe=""), quote_plus(value))):
+                    text = text.replace(form, "***")
         return text
 
     def _post(self, url: str, body: Mapping[str, Any]) -> httpx.Response:
@@ -358,6 +365,15 @@ class JsonClient:
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port
+
+
+def _same_origin(url: str, location: str) -> bool:
+    """Whether ``location``, read relative to ``url``, points at the same scheme, host and port."""
+    try:
+        base = httpx.URL(url)
+        return _origin(base.join(location)) == _origin(base)
+    except (httpx.InvalidURL, ValueError):
+        return False
 
 
 def error_detail(reply: HttpReply) -> str:
