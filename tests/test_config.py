@@ -336,3 +336,10 @@ def test_prices_refuse_infinite_numbers(monkeypatch: pytest.MonkeyPatch, home: P
     monkeypatch.setenv("MEMSTRATA_LLM_PRICES", '{"m": {"input": Infinity, "output": 1}}')
     with pytest.raises(ConfigError, match="llm_prices"):
         load_settings(home=home)
+
+
+def test_staying_on_a_topic_cannot_take_more_than_returning_to_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"segment_continue_similarity \(0.9\) cannot be above segment_similarity"):
+        load_settings(home=tmp_path, segment_similarity=0.8, segment_continue_similarity=0.9)
+    settings = load_settings(home=tmp_path, segment_continue_similarity=0.9)  # alone: join is raised to it
+    assert settings.segment_continue_similarity == 0.9 and settings.segment_similarity is None

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
@@ -83,11 +83,20 @@ class Settings(BaseSettings):
     )
     midterm_capacity: int = Field(default=200, ge=1, description="Active mid-term segments per user before eviction.")
     promote_heat: float = Field(default=5.0, description="Segment heat that promotes it to a long-term scene.")
-    segment_similarity: float = Field(
-        default=0.8,
+    segment_similarity: float | None = Field(
+        default=None,
         ge=-1.0,
         le=1.0,
-        description="Cosine at which an exchange joins an existing segment, or the run before it in a bulk add.",
+        description="Cosine at which an exchange joins an earlier mid-term segment (unset: set for the embedder).",
+    )
+    segment_continue_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description=(
+            "Cosine at which an exchange stays in the segment filed last, or the run before it in a bulk add"
+            " (unset: set for the embedder, and at most segment_similarity)."
+        ),
     )
     consolidate_every: int = Field(default=50, ge=1, description="Consolidate after this many new turns.")
     consolidate_tokens: int = Field(default=4000, ge=1, description="…or once unconsolidated words exceed this.")
@@ -151,6 +160,16 @@ class Settings(BaseSettings):
     @classmethod
     def _lowercase(cls, value: str) -> str:
         return value.strip().lower()
+
+    @model_validator(mode="after")
+    def _staying_takes_no_more_than_joining(self) -> Settings:
+        join, stay = self.segment_similarity, self.segment_continue_similarity
+        if join is not None and stay is not None and stay > join:
+            raise ValueError(
+                f"segment_continue_similarity ({stay}) cannot be above segment_similarity ({join}): an exchange"
+                " close enough to join any segment also stays in the current one"
+            )
+        return self
 
     @field_validator("llm_prices")
     @classmethod

@@ -156,6 +156,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         policy = HierarchyPolicy(
             working_capacity=settings.working_capacity,
             segment_similarity=settings.segment_similarity,
+            segment_continue_similarity=settings.segment_continue_similarity,
             heat=HeatPolicy(promote_threshold=settings.promote_heat, midterm_capacity=settings.midterm_capacity),
             consolidation=ConsolidationPolicy(
                 every_turns=settings.consolidate_every, token_threshold=settings.consolidate_tokens

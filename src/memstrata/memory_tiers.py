@@ -8,10 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memstrata.errors import InvalidInput, StorageError
+from memstrata.errors import InvalidInput, NotFound, StorageError
 from memstrata.extraction.entities import extract_entities
 from memstrata.extraction.patterns import key_topic_words, topic_words
-from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph
+from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph, Turn
 from memstrata.policies.importance import recency_decay
 from memstrata.validation import LARGEST_COUNT, check_identifier, check_limit, check_text
 
@@ -189,6 +189,19 @@ class TierViews:
             pending_jobs=store.count_jobs(user),
             failed_jobs=store.count_failed_jobs(user),
         )
+
+    def segment_turns(self, segment_id: str, *, user_id: str) -> list[Turn]:
+        """The turns filed in one of the user's mid-term segments (active or archived), in the order they were said.
+
+        Raises NotFound when ``segment_id`` names no segment of ``user_id`` that holds a turn.
+        """
+        user = self._checked_user(user_id)
+        segment = str(check_identifier(segment_id, "segment_id"))
+        store = self._tiers
+        turns = store.get_by_seqs(store.segment_turn_seqs(segment), user)
+        if not turns:
+            raise NotFound(f"user {user!r} has no mid-term segment {segment!r}")
+        return [turns[seq] for seq in sorted(turns, key=lambda seq: (turns[seq].created_at, seq))]
 
     def retry_failed_jobs(self, *, user_id: str | None = None) -> int:
         """Queue the background jobs that failed every attempt again (``user_id``'s, or everyone's); how many.

@@ -211,6 +211,29 @@ def test_insert_tracks_the_working_set_and_queues_jobs_in_the_same_transaction(s
 # -- segments, scenes, cells, profile ------------------------------------------------------------
 
 
+def test_the_segment_before_a_turn_is_that_of_the_latest_filed_turn_said_before_it_in_its_session(
+    store: TierStore,
+) -> None:
+    late, early = T0 + timedelta(hours=1), T0 - timedelta(hours=1)
+    said = [_turn("a", "one"), _turn("b", "two"), replace(_turn("c", "three"), created_at=late)]
+    said += [replace(_turn("d", "back-filled"), created_at=early), _turn("e", "same time as a and b")]
+    said += [_turn("f", "another session", session="other"), replace(_turn("g", "no session"), session_id=None)]
+    a, b, c, d, e, f, g = store.insert_turns(said, None, MODEL)
+    centroid = np.zeros(4, dtype=np.float32).tobytes()
+    assert store.segment_before("ana", b) is None  # nothing filed yet
+    store.save_segment(_segment("first"), centroid, [a])
+    store.save_segment(_segment("second"), centroid, [b, c])
+    assert store.segment_before("ana", b) == ("first", T0)
+    assert store.segment_before("ana", e) == ("second", T0)  # said with a and b, stored after them: b is before it
+    assert store.segment_before("ana", d) is None  # said before everything filed
+    assert store.segment_before("ana", f) is None and store.segment_before("ana", g) is None  # other sessions
+    assert store.segment_before("ana", 10**9) is None and store.segment_before("bob", e) is None
+    store.save_segment(_segment("third"), centroid, [e])
+    assert store.segment_before("ana", c) == ("third", T0)  # by time: e was said before c, though stored after it
+    store.archive_segments("ana", ["third"], {"third": 0.0})
+    assert store.segment_before("ana", c) == ("third", T0)  # archived: still the segment that turn is in
+
+
 def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierStore) -> None:
     seqs = store.insert_turns([_turn("t0", "sailing in Cascais"), _turn("t1", "the regatta starts")], None, MODEL)
     centroid = np.arange(4, dtype=np.float32).tobytes()

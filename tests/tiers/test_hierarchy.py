@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata import InvalidInput, Memory, StorageError
+from memstrata import InvalidInput, Memory, NotFound, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Cell, Consolidation
 from memstrata.tiers import hierarchy as hierarchy_module
@@ -28,10 +28,14 @@ from tests.races import after_first_read
 USER = "ana"
 
 
+#: The hash embedder scores two sentences on one topic about 0.45–0.7, on two topics below 0.35.
+HASHED_TOPICS = {"segment_similarity": 0.4}
+
+
 @pytest.fixture
 def tiered(home: Path) -> Iterator[Memory]:
     """A Memory whose tier work runs on flush(), with a small working set."""
-    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=2) as opened:
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=2, **HASHED_TOPICS) as opened:
         yield opened
 
 
@@ -138,7 +142,7 @@ def _filed(memory: Memory, user_id: str) -> list[list[str]]:
 
 def test_a_bulk_add_is_filed_by_topic_as_one_add_per_exchange_would_be(home: Path) -> None:
     said = [*SAILING, *TAXES, "Back to sailing: the Cascais regatta results are in, great sailing."]
-    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1) as memory:
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
         for text in said:
             memory.add(
                 [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}],
@@ -159,6 +163,105 @@ def test_a_bulk_add_is_filed_by_topic_as_one_add_per_exchange_would_be(home: Pat
     assert at_once == one_by_one
     assert len(at_once) == 2, at_once  # sailing (with the exchange that came back to it), then taxes
     assert set(TAXES) == set(at_once[1])
+
+
+def _one_by_one(memory: Memory, user_id: str, said: list[str]) -> list[list[str]]:
+    for text in said:
+        memory.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}], user_id=user_id)
+    memory.add([{"role": "user", "content": "Anything else?"}], user_id=user_id)  # pushes the last one out
+    memory.flush()
+    return _filed(memory, user_id)
+
+
+def test_an_exchange_without_a_topic_stays_in_the_current_segment(home: Path) -> None:
+    said = [*SAILING[:2], "Thanks!", "Ok, great.", SAILING[2], *TAXES[:2], "Thanks, that helps!"]
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        filed = _one_by_one(memory, "u", said)
+    assert filed == [[*SAILING[:2], "Thanks!", "Ok, great.", SAILING[2]], [*TAXES[:2], "Thanks, that helps!"]]
+
+
+def test_returning_to_an_earlier_topic_takes_more_than_staying_on_the_current_one(home: Path) -> None:
+    back = "Back to sailing: the Cascais regatta results are in, great sailing."
+    said = [*SAILING, *TAXES, back]
+    # "back" has a cosine of 0.67 with the sailing segment: enough to stay on it, not to return to it.
+    topics = {"segment_similarity": 0.7, "segment_continue_similarity": 0.4}
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **topics) as memory:
+        assert _one_by_one(memory, "returns", said) == [SAILING, TAXES, [back]]
+        assert _one_by_one(memory, "stays", [*SAILING, back]) == [[*SAILING, back]]
+
+
+def test_the_current_segment_is_the_one_of_the_turn_said_before_even_when_all_share_a_time(home: Path) -> None:
+    # As in an import of a day's chat: every turn has the session's date. The last line has a
+    # cosine of 0.47 with the tax segment: enough to stay on it, not to return to it.
+    follow_up = "The accountant needs the April paperwork soon."
+    said = [*SAILING, *TAXES, follow_up]
+    day = datetime(2024, 3, 1, tzinfo=UTC)
+    topics = {"segment_similarity": 0.7, "segment_continue_similarity": 0.4}
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **topics) as memory:
+        for text in [*said, "Anything else?"]:
+            memory.add([{"role": "user", "content": text}], user_id="u", timestamp=day)
+        memory.flush()
+        assert _filed(memory, "u") == [SAILING, [*TAXES, follow_up]]
+
+
+def test_exchanges_without_a_topic_do_not_steer_their_segment(home: Path) -> None:
+    fillers = ["Thanks!", "Ok, great.", "Haha, nice.", "Wow!", "Right."]
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        filed = _one_by_one(memory, "u", [SAILING[0], *fillers, SAILING[1]])
+    assert filed == [[SAILING[0], *fillers, SAILING[1]]]
+
+
+def test_each_session_follows_its_own_topic(home: Path) -> None:
+    # Two conversations at once, interleaved: each exchange continues its own session's segment.
+    topics = {"segment_similarity": 0.7, "segment_continue_similarity": 0.4}
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **topics) as memory:
+        for sailing, taxes in zip(SAILING, TAXES, strict=True):
+            memory.add([{"role": "user", "content": sailing}], user_id="u", session_id="boat")
+            memory.add([{"role": "user", "content": taxes}], user_id="u", session_id="office")
+        memory.add([{"role": "user", "content": "Anything else?"}], user_id="u", session_id="boat")
+        memory.add([{"role": "user", "content": "Anything else?"}], user_id="u", session_id="office")
+        memory.flush()
+        assert _filed(memory, "u") == [SAILING, TAXES]
+
+
+def test_after_a_pause_an_exchange_without_a_topic_starts_afresh(home: Path) -> None:
+    start = datetime(2024, 3, 1, 9, tzinfo=UTC)
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        for minutes, text in ((0, SAILING[0]), (5, "Thanks!"), (300, "Hello again!"), (301, "Anything else?")):
+            moment = start + timedelta(minutes=minutes)
+            memory.add([{"role": "user", "content": text}], user_id="u", session_id="s", timestamp=moment)
+        memory.flush()
+        assert _filed(memory, "u") == [[SAILING[0], "Thanks!"], ["Hello again!"]]
+
+
+def test_a_segment_is_compared_by_its_latest_exchanges(home: Path) -> None:
+    # The segment drifts from sailing to boat repairs. A sailing line after five repair lines no
+    # longer fits where it has got to (cosine 0.16), though it fits the whole segment (0.45).
+    repairs = [
+        f"The boat hull repair needs {part}, epoxy resin and fibreglass cloth from the yard."
+        for part in ("sanding", "primer", "filler", "clamps", "gloves")
+    ]
+    bridge = "After the regatta the sailing boat hull needs epoxy repair."
+    again = "Our sailing crew trained in Cascais for the regatta again."
+    topics = {"segment_similarity": 0.5, "segment_continue_similarity": 0.4}
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **topics) as memory:
+        filed = _one_by_one(memory, "u", [*SAILING, bridge, *repairs, again])
+    assert filed == [[*SAILING, bridge, *repairs], [again]]
+
+
+def test_segment_turns_lists_a_segments_turns_for_its_user_only(tiered: Memory) -> None:
+    for text in SAILING:
+        _exchange(tiered, text)
+    _exchange(tiered, "Anything else to add about it?")
+    tiered.flush()
+    (segment,) = tiered.inspect(user_id=USER).segments
+    turns = tiered.segment_turns(segment.id, user_id=USER)
+    assert [turn.content for turn in turns if turn.role.value == "user"] == SAILING[: len(SAILING) - 1]
+    assert len(turns) == segment.turn_count
+    with pytest.raises(NotFound, match="no mid-term segment"):
+        tiered.segment_turns(segment.id, user_id="someone-else")
+    with pytest.raises(InvalidInput):
+        tiered.segment_turns("", user_id=USER)
 
 
 def test_summaries_read_the_day_in_the_configured_time_zone(home: Path) -> None:

@@ -369,3 +369,56 @@ def lcs(
     )
     if json_out is None:
         print_json(report)
+
+
+@app.command("segments")
+def segments(
+    data: DataOption = None,
+    streams: Annotated[int, typer.Option(min=1, help="Streams drawn from each half of the conversations.")] = 4,
+    blocks: Annotated[int, typer.Option(min=2, help="Blocks of 4-12 turns per stream.")] = 30,
+    seed: Annotated[int, typer.Option(help="Seed of the stream generator.")] = 0,
+    whole: Annotated[
+        bool, typer.Option("--whole/--no-whole", help="Also file each whole conversation and report its segments.")
+    ] = True,
+    embedder: EmbedderOption = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Mid-term segmentation: streams of LoCoMo blocks from alternating conversations, filed turn by turn.
+
+    Example: memstrata bench segments --json results/segments.json
+    """
+    from memstrata.bench.segments import SegmentBenchOptions, run_segments
+
+    options = SegmentBenchOptions(
+        data=data, streams=streams, blocks=blocks, seed=seed, whole_conversations=whole, embedder=embedder, home=home
+    )
+    report = run_segments(options)
+    _write_json(json_out, report)
+    thresholds = report["thresholds"]
+    table = Table(
+        "streams from",
+        "precision",
+        "recall",
+        "F1",
+        "conversation purity",
+        "segments",
+        "turns",
+        title=f"mid-term segments, {report['embedder']} (join {thresholds['join']:.3f}, stay {thresholds['stay']:.3f})",
+    )
+    for half, scores in report["streams"].items():
+        table.add_row(
+            half,
+            *(f"{scores[key]:.3f}" for key in ("precision", "recall", "f1", "conversation_purity")),
+            f"{scores['segments']:.1f}",
+            f"{scores['turns']:.0f}",
+        )
+    console.print(table)
+    whole_report = report["whole_conversations"]
+    if whole_report:
+        sizes = whole_report["turns_per_segment"]
+        console.print(
+            f"whole conversations: {whole_report['segments']} segments, {sizes['mean']:.1f} turns on average"
+            f" (median {sizes['median']:g}, largest {sizes['largest']}), "
+            f"{whole_report['single_turn_segments']} of one turn"
+        )

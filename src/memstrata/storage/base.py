@@ -220,6 +220,14 @@ class TierStore(Store, Protocol):
         """Those of these turns that some segment (active or archived) already holds."""
         ...
 
+    def segment_before(self, user_id: str, turn_seq: int) -> tuple[str, datetime] | None:
+        """The segment of the user's latest filed turn said before turn ``turn_seq`` in its session, and when.
+
+        "Before" orders by time, then seq; turns without a session count as one session.
+        None when no such turn is filed.
+        """
+        ...
+
     def save_segment(
         self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
     ) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import threading
@@ -15,6 +14,7 @@ from datetime import UTC, date, datetime, tzinfo
 import numpy as np
 
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
+from memstrata.embeddings.calibration import unrelated_similarity
 from memstrata.errors import StorageError
 from memstrata.extraction.cells import ExtractedCell
 from memstrata.extraction.entities import entity_names, extract_entities
@@ -26,10 +26,18 @@ from memstrata.models import Cell, Consolidation, Role, Segment, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy, dbscan, should_consolidate, token_efficiency
 from memstrata.policies.heat import HeatPolicy, choose_evictions, segment_heat, should_promote
 from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
-from memstrata.policies.topics import topic_runs, topic_score
+from memstrata.policies.topics import (
+    CONVERSATION_GAP,
+    MIN_TOPIC_WORDS,
+    TopicThresholds,
+    choose_topic,
+    has_topic,
+    recent_direction,
+    topic_runs,
+)
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.storage.base import Job, TierStore
-from memstrata.tiers.steps import KEYWORDS_PER_SEGMENT, MemorySteps, content_words, keywords
+from memstrata.tiers.steps import MemorySteps, content_words
 
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
@@ -46,7 +54,10 @@ class HierarchyPolicy:
     """Every knob of the hierarchy, with named defaults."""
 
     working_capacity: int = 10
-    segment_similarity: float = 0.8
+    #: Cosines at which an exchange joins an earlier segment, and stays in the current one;
+    #: None: set for the embedder (:meth:`TopicThresholds.calibrated`).
+    segment_similarity: float | None = None
+    segment_continue_similarity: float | None = None
     heat: HeatPolicy = field(default_factory=HeatPolicy)
     consolidation: ConsolidationPolicy = field(default_factory=ConsolidationPolicy)
     importance: ImportanceWeights = field(default_factory=ImportanceWeights)
@@ -83,6 +94,15 @@ class Hierarchy:
         self._ids = ids
         self._running_importance: dict[str, float] = {}
         self._lock = threading.Lock()  # one job at a time touches the tiers of this process
+        self._topics: TopicThresholds | None = None
+
+    def topic_thresholds(self) -> TopicThresholds:
+        """The cosines that file exchanges into segments: as configured, the rest set for the embedder."""
+        if self._topics is None:
+            self._topics = topic_thresholds(
+                self._embedder, self.policy.segment_similarity, self.policy.segment_continue_similarity
+            )
+        return self._topics
 
     def run(self, job: Job) -> None:
         """Do one queued job."""
@@ -258,24 +278,44 @@ class Hierarchy:
     def _by_topic(self, user_id: str, seqs: Sequence[int]) -> list[list[int]]:
         """``seqs`` cut into exchanges (one starts at each user message), grouped in runs of one topic."""
         turns = self._store.get_by_seqs(list(seqs), user_id)
-        exchanges: list[list[int]] = []
-        for seq in sorted(turns):
-            if not exchanges or turns[seq].role is Role.USER:
-                exchanges.append([])
-            exchanges[-1].append(seq)
+        exchanges = _exchanges(turns)
         if len(exchanges) < 2:
             return exchanges
         stored = self._store.vectors_for(self._embedder.model_id, sorted(turns))
-        dimension = self._embedder.dimension
-        vectors = [_mean_direction([stored[seq] for seq in part if seq in stored], dimension) for part in exchanges]
-        speakers = {name for turn in turns.values() if (name := turn.name)}
-
-        def count_words(texts: Sequence[str]) -> Counter[str]:
-            return content_words(texts, speakers=speakers)
-
-        said = [[turns[seq].content for seq in part] for part in exchanges]
-        runs = topic_runs(vectors, said, count_words, self.policy.segment_similarity, label_size=KEYWORDS_PER_SEGMENT)
+        vectors, said = self._exchange_topics(exchanges, turns, stored)
+        runs = topic_runs(vectors, said, self.topic_thresholds().stay)
         return [[seq for index in run for seq in exchanges[index]] for run in runs]
+
+    def _exchange_topics(
+        self, exchanges: Sequence[Sequence[int]], turns: dict[int, Turn], stored: dict[int, Vectors]
+    ) -> tuple[list[Vectors], list[Counter[str]]]:
+        """Each exchange's direction and content words.
+
+        The direction is the mean of the exchange's turns that say enough to have a topic, else
+        of all its turns: a reply such as "Noted." or "Sure!" says nothing of the topic, and
+        the same reply after every question would make every exchange look alike.
+        """
+        speakers = {name for turn in turns.values() if (name := turn.name)}
+        directions, said = [], []
+        for part in exchanges:
+            words = {seq: content_words([turns[seq].content], speakers=speakers) for seq in part}
+            known = [seq for seq in part if seq in stored]
+            topical = [seq for seq in known if len(words[seq]) >= MIN_TOPIC_WORDS]
+            directions.append(_mean_direction([stored[seq] for seq in topical or known], self._embedder.dimension))
+            said.append(sum(words.values(), Counter[str]()))
+        return directions, said
+
+    def _direction(self, turns: dict[int, Turn], stored: dict[int, Vectors]) -> Vectors:
+        """Where a segment's topic has got to: the :func:`recent_direction` of its latest exchanges that have one.
+
+        Exchanges without a topic of their own ("Thanks!") are filed with the topic, but do
+        not steer it; a segment of nothing but such exchanges points where they do.
+        """
+        directions, said = self._exchange_topics(_exchanges(turns), turns, stored)
+        if not directions:
+            return np.zeros(self._embedder.dimension, dtype=np.float32)
+        topical = [vector for vector, words in zip(directions, said, strict=True) if has_topic(vector, words)]
+        return recent_direction(topical or directions)
 
     def _file(self, user_id: str, seqs: Sequence[int]) -> bool:
         """Files ``seqs`` into one segment; False, storing nothing, if another filing or a delete came between."""
@@ -284,21 +324,25 @@ class Hierarchy:
             return True
         order = sorted(turns)
         vectors = self._store.vectors_for(self._embedder.model_id, order)
-        rows = [vectors[seq] for seq in order if seq in vectors]
-        exchange_vector = _mean_direction(rows, self._embedder.dimension)
-        speakers = {name for seq in order if (name := turns[seq].name)}
-        exchange_words = set(keywords([turns[seq].content for seq in order], speakers=speakers))
-        best: tuple[float, Segment | None] = (-math.inf, None)
-        for candidate, stored_centroid in self._store.active_segments(user_id):
-            if stored_centroid is None:
-                continue
-            centroid = np.frombuffer(stored_centroid, dtype=np.float32)
-            score = topic_score(exchange_vector, exchange_words, centroid, candidate.keywords)
-            if score > best[0]:
-                best = (score, candidate)
+        # A run of several exchanges stays on one topic from its first exchange that has one,
+        # so that exchange decides where the run goes, as it would if it had been filed alone.
+        own, said = self._exchange_topics(_exchanges(turns), turns, vectors)
+        lead = next((index for index, words in enumerate(said) if has_topic(own[index], words)), 0)
+        candidates = self._store.active_segments(user_id)
+        # The current topic is the conversation's: the segment of the turn said just before in
+        # the session, unless the conversation paused for longer than CONVERSATION_GAP.
+        first = min(order, key=lambda seq: (turns[seq].created_at, seq))
+        before = self._store.segment_before(user_id, first)
+        current = None
+        if before is not None and turns[first].created_at - before[1] <= CONVERSATION_GAP:
+            current = next((index for index, (segment, _) in enumerate(candidates) if segment.id == before[0]), None)
+        directions = [
+            None if direction is None else np.frombuffer(direction, dtype=np.float32) for _, direction in candidates
+        ]
+        picked = choose_topic(own[lead], said[lead], directions, current, self.topic_thresholds())
         now = datetime.now(UTC)
         latest = max(turns[seq].created_at for seq in order)
-        chosen = best[1] if best[0] >= self.policy.segment_similarity else None
+        chosen = None if picked is None else candidates[picked][0]
         held: list[int] = []
         if chosen is not None:
             # The summary to extend and the turns it covers, read together: a filing that
@@ -351,9 +395,10 @@ class Hierarchy:
                 policy=self.policy.heat,
             ),
         )
-        centroid_vector = _mean_direction(list(member_vectors.values()), self._embedder.dimension)
+        # What the segment is compared with next: where its topic has got to, not its whole centroid.
+        direction = self._direction(member_turns, member_vectors)
         known = len(held) if chosen is not None else None
-        if not self._store.save_segment(updated, centroid_vector.tobytes(), order, known_turns=known):
+        if not self._store.save_segment(updated, direction.tobytes(), order, known_turns=known):
             return False
         self._evict(user_id, now)
         return True
@@ -487,6 +532,23 @@ class Hierarchy:
                 made.append(consolidation)
         self._store.mark_slept(user_id, looked_at)
         return made
+
+
+def topic_thresholds(embedder: Embedder, join: float | None, stay: float | None) -> TopicThresholds:
+    """The thresholds that file exchanges into segments: ``join`` and ``stay`` as given, else set for ``embedder``."""
+    if join is not None and stay is not None:
+        return TopicThresholds(join=join, stay=stay)
+    return TopicThresholds.calibrated(unrelated_similarity(embedder)).with_overrides(join, stay)
+
+
+def _exchanges(turns: dict[int, Turn]) -> list[list[int]]:
+    """The seqs of ``turns`` in order, cut into exchanges: one starts at each user message."""
+    exchanges: list[list[int]] = []
+    for seq in sorted(turns):
+        if not exchanges or turns[seq].role is Role.USER:
+            exchanges.append([])
+        exchanges[-1].append(seq)
+    return exchanges
 
 
 def _mean_direction(rows: Sequence[Vectors], dimension: int) -> Vectors:

@@ -48,6 +48,20 @@ class SegmentsMixin:
         )
         return [_segment(row) for row in rows]
 
+    def segment_before(self, user_id: str, turn_seq: int) -> tuple[str, datetime] | None:
+        """The segment of the user's latest filed turn said before turn ``turn_seq`` in its session, and when."""
+        row = self._read(
+            lambda connection: connection.execute(
+                "SELECT st.segment_id, t.created_at FROM turns t JOIN segment_turns st ON st.turn_seq = t.seq"
+                " JOIN turns this ON this.seq = ? AND this.user_id = t.user_id"
+                " WHERE t.user_id = ? AND t.session_id IS this.session_id"
+                " AND (t.created_at, t.seq) < (this.created_at, this.seq)"
+                " ORDER BY t.created_at DESC, t.seq DESC LIMIT 1",
+                (turn_seq, user_id),
+            ).fetchone()
+        )
+        return None if row is None else (str(row[0]), datetime.fromisoformat(row[1]))
+
     def segment_turn_seqs(self, segment_id: str) -> list[int]:
         """Turns that make up a segment, oldest first."""
         rows = self._read(

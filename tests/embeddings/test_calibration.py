@@ -1,0 +1,77 @@
+"""How alike an embedder finds unrelated lines: measured once per model, from the model itself."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from memstrata.embeddings import calibration
+from memstrata.embeddings.base import Vectors
+from memstrata.embeddings.calibration import UNRELATED_LINES, unrelated_similarity
+from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.errors import EmbeddingError
+
+
+class Counting(HashEmbedder):
+    """The hash embedder under another model id, counting its calls."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self._model = model
+        self.calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        return super().embed_documents(texts)
+
+
+@pytest.fixture(autouse=True)
+def _forget_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibration, "_measured", {})
+
+
+def test_it_is_the_median_cosine_over_pairs_of_unrelated_lines() -> None:
+    embedder = HashEmbedder()
+    vectors = embedder.embed_documents(list(UNRELATED_LINES))
+    cosines = [float(vectors[i] @ vectors[j]) for i in range(len(vectors)) for j in range(i + 1, len(vectors))]
+    assert unrelated_similarity(embedder) == pytest.approx(float(np.median(cosines)))
+    assert len(UNRELATED_LINES) == len(set(UNRELATED_LINES)) >= 20
+
+
+def test_each_model_is_measured_once() -> None:
+    first, again, other = Counting("model-a"), Counting("model-a"), Counting("model-b")
+    assert unrelated_similarity(first) == unrelated_similarity(first) == unrelated_similarity(again)
+    unrelated_similarity(other)
+    assert (first.calls, again.calls, other.calls) == (1, 0, 1)
+
+
+def test_threads_measuring_at_once_agree() -> None:
+    embedder = Counting("model-c")
+    results: list[float] = []
+    threads = [threading.Thread(target=lambda: results.append(unrelated_similarity(embedder))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(results)) == 1 and len(results) == 4
+
+
+def test_a_failing_embedder_is_measured_again_next_time() -> None:
+    class Flaky(Counting):
+        def embed_documents(self, texts: Sequence[str]) -> Vectors:
+            self.calls += 1
+            if self.calls == 1:
+                raise EmbeddingError("the server is down")
+            return super().embed_documents(texts)
+
+    embedder = Flaky("model-d")
+    with pytest.raises(EmbeddingError, match="down"):
+        unrelated_similarity(embedder)
+    assert unrelated_similarity(embedder) == unrelated_similarity(HashEmbedder())
