@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,15 @@ def test_a_small_run_scores_every_filed_turn(tmp_path: Path) -> None:
         assert stream["turns"] >= 3 * BLOCK_TURNS[0] - 1  # every turn but the last, still in working memory
         assert 1 <= stream["segments"] <= stream["turns"]
         assert 0 < stream["precision"] <= 1 and 0 < stream["recall"] <= 1 and 0 <= stream["conversation_purity"] <= 1
+
+
+def test_a_run_with_other_options_on_the_same_home_files_afresh(tmp_path: Path) -> None:
+    options = SegmentBenchOptions(
+        data=LOCOMO, streams=1, blocks=3, whole_conversations=False, embedder="hash", home=tmp_path / "h"
+    )
+    first = run_segments(options)
+    fewer = run_segments(replace(options, blocks=2))  # the first run's users and turn ids are not reused
+    assert fewer["streams"]["conversations 1-5"]["turns"] < first["streams"]["conversations 1-5"]["turns"]
 
 
 def test_the_cli_writes_the_report(tmp_path: Path) -> None:

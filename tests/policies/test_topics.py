@@ -118,6 +118,11 @@ def test_exchanges_without_a_topic_do_not_steer_their_run() -> None:
     assert topic_runs(vectors, [WORDS, *[THANKS] * 6, WORDS], stay=0.7) == [list(range(8))]
 
 
+def test_a_break_starts_a_run_whatever_the_exchange_says() -> None:
+    vectors = [at(0), at(0), at(90), at(85)]
+    assert topic_runs(vectors, [WORDS, WORDS, THANKS, WORDS], stay=0.7, breaks={1, 2}) == [[0], [1], [2, 3]]
+
+
 def test_vectors_and_words_must_pair_up() -> None:
     with pytest.raises(ValueError, match="2 vectors for 1 exchanges"):
         topic_runs([at(0), at(90)], [WORDS], stay=0.7)

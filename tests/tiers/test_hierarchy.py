@@ -234,6 +234,27 @@ def test_after_a_pause_an_exchange_without_a_topic_starts_afresh(home: Path) -> 
         assert _filed(memory, "u") == [[SAILING[0], "Thanks!"], ["Hello again!"]]
 
 
+def test_exchanges_leaving_together_across_a_pause_or_sessions_are_filed_as_one_at_a_time(home: Path) -> None:
+    start = datetime(2024, 3, 1, 9, tzinfo=UTC)
+    back = "Back to sailing: the Cascais regatta results are in, great sailing."
+    said = [(0, "s", SAILING[0]), (1, "s", SAILING[1]), (300, "s", "Hello again!"), (301, "s", back)]
+    topics = {"segment_similarity": 0.7, "segment_continue_similarity": 0.4}
+    filed = []
+    for capacity in (1, 10):  # each exchange leaves on its own, or all leave together at the end
+        with Memory(home / str(capacity), embedder=HashEmbedder(), background=False, working_capacity=capacity,
+                    **topics) as memory:  # fmt: skip
+            for minutes, session, text in said:
+                memory.add(text, user_id="u", session_id=session, timestamp=start + timedelta(minutes=minutes))
+            memory.add([{"role": "user", "content": f"Bye {n}."} for n in range(10)], user_id="u", session_id="s")
+            memory.flush()
+            filed.append(
+                [kept for group in _filed(memory, "u") if (kept := [t for t in group if not t.startswith("Bye")])]
+            )
+    one_at_a_time, together = filed
+    assert together == one_at_a_time
+    assert one_at_a_time[:2] == [SAILING[:2], ["Hello again!"]]
+
+
 def test_a_segment_is_compared_by_its_latest_exchanges(home: Path) -> None:
     # The segment drifts from sailing to boat repairs. A sailing line after five repair lines no
     # longer fits where it has got to (cosine 0.16), though it fits the whole segment (0.45).

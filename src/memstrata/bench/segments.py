@@ -20,6 +20,7 @@ several hundred turns into one segment, or into single turns, is no topic segmen
 
 from __future__ import annotations
 
+import hashlib
 import random
 import statistics
 import time
@@ -119,29 +120,33 @@ def run_segments(options: SegmentBenchOptions) -> dict[str, Any]:
     turns, _ = load_locomo(find_locomo(options.data))
     order = list(dict.fromkeys(turn.conversation for turn in turns))
     halves = {
-        "conversations 1-5": order[:TUNING_CONVERSATIONS],
-        "conversations 6-10": order[TUNING_CONVERSATIONS:],
+        "1-5": order[:TUNING_CONVERSATIONS],
+        "6-10": order[TUNING_CONVERSATIONS:],
     }
     overrides: dict[str, Any] = {"working_capacity": 1, **({"embedder": options.embedder} if options.embedder else {})}
     started = time.perf_counter()
     with answering_memory(options.home, overrides, needs_llm_for=None) as (memory, ingesting):
-        streams: dict[str, Any] = {}
-        for half, names in halves.items():
-            scored = [
-                _score_stream(ingesting, f"segments-{options.seed}-{half[-4:]}-{number}", stream)
-                for number, stream in enumerate(
-                    draw_streams(turns, names, options.streams, options.blocks, options.seed)
-                )
-            ]
-            streams[half] = {
-                key: statistics.fmean(score[key] for score in scored)
-                for key in ("precision", "recall", "f1", "conversation_purity", "segments", "turns")
-            } | {"per_stream": scored}
-        whole = _whole_conversations(ingesting, turns, order) if options.whole_conversations else None
         settings = ingesting.settings
         thresholds = topic_thresholds(
             ingesting.embedder, settings.segment_similarity, settings.segment_continue_similarity
         )
+        # Users named after everything that shapes their segments: a run on a home used before
+        # with other options files afresh, and the same run again adds nothing.
+        run = (ingesting.embedder.model_id, thresholds.join, thresholds.stay, options.streams, options.blocks)
+        run_key = hashlib.sha256(repr((*run, options.seed)).encode()).hexdigest()[:10]
+        streams: dict[str, Any] = {}
+        for half, names in halves.items():
+            scored = [
+                _score_stream(ingesting, f"segments-{run_key}-{half}-{number}", stream)
+                for number, stream in enumerate(
+                    draw_streams(turns, names, options.streams, options.blocks, options.seed)
+                )
+            ]
+            streams[f"conversations {half}"] = {
+                key: statistics.fmean(score[key] for score in scored)
+                for key in ("precision", "recall", "f1", "conversation_purity", "segments", "turns")
+            } | {"per_stream": scored}
+        whole = _whole_conversations(ingesting, turns, order, run_key) if options.whole_conversations else None
         return {
             "benchmark": "segments",
             "measured_at": datetime.now(UTC).isoformat(),
@@ -188,10 +193,10 @@ def _score_stream(memory: Memory, user_id: str, stream: Sequence[Block]) -> dict
     }
 
 
-def _whole_conversations(memory: Memory, turns: Sequence[DialogTurn], order: Sequence[str]) -> dict[str, Any]:
+def _whole_conversations(memory: Memory, turns: Sequence[DialogTurn], order: Sequence[str], key: str) -> dict[str, Any]:
     sizes: dict[str, list[int]] = {}
     for conversation in order:
-        user_id = f"segments-whole-{conversation}"
+        user_id = f"segments-{key}-whole-{conversation}"
         for turn in (turn for turn in turns if turn.conversation == conversation):
             memory.add(
                 [{"role": "user", "content": turn.text, "name": turn.speaker, "id": f"{user_id}-{turn.dia_id}"}],
@@ -203,6 +208,7 @@ def _whole_conversations(memory: Memory, turns: Sequence[DialogTurn], order: Seq
     every = [size for counts in sizes.values() for size in counts]
     return {
         "segments": len(every),
+        "turns_filed": sum(every),
         "turns_per_segment": {
             "mean": statistics.fmean(every),
             "median": statistics.median(every),

@@ -122,14 +122,18 @@ def choose_topic(
     return chosen
 
 
-def topic_runs(vectors: Sequence[Vector], words: Sequence[Collection[str]], stay: float) -> list[list[int]]:
+def topic_runs(
+    vectors: Sequence[Vector], words: Sequence[Collection[str]], stay: float, *, breaks: Collection[int] = ()
+) -> list[list[int]]:
     """Split a batch of exchanges, in the order they were said, into runs that stay on one topic.
 
     Exchange ``i`` has the unit vector ``vectors[i]`` and the content words ``words[i]``.
     Each exchange continues the run before it when it has no topic of its own
     (:func:`has_topic`) or its cosine with the run's :func:`recent_direction` (over the
     run's exchanges that have a topic, if any) reaches ``stay``, and starts a new run
-    otherwise. Returns the exchanges' indexes, run by run. Linear in the batch.
+    otherwise. The exchanges in ``breaks`` start a new run whatever they say (a new
+    session, or one resumed after :data:`CONVERSATION_GAP`: the conversation has no current
+    topic there). Returns the exchanges' indexes, run by run. Linear in the batch.
     """
     if len(vectors) != len(words):
         raise ValueError(f"{len(vectors)} vectors for {len(words)} exchanges")
@@ -138,7 +142,11 @@ def topic_runs(vectors: Sequence[Vector], words: Sequence[Collection[str]], stay
     every: deque[Vector] = deque(maxlen=RECENT_EXCHANGES)
     for index, (vector, said) in enumerate(zip(vectors, words, strict=True)):
         own_topic = has_topic(vector, said)
-        if runs and (not own_topic or float(np.dot(recent_direction(topical or every), vector)) >= stay):
+        if (
+            runs
+            and index not in breaks
+            and (not own_topic or float(np.dot(recent_direction(topical or every), vector)) >= stay)
+        ):
             runs[-1].append(index)
         else:
             runs.append([index])

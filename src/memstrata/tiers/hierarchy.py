@@ -283,7 +283,12 @@ class Hierarchy:
             return exchanges
         stored = self._store.vectors_for(self._embedder.model_id, sorted(turns))
         vectors, said = self._exchange_topics(exchanges, turns, stored)
-        runs = topic_runs(vectors, said, self.topic_thresholds().stay)
+        breaks = {
+            index
+            for index in range(1, len(exchanges))
+            if _resumes(turns[exchanges[index - 1][-1]], turns[exchanges[index][0]])
+        }
+        runs = topic_runs(vectors, said, self.topic_thresholds().stay, breaks=breaks)
         return [[seq for index in run for seq in exchanges[index]] for run in runs]
 
     def _exchange_topics(
@@ -539,6 +544,11 @@ def topic_thresholds(embedder: Embedder, join: float | None, stay: float | None)
     if join is not None and stay is not None:
         return TopicThresholds(join=join, stay=stay)
     return TopicThresholds.calibrated(unrelated_similarity(embedder)).with_overrides(join, stay)
+
+
+def _resumes(previous: Turn, turn: Turn) -> bool:
+    """Whether ``turn`` starts a conversation afresh after ``previous``: another session, or after a pause."""
+    return turn.session_id != previous.session_id or turn.created_at - previous.created_at > CONVERSATION_GAP
 
 
 def _exchanges(turns: dict[int, Turn]) -> list[list[int]]:

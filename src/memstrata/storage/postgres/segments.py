@@ -49,17 +49,24 @@ class SegmentsMixin(Connected):
 
     def segment_before(self, user_id: str, turn_seq: int) -> tuple[str, datetime] | None:
         """The segment of the user's latest filed turn said before turn ``turn_seq`` in its session, and when."""
-        row = self._read(
-            lambda connection: connection.execute(
-                "SELECT st.segment_id, t.created_at FROM turns t JOIN segment_turns st ON st.turn_seq = t.seq"
-                " JOIN turns this ON this.seq = %s AND this.user_id = t.user_id"
-                " WHERE t.user_id = %s AND t.session_id IS NOT DISTINCT FROM this.session_id"
-                " AND (t.created_at, t.seq) < (this.created_at, this.seq)"
-                " ORDER BY t.created_at DESC, t.seq DESC LIMIT 1",
-                (turn_seq, user_id),
+
+        def read(connection: Connection) -> Any:
+            this = connection.execute(
+                "SELECT session_id, created_at FROM turns WHERE seq = %s AND user_id = %s", (turn_seq, user_id)
             ).fetchone()
-        )
-        return None if row is None else (str(row[0]), row[1])
+            if this is None:
+                return None
+            # The turn's own values as parameters, so the session index bounds the scan.
+            same_session = "t.session_id IS NULL" if this[0] is None else "t.session_id = %(session)s"
+            return connection.execute(
+                "SELECT st.segment_id, t.created_at FROM turns t JOIN segment_turns st ON st.turn_seq = t.seq"
+                f" WHERE t.user_id = %(user)s AND {same_session} AND (t.created_at, t.seq) < (%(at)s, %(seq)s)"
+                " ORDER BY t.created_at DESC, t.seq DESC LIMIT 1",
+                {"user": user_id, "session": this[0], "at": this[1], "seq": turn_seq},
+            ).fetchone()
+
+        row = self._read(read)
+        return None if row is None else (str(row[0]), utc(row[1]))
 
     def segment_turn_seqs(self, segment_id: str) -> list[int]:
         """Turns that make up a segment, oldest first."""
