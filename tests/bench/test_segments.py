@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +12,7 @@ import pytest
 from memstrata import InvalidInput
 from memstrata.bench.datasets import load_locomo
 from memstrata.bench.segments import BLOCK_TURNS, SegmentBenchOptions, bcubed, draw_streams, run_segments
+from tests.cli.test_cli import ok, run_cli
 from tests.conftest import LOCOMO
 
 
@@ -107,19 +105,9 @@ def test_a_run_with_other_options_on_the_same_home_files_afresh(tmp_path: Path) 
 
 
 def test_the_cli_writes_the_report(tmp_path: Path) -> None:
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}
-    environment |= {"MEMSTRATA_HOME": str(tmp_path / "h"), "MEMSTRATA_EMBEDDER": "hash", "COLUMNS": "200"}
     out = tmp_path / "segments.json"
     arguments = ("--data", str(LOCOMO), "--streams", "1", "--blocks", "2", "--no-whole", "--json", str(out))
-    result = subprocess.run(
-        [sys.executable, "-m", "memstrata", "bench", "segments", *arguments],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    printed = ok(run_cli("bench", "segments", *arguments, home=tmp_path / "h"))
     report = json.loads(out.read_text())
     assert report["blocks_per_stream"] == 2 and report["streams_per_half"] == 1
-    assert "mid-term segments" in result.stdout and "conversations 6-10" in result.stdout
+    assert "mid-term segments" in printed and "conversations 6-10" in printed
