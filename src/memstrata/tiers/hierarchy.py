@@ -29,6 +29,7 @@ from memstrata.policies.importance import ImportanceWeights, TurnFeatures, impor
 from memstrata.policies.topics import (
     CONVERSATION_GAP,
     MIN_TOPIC_WORDS,
+    RECENT_EXCHANGES,
     TopicThresholds,
     choose_topic,
     has_topic,
@@ -316,11 +317,18 @@ class Hierarchy:
         Exchanges without a topic of their own ("Thanks!") are filed with the topic, but do
         not steer it; a segment of nothing but such exchanges points where they do.
         """
-        directions, said = self._exchange_topics(_exchanges(turns), turns, stored)
-        if not directions:
+        latest: list[Vectors] = []  # the latest exchanges, newest first, until RECENT_EXCHANGES have a topic
+        topical: list[Vectors] = []
+        for part in reversed(_exchanges(turns)):  # a long segment is read only as far back as needed
+            (vector,), (words,) = self._exchange_topics([part], turns, stored)
+            latest.append(vector)
+            if has_topic(vector, words):
+                topical.append(vector)
+                if len(topical) == RECENT_EXCHANGES:
+                    break
+        if not latest:
             return np.zeros(self._embedder.dimension, dtype=np.float32)
-        topical = [vector for vector, words in zip(directions, said, strict=True) if has_topic(vector, words)]
-        return recent_direction(topical or directions)
+        return recent_direction((topical or latest)[::-1])
 
     def _file(self, user_id: str, seqs: Sequence[int]) -> bool:
         """Files ``seqs`` into one segment; False, storing nothing, if another filing or a delete came between."""
