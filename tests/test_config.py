@@ -255,6 +255,16 @@ def test_home_expands_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert settings.rrf_k == 3
 
 
+def test_relative_home_is_shown_absolute_without_dot_dots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    settings = load_settings(home="elsewhere/../mem")
+    assert settings.data_dir == tmp_path / "mem"
+    assert settings.resolved_storage_url == f"sqlite:///{tmp_path / 'mem' / 'memstrata.db'}"
+    with Memory(settings=settings) as memory:
+        assert memory.info()["storage"] == str(tmp_path / "mem" / "memstrata.db")
+
+
 def test_storage_url_override(home: Path, tmp_path: Path) -> None:
     settings = load_settings(home=home, storage_url=f"sqlite:///{tmp_path / 'elsewhere.db'}")
     assert settings.resolved_storage_url == f"sqlite:///{tmp_path / 'elsewhere.db'}"

@@ -7,6 +7,7 @@ Precedence, highest first: keyword arguments > ``MEMSTRATA_*`` environment varia
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
@@ -179,9 +180,9 @@ class Settings(BaseSettings):
 
     @property
     def data_dir(self) -> Path:
-        """The resolved data directory."""
+        """The resolved data directory: absolute, with ``~`` expanded and ``..`` folded (links are kept)."""
         if self.home is not None:
-            return self.home.expanduser()
+            return Path(os.path.abspath(self.home.expanduser()))
         return Path(platformdirs.user_data_dir("memstrata", appauthor=False))
 
     @property

@@ -270,6 +270,24 @@ def test_a_segment_is_compared_by_its_latest_exchanges(home: Path) -> None:
     assert filed == [[*SAILING, bridge, *repairs], [again]]
 
 
+def test_segments_filed_by_an_embedder_of_another_size_do_not_stop_filing(home: Path) -> None:
+    # A store switched to an embedder with another vector size: the old segments' directions
+    # cannot be compared with the new vectors, so they are left out of the choice until refiled.
+    with Memory(home, embedder=HashEmbedder(384), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        for text in [*SAILING, TAXES[0]]:
+            _exchange(memory, text, session="u")
+        memory.flush()
+    with Memory(home, embedder=HashEmbedder(256), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        for text in TAXES[1:]:
+            _exchange(memory, text, session="u")
+        _exchange(memory, "Anything else?", session="u")
+        memory.flush()
+        report = memory.inspect(user_id=USER)
+        filed = _filed(memory, USER)
+    assert (report.pending_jobs, report.failed_jobs) == (0, 0)
+    assert filed == [SAILING, TAXES]
+
+
 def test_segment_turns_lists_a_segments_turns_for_its_user_only(tiered: Memory) -> None:
     for text in SAILING:
         _exchange(tiered, text)

@@ -349,9 +349,7 @@ class Hierarchy:
         current = None
         if before is not None and turns[first].created_at - before[1] <= CONVERSATION_GAP:
             current = next((index for index, (segment, _) in enumerate(candidates) if segment.id == before[0]), None)
-        directions = [
-            None if direction is None else np.frombuffer(direction, dtype=np.float32) for _, direction in candidates
-        ]
+        directions = [_stored_direction(direction, self._embedder.dimension) for _, direction in candidates]
         picked = choose_topic(own[lead], said[lead], directions, current, self.topic_thresholds())
         now = datetime.now(UTC)
         latest = max(turns[seq].created_at for seq in order)
@@ -557,6 +555,18 @@ def topic_thresholds(embedder: Embedder, join: float | None, stay: float | None)
 def _resumes(previous: Turn, turn: Turn) -> bool:
     """Whether ``turn`` starts a conversation afresh after ``previous``: another session, or after a pause."""
     return turn.session_id != previous.session_id or turn.created_at - previous.created_at > CONVERSATION_GAP
+
+
+def _stored_direction(stored: bytes | None, dimension: int) -> Vectors | None:
+    """A segment's stored direction, or None when it has none or was stored by an embedder of another size.
+
+    After the store's embedder is switched, a segment filed before is left out of the choice
+    (never joined by similarity) until a filing that stays in it as the current one stores
+    its direction again from the new vectors.
+    """
+    if stored is None or len(stored) != dimension * np.dtype(np.float32).itemsize:
+        return None
+    return np.frombuffer(stored, dtype=np.float32)
 
 
 def _exchanges(turns: dict[int, Turn]) -> list[list[int]]:
