@@ -278,6 +278,8 @@ def test_export_from_a_home_with_no_store_fails_and_leaves_the_backup_alone(home
         ("history", "--user", "ana", "--limit", "0"),
         ("history", "--user", "ana", "--offset", "-1"),
         ("forget", "--user", "", "--yes"),
+        ("segment", " ", "--user", "ana"),
+        ("segment", "01JB2Q8V6Z3N4M5K6J7H8G9F0E", "--user", ""),
     ],
 )
 def test_a_command_refused_for_its_input_opens_no_store(tmp_path: Path, arguments: tuple[str, ...]) -> None:
@@ -412,6 +414,43 @@ def test_inspect_json_and_table(home: Path) -> None:
     assert ("location", "Lisbon", True) in values and ("location", "Porto", False) in values
     table = ok(run_cli("inspect", "--user", "ana", home=home))
     assert "long-term cells" in table and "Lisbon" in table
+
+
+def test_segment_lists_the_turns_of_a_segment_inspect_shows(home: Path) -> None:
+    exchanges = [("I live in Lisbon near the river", "Lisbon is lovely."), ("My cat is called Miso", "A fine name.")]
+    exchanges.append(("I work at a robotics startup", "Robots, nice."))  # stays in working memory
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1) as memory:
+        for minute, (said, reply) in enumerate(exchanges):
+            messages = [{"role": "user", "content": said}, {"role": "assistant", "content": reply, "name": "Bot"}]
+            memory.add(messages, user_id="ana", session_id="s1", timestamp=START + timedelta(minutes=minute))
+        memory.flush()
+    segments = json.loads(ok(run_cli("inspect", "--user", "ana", "--json", home=home)))["segments"]
+    table = ok(run_cli("inspect", "--user", "ana", home=home))
+    assert all(segment["id"] in table for segment in segments), table
+
+    listed = {
+        segment["id"]: json.loads(ok(run_cli("segment", segment["id"], "--user", "ana", "--json", home=home)))
+        for segment in segments
+    }
+    # However the policy groups them, the segments hold the two older exchanges, each segment in the order said.
+    filed = sorted((turn for turns in listed.values() for turn in turns), key=lambda turn: turn["created_at"])
+    assert [(turn["role"], turn["content"]) for turn in filed] == [
+        ("user", "I live in Lisbon near the river"),
+        ("assistant", "Lisbon is lovely."),
+        ("user", "My cat is called Miso"),
+        ("assistant", "A fine name."),
+    ]
+    assert all(turns == sorted(turns, key=lambda turn: turn["created_at"]) for turns in listed.values())
+    assert all(turn["user_id"] == "ana" and turn["session_id"] == "s1" for turn in filed)
+
+    segment_id, turns = next(iter(listed.items()))
+    printed = ok(run_cli("segment", segment_id, "--user", "ana", home=home))
+    assert f"segment {segment_id} of ana ({len(turns)} turns)" in printed
+    assert all(turn["content"] in printed and turn["id"] in printed for turn in turns)
+    assert "2025-05-01 09:0" in printed and "Bot" in printed and "robotics" not in printed
+
+    line = assert_one_line_error(run_cli("segment", segment_id, "--user", "bob", home=home), 3)
+    assert f"user 'bob' has no mid-term segment '{segment_id}'" in line
 
 
 def test_read_commands_leave_queued_tier_work_alone(home: Path) -> None:

@@ -183,6 +183,11 @@ BAD_READS = [
     ("GET", "/v1/graph", {"user_id": "ana"}),
     ("GET", "/v1/graph", {"user_id": "ana", "query": "   "}),
     ("GET", "/v1/inspect", {"user_id": "ana", "limit": "101"}),
+    ("GET", "/v1/segments/01JB2Q8V6Z3N4M5K6J7H8G9F0E/turns", {}),
+    ("GET", "/v1/segments/01JB2Q8V6Z3N4M5K6J7H8G9F0E/turns", {"user_id": " "}),
+    ("GET", "/v1/segments/%20/turns", {"user_id": "ana"}),
+    ("GET", "/v1/segments/seg%00ment/turns", {"user_id": "ana"}),
+    ("GET", "/v1/segments/" + "s" * 300 + "/turns", {"user_id": "ana"}),
     ("GET", "/v1/export", {"user_id": "\x00"}),
 ]
 

@@ -247,6 +247,52 @@ def test_tier_views(client: httpx.Client, memory: Memory) -> None:
     assert set(graph) == {"nodes", "edges"}
 
 
+def test_segment_turns_lists_the_turns_filed_in_each_segment(client: httpx.Client, memory: Memory) -> None:
+    # Twelve exchanges in one session: the two oldest leave working memory (ten) for mid-term.
+    said = ["I live in Lisbon near the river", "My cat is called Miso"]
+    said += [f"Note number {n} about subject{n}" for n in range(10)]
+    messages = [
+        message
+        for text in said
+        for message in ({"role": "user", "content": text}, {"role": "assistant", "content": f"Noted: {text}."})
+    ]
+    stored = add(client, messages, session_id="s1")
+    memory.flush()
+    segments = client.get("/v1/inspect", params={"user_id": "ana"}).json()["segments"]
+    listed: dict[str, list[dict[str, object]]] = {}
+    for segment in segments:
+        response = client.get(f"/v1/segments/{segment['id']}/turns", params={"user_id": "ana"})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["segment_id"] == segment["id"]
+        assert len(body["turns"]) == segment["turn_count"]
+        listed[segment["id"]] = body["turns"]
+    # However the policy groups them, each segment lists its turns in the order they were said, and together
+    # the segments hold exactly the turns that left working memory.
+    position = {turn["id"]: index for index, turn in enumerate(stored)}
+    assert all(
+        [position[turn["id"]] for turn in turns] == sorted(position[turn["id"]] for turn in turns)
+        for turns in listed.values()
+    )
+    filed = sorted((turn for turns in listed.values() for turn in turns), key=lambda turn: position[turn["id"]])
+    assert [(turn["id"], turn["role"], turn["content"]) for turn in filed] == [
+        (stored[0]["id"], "user", "I live in Lisbon near the river"),
+        (stored[1]["id"], "assistant", "Noted: I live in Lisbon near the river."),
+        (stored[2]["id"], "user", "My cat is called Miso"),
+        (stored[3]["id"], "assistant", "Noted: My cat is called Miso."),
+    ]
+    assert all(turn["user_id"] == "ana" and turn["session_id"] == "s1" for turn in filed)
+
+    someone_else = client.get(f"/v1/segments/{segments[0]['id']}/turns", params={"user_id": "bea"})
+    unknown = client.get("/v1/segments/01JB2Q8V6Z3N4M5K6J7H8G9F0E/turns", params={"user_id": "ana"})
+    for response, user in ((someone_else, "bea"), (unknown, "ana")):
+        assert response.status_code == 404, response.text
+        error = response.json()["error"]
+        assert error["code"] == "not_found"
+        assert f"user '{user}' has no mid-term segment" in error["message"]
+        assert "acme/" not in response.text and "Lisbon" not in response.text
+
+
 def test_failed_jobs_are_counted_and_retried_per_tenant(
     client: httpx.Client, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

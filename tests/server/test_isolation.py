@@ -21,6 +21,7 @@ from memstrata import Memory
 SECRET = "GLOBEX-SECRET lives in Lisbon and works at the hospital"
 JSONL = {"Content-Type": "application/x-ndjson"}
 QUERY = "where does she live and work? Lisbon hospital"
+UNKNOWN_SEGMENT = "01JB2Q8V6Z3N4M5K6J7H8G9F0E"
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,13 @@ CASES = {
     ),
     "forget": Case("POST", "/v1/forget", lambda c, u: c.post("/v1/forget", json={"user_id": u}), _empty("turns", 0)),
     "inspect": Case("GET", "/v1/inspect", lambda c, u: c.get("/v1/inspect", params={"user_id": u}), _inspection_empty),
+    # globex's segment ids are made when its turns are filed; test_acme_cannot_list_globexs_segment names real ones.
+    "segment-turns": Case(
+        "GET",
+        "/v1/segments/{segment_id}/turns",
+        lambda c, u: c.get(f"/v1/segments/{UNKNOWN_SEGMENT}/turns", params={"user_id": u}),
+        _status(404),
+    ),
     "consolidate": Case(
         "POST", "/v1/consolidate", lambda c, u: c.post("/v1/consolidate", json={"user_id": u}), _empty("consolidations")
     ),
@@ -243,6 +251,26 @@ def test_every_route_has_an_isolation_case(app: FastAPI) -> None:
     routes = {(method.upper(), path) for path, operations in app.openapi()["paths"].items() for method in operations}
     covered = {(case.method, case.path) for case in CASES.values()}
     assert routes == covered, f"routes without an isolation case: {sorted(routes - covered)}"
+
+
+def test_acme_cannot_list_globexs_segment(seeded: httpx.Client, client: httpx.Client, memory: Memory) -> None:
+    # Ten more exchanges push the secret out of working memory (ten per session) into a mid-term segment.
+    filler = [{"role": "user", "content": f"Unrelated note {n} about subject{n}"} for n in range(10)]
+    messages = [message for note in filler for message in (note, {"role": "assistant", "content": "Noted."})]
+    assert seeded.post("/v1/memories", json={"messages": messages, "user_id": "ana", "session_id": "s1"}).is_success
+    memory.flush()
+    [segment] = seeded.get("/v1/inspect", params={"user_id": "ana"}).json()["segments"]
+    path = f"/v1/segments/{segment['id']}/turns"
+    filed = seeded.get(path, params={"user_id": "ana"}).json()["turns"]
+    assert [(turn["id"], turn["content"]) for turn in filed] == [
+        ("g-1", SECRET),
+        ("g-2", "GLOBEX-SECRET noted: the hospital in Lisbon"),
+    ], "globex reads its own segment"
+    for user in USERS:
+        response = client.get(path, params={"user_id": user})
+        assert response.status_code == 404, response.text
+        assert "GLOBEX-SECRET" not in response.text and "globex/" not in response.text.replace(user, "")
+    seeded.close()
 
 
 def test_globex_still_reads_its_own_data(seeded: httpx.Client, client: httpx.Client) -> None:

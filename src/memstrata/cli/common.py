@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
 from memstrata.config import DATABASE_FILE_NAME, load_settings
@@ -31,6 +32,7 @@ from memstrata.errors import (
 )
 from memstrata.memory import Memory
 from memstrata.memory_search import check_tiers
+from memstrata.models import Turn
 from memstrata.terminal import visible
 from memstrata.validation import (
     check_fraction,
@@ -126,6 +128,20 @@ def to_jsonable(value: Any) -> Any:
 def print_json(value: Any) -> None:
     """Print ``value`` as JSON on stdout (machine-readable, no colour)."""
     typer.echo(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2))
+
+
+def print_turns(turns: list[Turn], *, title: Text | None = None) -> None:
+    """Print turns as a table: when, session, who, message, id."""
+    table = Table("when", "session", "who", "message", "id", title=title)
+    for turn in turns:
+        table.add_row(
+            turn.created_at.strftime("%Y-%m-%d %H:%M"),
+            shown(turn.session_id or ""),
+            shown(turn.name or turn.role.value),
+            shown(turn.content),
+            shown(turn.id),
+        )
+    console.print(table if turns else "no turns")
 
 
 def check_can_listen(host: str, port: int, *, port_setting: str = " (or the server_port setting)") -> None:

@@ -22,12 +22,12 @@ from memstrata.cli.common import (
     error_console,
     open_memory,
     print_json,
+    print_turns,
     shown,
     to_jsonable,
 )
 from memstrata.errors import StorageError
 from memstrata.memory_context import check_budget
-from memstrata.models import Turn
 from memstrata.terminal import visible
 from memstrata.transfer import read_export_file
 from memstrata.validation import check_text
@@ -230,20 +230,7 @@ def history(
     if as_json:
         print_json(turns)
     else:
-        _print_turns(turns)
-
-
-def _print_turns(turns: list[Turn]) -> None:
-    table = Table("when", "session", "who", "message", "id")
-    for turn in turns:
-        table.add_row(
-            turn.created_at.strftime("%Y-%m-%d %H:%M"),
-            shown(turn.session_id or ""),
-            shown(turn.name or turn.role.value),
-            shown(turn.content),
-            shown(turn.id),
-        )
-    console.print(table if turns else "no turns")
+        print_turns(turns)
 
 
 def forget(

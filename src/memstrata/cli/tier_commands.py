@@ -1,21 +1,32 @@
-"""Commands over the memory hierarchy: inspect, consolidate, retry-jobs."""
+"""Commands over the memory hierarchy: inspect, segment, consolidate, retry-jobs."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
-from memstrata.cli.common import HomeOption, JsonOption, UserOption, console, open_memory, print_json, shown
+from memstrata.cli.common import (
+    HomeOption,
+    JsonOption,
+    UserOption,
+    check_before_opening,
+    console,
+    open_memory,
+    print_json,
+    print_turns,
+    shown,
+)
 from memstrata.models import Inspection
-from memstrata.validation import check_limit
+from memstrata.validation import check_identifier, check_limit
 
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     app.command()(inspect)
+    app.command()(segment)
     app.command()(consolidate)
     app.command("retry-jobs")(retry_jobs)
 
@@ -66,10 +77,13 @@ def _print(report: Inspection) -> None:
             )
         console.print(cells)
     if report.segments:
-        segments = Table("heat", "visits", "turns", "state", "summary", title="mid-term segments")
+        # The id is what `memstrata segment` takes: the summary wraps first, so it stays whole to copy.
+        segments = Table(
+            "heat", "visits", "turns", "state", "summary", Column("id", no_wrap=True), title="mid-term segments"
+        )
         for segment in report.segments:
             heat, visits, size = f"{segment.heat:.2f}", str(segment.visits), str(segment.turn_count)
-            segments.add_row(heat, visits, size, segment.state, shown(segment.summary))
+            segments.add_row(heat, visits, size, segment.state, shown(segment.summary), shown(segment.id))
         console.print(segments)
     if report.patterns:
         patterns = Table("score", "count", "pattern", title="procedural patterns")
@@ -95,6 +109,27 @@ def _print(report: Inspection) -> None:
                 shown(report.user_id),
             )
         )
+
+
+def segment(
+    segment_id: Annotated[str, typer.Argument(help="The segment's id, from the id column of `memstrata inspect`.")],
+    user: UserOption,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the turns filed in one of a user's mid-term segments, in the order they were said.
+
+    Example: memstrata segment 01JB2Q8V6Z3N4M5K6J7H8G9F0E --user ana
+    """
+    check_before_opening(user=user)
+    check_identifier(segment_id, "segment_id")
+    with open_memory(home, run_jobs=False) as memory:
+        memory.flush(user_id=user)  # that user's queued filing only, as inspect does, so the two agree
+        turns = memory.segment_turns(segment_id, user_id=user)
+    if as_json:
+        print_json(turns)
+    else:
+        print_turns(turns, title=shown(f"segment {segment_id} of {user} ({len(turns)} turns)"))
 
 
 def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption = False) -> None:

@@ -157,7 +157,7 @@ def _allowed_methods(request: Request) -> list[str]:
     """Every method the path supports (Starlette's 405 names only the first route that matched the path)."""
     methods: set[str] = set()
     for template, operations in request.app.openapi()["paths"].items():
-        # The only path parameter is a memory id, which may itself contain "/".
+        # A path parameter may itself contain "/" (a memory id).
         pattern = re.sub(r"\\{[^}]+\\}", ".+", re.escape(template))
         if re.fullmatch(pattern, request.url.path):
             methods.update(method.upper() for method in operations)

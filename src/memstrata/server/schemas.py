@@ -389,6 +389,13 @@ class SegmentOut(ResponseModel):
     promoted_at: datetime | None
 
 
+class SegmentTurnsResponse(ResponseModel):
+    """The turns filed in one mid-term segment, in the order they were said."""
+
+    segment_id: str
+    turns: list[MemoryOut]
+
+
 class EventOut(ResponseModel):
     """An audit-log entry."""
 

@@ -31,6 +31,9 @@ BODY_ERRORS: dict[int | str, dict[str, Any]] = {
 """Errors of routes that take a body."""
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such memory for that user"}}
+SEGMENT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No such mid-term segment for that user"}
+}
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut, "description": "The id names different content"}}
 PROVIDER: dict[int | str, dict[str, Any]] = {
     501: {"model": ErrorOut, "description": "The feature needs an LLM and the server has none configured"},

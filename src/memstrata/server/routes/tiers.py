@@ -1,16 +1,16 @@
-"""The derived tiers of one user: inspect, consolidate, consolidations, profile, cells, patterns, graph, prune, jobs."""
+"""A user's tiers: inspect, segments, consolidate, consolidations, profile, cells, patterns, graph, prune, jobs."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from memstrata.server.auth import TenantDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
-from memstrata.server.routes import BODY_ERRORS, ERRORS, PROVIDER, UserQuery
+from memstrata.server.routes import BODY_ERRORS, ERRORS, PROVIDER, SEGMENT_NOT_FOUND, UserQuery
 from memstrata.server.schemas import (
     MAX_PAGE,
     CellsResponse,
@@ -22,13 +22,15 @@ from memstrata.server.schemas import (
     PruneOut,
     PruneRequest,
     RetriedJobsOut,
+    SegmentTurnsResponse,
     UserRequest,
 )
-from memstrata.server.views import cell_out, consolidation_out, graph_out, inspection_out, pattern_out
+from memstrata.server.views import cell_out, consolidation_out, graph_out, inspection_out, memory_out, pattern_out
 
 router = APIRouter(prefix="/v1", tags=["tiers"], route_class=StrictJSONRoute)
 
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+SegmentPath = Annotated[str, Path(description="The segment's id (as inspect lists it).")]
 
 
 @router.get("/inspect", responses=ERRORS)
@@ -37,6 +39,16 @@ def inspect(
 ) -> InspectionOut:
     """Every tier of a user: counts, working set, segments, profile, cells, patterns, entities, log."""
     return inspection_out(memory.inspect(user_id=tenant.inside(user_id, "user_id"), limit=limit), tenant)
+
+
+@router.get("/segments/{segment_id}/turns", responses={**ERRORS, **SEGMENT_NOT_FOUND})
+def segment_turns(
+    segment_id: SegmentPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery
+) -> SegmentTurnsResponse:
+    """The turns filed in one of a user's mid-term segments, in the order they were said; 404 if it has none."""
+    # Segment ids are memstrata's and carry no namespace; the namespaced user keeps the lookup in the tenant.
+    found = memory.segment_turns(segment_id, user_id=tenant.inside(user_id, "user_id"))
+    return SegmentTurnsResponse(segment_id=segment_id, turns=[memory_out(turn, tenant) for turn in found])
 
 
 @router.post("/consolidate", responses={**BODY_ERRORS, **PROVIDER})
