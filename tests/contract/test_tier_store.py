@@ -234,6 +234,19 @@ def test_the_segment_before_a_turn_is_that_of_the_latest_filed_turn_said_before_
     assert store.segment_before("ana", c) == ("third", T0)  # archived: still the segment that turn is in
 
 
+def test_the_turns_after_a_turn_are_those_said_after_it_in_its_session_in_order(store: TierStore) -> None:
+    late, early = T0 + timedelta(hours=1), T0 - timedelta(hours=1)
+    said = [_turn("a", "one"), replace(_turn("b", "later"), created_at=late), _turn("c", "same time as a")]
+    said += [replace(_turn("d", "back-filled"), created_at=early), _turn("e", "another session", session="other")]
+    said += [replace(_turn("f", "no session"), session_id=None), replace(_turn("g", "none"), session_id=None)]
+    a, b, c, d, e, f, g = store.insert_turns(said, None, MODEL)
+    assert store.turns_after("ana", a, 10) == [c, b]  # by time, then seq
+    assert store.turns_after("ana", d, 2) == [a, c]
+    assert store.turns_after("ana", b, 10) == [] and store.turns_after("ana", e, 10) == []
+    assert store.turns_after("ana", f, 10) == [g]  # turns without a session count as one session
+    assert store.turns_after("bob", a, 10) == [] and store.turns_after("ana", 10**9, 10) == []
+
+
 def test_segments_are_saved_heated_archived_promoted_and_searchable(store: TierStore) -> None:
     seqs = store.insert_turns([_turn("t0", "sailing in Cascais"), _turn("t1", "the regatta starts")], None, MODEL)
     centroid = np.arange(4, dtype=np.float32).tobytes()

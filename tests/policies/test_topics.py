@@ -95,6 +95,32 @@ def test_a_topic_without_a_direction_is_never_chosen() -> None:
     assert choose_topic(at(0), WORDS, [None], current=0, thresholds=THRESHOLDS) is None
 
 
+def test_an_aside_stays_on_the_current_topic_when_the_next_exchange_comes_back_to_it() -> None:
+    assert THRESHOLDS.returning == pytest.approx(0.8)  # halfway between staying and joining
+    aside, topics = at(90), [at(0), at(88)]
+    assert choose_topic(aside, WORDS, topics, current=0, thresholds=THRESHOLDS) == 1
+    back = (at(20), WORDS)  # cosine 0.94 with the current topic
+    assert choose_topic(aside, WORDS, topics, current=0, thresholds=THRESHOLDS, following=back) == 0
+    assert choose_topic(aside, WORDS, [at(0)], current=0, thresholds=THRESHOLDS, following=back) == 0
+    # The next exchange must come back by more than it takes to stay (0.77 < 0.8), and have a topic.
+    assert choose_topic(aside, WORDS, [at(0)], current=0, thresholds=THRESHOLDS, following=(at(40), WORDS)) is None
+    assert choose_topic(aside, WORDS, [at(0)], current=0, thresholds=THRESHOLDS, following=(at(0), THANKS)) is None
+    # Without a current topic, or one without a direction, there is nothing to come back to.
+    assert choose_topic(aside, WORDS, [at(0)], current=None, thresholds=THRESHOLDS, following=back) is None
+    assert choose_topic(aside, WORDS, [None], current=0, thresholds=THRESHOLDS, following=back) is None
+
+
+def test_an_aside_in_a_batch_continues_its_run_when_the_next_exchange_comes_back() -> None:
+    said = [WORDS] * 4
+    assert topic_runs([at(0), at(10), at(90), at(5)], said, stay=0.7) == [[0, 1], [2], [3]]
+    assert topic_runs([at(0), at(10), at(90), at(5)], said, stay=0.7, returning=0.8) == [[0, 1, 2, 3]]
+    # Not across a break, and not when the next exchange only comes close (40° from the run's 5°).
+    assert topic_runs([at(0), at(10), at(90), at(5)], said, stay=0.7, returning=0.8, breaks={3}) == [[0, 1], [2], [3]]
+    assert topic_runs([at(0), at(10), at(90), at(45)], said, stay=0.7, returning=0.8) == [[0, 1], [2, 3]]
+    # The last exchange of a batch has no next one here: filing its run looks further (the store).
+    assert topic_runs([at(0), at(10), at(90)], said[:3], stay=0.7, returning=0.8) == [[0, 1], [2]]
+
+
 def test_exchanges_on_one_topic_make_one_run_and_a_new_topic_starts_another() -> None:
     vectors = [at(0), at(10), at(90), at(95), at(0)]
     # The last exchange returns to the first topic; the run before it is on another, so it starts a run:
@@ -131,14 +157,18 @@ def test_vectors_and_words_must_pair_up() -> None:
 @given(
     st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1), st.booleans()), max_size=30),
     st.floats(-1, 2),
+    st.none() | st.floats(-1, 2),
 )
-def test_runs_cover_every_exchange_once_in_order(items: list[tuple[float, float, bool]], stay: float) -> None:
+def test_runs_cover_every_exchange_once_in_order(
+    items: list[tuple[float, float, bool]], stay: float, returning: float | None
+) -> None:
     vectors = [
         np.asarray([x, y], dtype=np.float32) / max(float(np.hypot(x, y)), 1e-9)
         if np.hypot(x, y) > 1e-6
         else np.zeros(2, dtype=np.float32)
         for x, y, _ in items
     ]
-    runs = topic_runs(vectors, [WORDS if wordy else THANKS for _, _, wordy in items], stay=stay)
+    said = [WORDS if wordy else THANKS for _, _, wordy in items]
+    runs = topic_runs(vectors, said, stay=stay, returning=returning)
     assert [index for run in runs for index in run] == list(range(len(items)))
     assert all(runs)

@@ -190,6 +190,28 @@ def test_returning_to_an_earlier_topic_takes_more_than_staying_on_the_current_on
         assert _one_by_one(memory, "stays", [*SAILING, back]) == [[*SAILING, back]]
 
 
+def test_an_aside_whose_next_exchange_comes_back_stays_in_the_current_segment(home: Path) -> None:
+    # When the aside leaves working memory, the sailing line after it is still there: it was
+    # said, so it tells that the conversation came back (cosine over 0.45, halfway between 0.4
+    # to stay and 0.5 to join). Two tax lines are a topic of their own: the first is followed by
+    # the second, not by sailing, and the sailing line after them returns to the sailing segment.
+    aside = TAXES[0]
+    topics = {"segment_similarity": 0.5, "segment_continue_similarity": 0.4}
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **topics) as memory:
+        assert _one_by_one(memory, "aside", [*SAILING[:2], aside, SAILING[2]]) == [[*SAILING[:2], aside, SAILING[2]]]
+        assert _one_by_one(memory, "two", [*SAILING[:2], *TAXES[:2], SAILING[2]]) == [SAILING, TAXES[:2]]
+        memory.add(
+            [
+                item
+                for text in [*SAILING[:2], aside, SAILING[2], "Anything else?"]
+                for item in ({"role": "user", "content": text}, {"role": "assistant", "content": "Noted."})
+            ],
+            user_id="at-once",
+        )
+        memory.flush()
+        assert _filed(memory, "at-once") == [[*SAILING[:2], aside, SAILING[2]]]
+
+
 def test_the_current_segment_is_the_one_of_the_turn_said_before_even_when_all_share_a_time(home: Path) -> None:
     # As in an import of a day's chat: every turn has the session's date. The last line has a
     # cosine of 0.47 with the tax segment: enough to stay on it, not to return to it.

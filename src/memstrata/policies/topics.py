@@ -6,7 +6,8 @@ drifts toward the middle of everything a user says, so it ends up close to every
 exchange, and with a sentence embedder as compressed as e5 (unrelated lines score about
 0.8) each conversation became one segment. Continuing the current topic takes less
 similarity than returning to an older one, and an exchange that says too little to have a
-topic ("Thanks, that helps!") stays where the conversation is.
+topic ("Thanks, that helps!") stays where the conversation is. So does a stray exchange
+whose next one comes back to the current topic: a one-line aside is not a new topic.
 
 The thresholds are cosines, and what counts as similar depends on the embedder, so their
 defaults are set as shares of the way from "as alike as unrelated lines" (the embedder's
@@ -45,6 +46,7 @@ class TopicThresholds:
     ``join``: any topic, such as a segment the conversation left earlier.
     ``stay``: the current topic (the segment filed last, or the run before it in a batch);
     never above ``join``.
+    :attr:`returning`: halfway between them, for the exchange after one that strays.
     """
 
     join: float
@@ -53,6 +55,15 @@ class TopicThresholds:
     def __post_init__(self) -> None:
         if self.stay > self.join:
             raise ValueError(f"staying on a topic ({self.stay}) cannot take more than joining one ({self.join})")
+
+    @property
+    def returning(self) -> float:
+        """The cosine at which the exchange after a stray one comes back to the current topic.
+
+        Halfway between ``stay`` and ``join``: more than continuing takes, since it has to
+        outweigh the stray exchange, and less than returning to an older topic.
+        """
+        return (self.stay + self.join) / 2
 
     @classmethod
     def calibrated(cls, unrelated: float) -> TopicThresholds:
@@ -100,6 +111,8 @@ def choose_topic(
     directions: Sequence[Vector | None],
     current: int | None,
     thresholds: TopicThresholds,
+    *,
+    following: tuple[Vector, Collection[str]] | None = None,
 ) -> int | None:
     """The index of the topic in ``directions`` that an exchange joins, or None for a new one.
 
@@ -108,7 +121,8 @@ def choose_topic(
     index of the current topic, if any. An exchange without a topic of its own
     (:func:`has_topic`) stays with the current one. Otherwise the topic that clears its
     threshold (``stay`` for the current one, ``join`` for the others) by the widest margin
-    wins.
+    wins, unless the exchange said next (``following``: its vector and content words) comes
+    back to the current topic (:func:`comes_back`): then this one was an aside, and stays.
     """
     if current is not None and not has_topic(vector, words):
         return current
@@ -119,11 +133,25 @@ def choose_topic(
         margin = float(np.dot(direction, vector)) - (thresholds.stay if index == current else thresholds.join)
         if margin >= 0 and margin > widest:
             chosen, widest = index, margin
+    if current is not None and chosen != current and following is not None:
+        direction = directions[current]
+        if direction is not None and comes_back(direction, *following, thresholds.returning):
+            return current
     return chosen
 
 
+def comes_back(direction: Vector, vector: Vector, words: Collection[str], returning: float) -> bool:
+    """Whether the exchange after a stray one (``vector``, ``words``) returns to the topic ``direction``."""
+    return has_topic(vector, words) and float(np.dot(direction, vector)) >= returning
+
+
 def topic_runs(
-    vectors: Sequence[Vector], words: Sequence[Collection[str]], stay: float, *, breaks: Collection[int] = ()
+    vectors: Sequence[Vector],
+    words: Sequence[Collection[str]],
+    stay: float,
+    *,
+    breaks: Collection[int] = (),
+    returning: float | None = None,
 ) -> list[list[int]]:
     """Split a batch of exchanges, in the order they were said, into runs that stay on one topic.
 
@@ -131,9 +159,11 @@ def topic_runs(
     Each exchange continues the run before it when it has no topic of its own
     (:func:`has_topic`) or its cosine with the run's :func:`recent_direction` (over the
     run's exchanges that have a topic, if any) reaches ``stay``, and starts a new run
-    otherwise. The exchanges in ``breaks`` start a new run whatever they say (a new
-    session, or one resumed after :data:`CONVERSATION_GAP`: the conversation has no current
-    topic there). Returns the exchanges' indexes, run by run. Linear in the batch.
+    otherwise. With ``returning`` set, a stray exchange also continues the run when the
+    next exchange of the batch comes back to it (:func:`comes_back`). The exchanges in
+    ``breaks`` start a new run whatever they say (a new session, or one resumed after
+    :data:`CONVERSATION_GAP`: the conversation has no current topic there). Returns the
+    exchanges' indexes, run by run. Linear in the batch.
     """
     if len(vectors) != len(words):
         raise ValueError(f"{len(vectors)} vectors for {len(words)} exchanges")
@@ -142,11 +172,17 @@ def topic_runs(
     every: deque[Vector] = deque(maxlen=RECENT_EXCHANGES)
     for index, (vector, said) in enumerate(zip(vectors, words, strict=True)):
         own_topic = has_topic(vector, said)
-        if (
-            runs
-            and index not in breaks
-            and (not own_topic or float(np.dot(recent_direction(topical or every), vector)) >= stay)
-        ):
+        continues = bool(runs) and index not in breaks
+        if continues and own_topic:
+            direction = recent_direction(topical or every)
+            following = index + 1
+            continues = float(np.dot(direction, vector)) >= stay or (
+                returning is not None
+                and following < len(vectors)
+                and following not in breaks
+                and comes_back(direction, vectors[following], words[following], returning)
+            )
+        if continues:
             runs[-1].append(index)
         else:
             runs.append([index])

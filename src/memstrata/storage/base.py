@@ -228,6 +228,14 @@ class TierStore(Store, Protocol):
         """
         ...
 
+    def turns_after(self, user_id: str, turn_seq: int, limit: int) -> list[int]:
+        """The seqs of up to ``limit`` turns said after turn ``turn_seq`` in its session, in the order said.
+
+        The order is by time, then seq, as in :meth:`segment_before`; turns without a session
+        count as one session. Empty when the turn is not the user's.
+        """
+        ...
+
     def save_segment(
         self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
     ) -> bool:

@@ -43,6 +43,7 @@ from memstrata.tiers.steps import MemorySteps, content_words
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
+FOLLOWING_TURNS_READ = 8  # turns read after an exchange to find the one said next
 
 
 # Filing an exchange is read, then written; a write that lost a race to another worker is redone.
@@ -289,7 +290,8 @@ class Hierarchy:
             for index in range(1, len(exchanges))
             if _resumes(turns[exchanges[index - 1][-1]], turns[exchanges[index][0]])
         }
-        runs = topic_runs(vectors, said, self.topic_thresholds().stay, breaks=breaks)
+        thresholds = self.topic_thresholds()
+        runs = topic_runs(vectors, said, thresholds.stay, breaks=breaks, returning=thresholds.returning)
         return [[seq for index in run for seq in exchanges[index]] for run in runs]
 
     def _exchange_topics(
@@ -350,7 +352,10 @@ class Hierarchy:
         if before is not None and turns[first].created_at - before[1] <= CONVERSATION_GAP:
             current = next((index for index, (segment, _) in enumerate(candidates) if segment.id == before[0]), None)
         directions = [_stored_direction(direction, self._embedder.dimension) for _, direction in candidates]
-        picked = choose_topic(own[lead], said[lead], directions, current, self.topic_thresholds())
+        following = None
+        if current is not None:  # only an exchange that could leave the current topic needs the next one
+            following = self._following(user_id, turns, _exchanges(turns)[lead][-1])
+        picked = choose_topic(own[lead], said[lead], directions, current, self.topic_thresholds(), following=following)
         now = datetime.now(UTC)
         latest = max(turns[seq].created_at for seq in order)
         chosen = None if picked is None else candidates[picked][0]
@@ -413,6 +418,23 @@ class Hierarchy:
             return False
         self._evict(user_id, now)
         return True
+
+    def _following(self, user_id: str, turns: dict[int, Turn], seq: int) -> tuple[Vectors, Counter[str]] | None:
+        """The direction and words of the exchange said next after turn ``seq`` in its session, if any yet.
+
+        It may still be in working memory: it was said, so it can tell whether the exchange
+        being filed was an aside. None when none followed, or only after a pause of more than
+        :data:`CONVERSATION_GAP`.
+        """
+        after = self._store.get_by_seqs(self._store.turns_after(user_id, seq, FOLLOWING_TURNS_READ), user_id)
+        order = sorted(after, key=lambda key: (after[key].created_at, key))
+        starts = [index for index, key in enumerate(order) if after[key].role is Role.USER]
+        if not starts or after[order[starts[0]]].created_at - turns[seq].created_at > CONVERSATION_GAP:
+            return None
+        part = order[starts[0] : starts[1] if len(starts) > 1 else None]
+        stored = self._store.vectors_for(self._embedder.model_id, part)
+        (vector,), (words,) = self._exchange_topics([part], {**turns, **after}, stored)
+        return vector, words
 
     def _evict(self, user_id: str, now: datetime) -> None:
         heats = {

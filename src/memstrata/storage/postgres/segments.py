@@ -68,6 +68,25 @@ class SegmentsMixin(Connected):
         row = self._read(read)
         return None if row is None else (str(row[0]), utc(row[1]))
 
+    def turns_after(self, user_id: str, turn_seq: int, limit: int) -> list[int]:
+        """The seqs of up to ``limit`` turns said after turn ``turn_seq`` in its session, in the order said."""
+
+        def read(connection: Connection) -> Any:
+            this = connection.execute(
+                "SELECT session_id, created_at FROM turns WHERE seq = %s AND user_id = %s", (turn_seq, user_id)
+            ).fetchone()
+            if this is None:
+                return []
+            # The turn's own values as parameters, so the session index bounds the scan.
+            same_session = "t.session_id IS NULL" if this[0] is None else "t.session_id = %(session)s"
+            return connection.execute(
+                f"SELECT t.seq FROM turns t WHERE t.user_id = %(user)s AND {same_session}"
+                " AND (t.created_at, t.seq) > (%(at)s, %(seq)s) ORDER BY t.created_at, t.seq LIMIT %(limit)s",
+                {"user": user_id, "session": this[0], "at": this[1], "seq": turn_seq, "limit": limit},
+            ).fetchall()
+
+        return [int(row[0]) for row in self._read(read)]
+
     def segment_turn_seqs(self, segment_id: str) -> list[int]:
         """Turns that make up a segment, oldest first."""
         rows = self._read(

@@ -62,6 +62,19 @@ class SegmentsMixin:
         )
         return None if row is None else (str(row[0]), datetime.fromisoformat(row[1]))
 
+    def turns_after(self, user_id: str, turn_seq: int, limit: int) -> list[int]:
+        """The seqs of up to ``limit`` turns said after turn ``turn_seq`` in its session, in the order said."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT t.seq FROM turns t JOIN turns this ON this.seq = ? AND this.user_id = t.user_id"
+                " WHERE t.user_id = ? AND t.session_id IS this.session_id"
+                " AND (t.created_at, t.seq) > (this.created_at, this.seq)"
+                " ORDER BY t.created_at, t.seq LIMIT ?",
+                (turn_seq, user_id, limit),
+            ).fetchall()
+        )
+        return [int(row[0]) for row in rows]
+
     def segment_turn_seqs(self, segment_id: str) -> list[int]:
         """Turns that make up a segment, oldest first."""
         rows = self._read(
