@@ -256,6 +256,7 @@ def test_home_expands_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_relative_home_is_shown_absolute_without_dot_dots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path = tmp_path.resolve()
     monkeypatch.chdir(tmp_path)
     (tmp_path / "elsewhere").mkdir()
     settings = load_settings(home="elsewhere/../mem")
@@ -263,6 +264,18 @@ def test_relative_home_is_shown_absolute_without_dot_dots(tmp_path: Path, monkey
     assert settings.resolved_storage_url == f"sqlite:///{tmp_path / 'mem' / 'memstrata.db'}"
     with Memory(settings=settings) as memory:
         assert memory.info()["storage"] == str(tmp_path / "mem" / "memstrata.db")
+
+
+def test_dot_dots_after_a_link_go_where_the_os_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "link/.." is the link target's parent, not the directory holding the link.
+    tmp_path = tmp_path.resolve()
+    (tmp_path / "disk" / "projects" / "agent").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "disk" / "projects" / "agent")
+    _toml(tmp_path / "disk" / "projects" / "mem", "rrf_k = 3\n")
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(home="link/../mem")
+    assert settings.data_dir == tmp_path / "disk" / "projects" / "mem"
+    assert settings.rrf_k == 3  # the settings file and the store are read from the same directory
 
 
 def test_storage_url_override(home: Path, tmp_path: Path) -> None:

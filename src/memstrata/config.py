@@ -7,7 +7,6 @@ Precedence, highest first: keyword arguments > ``MEMSTRATA_*`` environment varia
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
@@ -180,9 +179,9 @@ class Settings(BaseSettings):
 
     @property
     def data_dir(self) -> Path:
-        """The resolved data directory: absolute, with ``~`` expanded and ``..`` folded (links are kept)."""
+        """The resolved data directory: ``~`` expanded, absolute, with links and ``..`` resolved as the OS does."""
         if self.home is not None:
-            return Path(os.path.abspath(self.home.expanduser()))
+            return self.home.expanduser().resolve()
         return Path(platformdirs.user_data_dir("memstrata", appauthor=False))
 
     @property

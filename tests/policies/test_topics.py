@@ -100,7 +100,7 @@ def test_an_aside_stays_on_the_current_topic_when_the_next_exchange_comes_back_t
     aside, topics = at(90), [at(0), at(88)]
     assert choose_topic(aside, WORDS, topics, current=0, thresholds=THRESHOLDS) == 1
     back = (at(20), WORDS)  # cosine 0.94 with the current topic
-    assert choose_topic(aside, WORDS, topics, current=0, thresholds=THRESHOLDS, following=back) == 0
+    assert choose_topic(aside, WORDS, topics, current=0, thresholds=THRESHOLDS, following=back) == 1  # joins still
     assert choose_topic(aside, WORDS, [at(0)], current=0, thresholds=THRESHOLDS, following=back) == 0
     # The next exchange must come back by more than it takes to stay (0.77 < 0.8), and have a topic.
     assert choose_topic(aside, WORDS, [at(0)], current=0, thresholds=THRESHOLDS, following=(at(40), WORDS)) is None
@@ -117,6 +117,10 @@ def test_an_aside_in_a_batch_continues_its_run_when_the_next_exchange_comes_back
     # Not across a break, and not when the next exchange only comes close (40° from the run's 5°).
     assert topic_runs([at(0), at(10), at(90), at(5)], said, stay=0.7, returning=0.8, breaks={3}) == [[0, 1], [2], [3]]
     assert topic_runs([at(0), at(10), at(90), at(45)], said, stay=0.7, returning=0.8) == [[0, 1], [2, 3]]
+    # The exchange that came back is compared with the run as it was before the aside: 0.70 with
+    # the first exchange, 0.49 with the mean of it and the aside.
+    three = [unit(1, 0, 0), unit(0, 1, 0), unit(0.7, 0, 0.714)]
+    assert topic_runs(three, [WORDS] * 3, stay=0.5, returning=0.65) == [[0, 1, 2]]
     # The last exchange of a batch has no next one here: filing its run looks further (the store).
     assert topic_runs([at(0), at(10), at(90)], said[:3], stay=0.7, returning=0.8) == [[0, 1], [2]]
 

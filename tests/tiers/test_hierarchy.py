@@ -9,14 +9,16 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memstrata import InvalidInput, Memory, NotFound, StorageError
+from memstrata.embeddings.base import Vectors
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Cell, Consolidation
 from memstrata.tiers import hierarchy as hierarchy_module
@@ -210,6 +212,57 @@ def test_an_aside_whose_next_exchange_comes_back_stays_in_the_current_segment(ho
         )
         memory.flush()
         assert _filed(memory, "at-once") == [[*SAILING[:2], aside, SAILING[2]]]
+
+
+class ChosenVectors(HashEmbedder):
+    """Three-dimensional vectors: the ones given for their texts, the hash embedder's for the rest."""
+
+    def __init__(self, chosen: dict[str, list[float]]) -> None:
+        super().__init__(dimension=3)
+        self._chosen = {
+            text: np.asarray(vector, dtype=np.float32) / np.linalg.norm(vector) for text, vector in chosen.items()
+        }
+
+    @property
+    def model_id(self) -> str:
+        return "chosen-3"
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        hashed = super().embed_documents(texts)
+        return np.stack([self._chosen.get(text, hashed[index]) for index, text in enumerate(texts)])
+
+
+def test_an_aside_does_not_steer_its_segment_away_from_the_exchange_that_came_back(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sailing line that comes back has a cosine of 0.70 with the sailing line before the aside
+    # (over 0.65, halfway between 0.5 and 0.8), but only 0.49 with the mean of that line and the aside.
+    sailing, aside, back = SAILING[0], "Remind me to pay the electricity bill tomorrow.", SAILING[1]
+    embedder = ChosenVectors({sailing: [1, 0, 0], aside: [0, 1, 0], back: [0.7, 0, 0.714]})
+    topics = {"segment_similarity": 0.8, "segment_continue_similarity": 0.5}
+    filings: list[int] = []
+    filing = hierarchy_module.Hierarchy._file
+
+    def counted(self: hierarchy_module.Hierarchy, user_id: str, seqs: Sequence[int]) -> bool:
+        filings.append(len(seqs))
+        return filing(self, user_id, seqs)
+
+    monkeypatch.setattr(hierarchy_module.Hierarchy, "_file", counted)
+    with Memory(home, embedder=embedder, background=False, working_capacity=1, **topics) as memory:
+        assert _one_by_one(memory, "one-by-one", [sailing, aside, back]) == [[sailing, aside, back]]
+        assert len(filings) == 3
+        said = [sailing, aside, back, "Anything else?"]
+        memory.add(
+            [
+                item
+                for text in said
+                for item in ({"role": "user", "content": text}, {"role": "assistant", "content": "Noted."})
+            ],
+            user_id="at-once",
+        )
+        memory.flush()
+        assert _filed(memory, "at-once") == [[sailing, aside, back]]
+    assert filings[3:] == [6]  # one run, filed at once: the aside does not split the batch either
 
 
 def test_the_current_segment_is_the_one_of_the_turn_said_before_even_when_all_share_a_time(home: Path) -> None:

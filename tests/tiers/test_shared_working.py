@@ -448,8 +448,8 @@ def test_a_redis_that_may_evict_working_sets_is_reported(
 def test_forget_while_redis_is_down_deletes_and_says_what_is_left(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server = RedisServer()  # not started: connections are refused
-    settings: dict[str, Any] = {"background": False, "working_url": server.url()}
+    nothing_there = f"redis://127.0.0.1:{free_port()}/0"  # connections are refused
+    settings: dict[str, Any] = {"background": False, "working_url": nothing_there}
     with Memory(tmp_path / "home", embedder=HashEmbedder(), **settings) as memory:
         memory.add("I live in Porto", user_id="ana", session_id="s")
         with caplog.at_level(logging.WARNING, logger="memstrata.memory"):

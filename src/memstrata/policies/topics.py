@@ -10,9 +10,9 @@ topic ("Thanks, that helps!") stays where the conversation is. So does a stray e
 whose next one comes back to the current topic: a one-line aside is not a new topic.
 
 The thresholds are cosines, and what counts as similar depends on the embedder, so their
-defaults are set as shares of the way from "as alike as unrelated lines" (the embedder's
-own median cosine over lines on unrelated subjects) to identical: see
-:meth:`TopicThresholds.calibrated`.
+defaults are fitted for the bundled models and, for any other, set as shares of the way
+from "as alike as unrelated lines" (the embedder's own median cosine over lines on
+unrelated subjects) to identical: see :meth:`TopicThresholds.calibrated`.
 """
 
 from __future__ import annotations
@@ -121,8 +121,10 @@ def choose_topic(
     index of the current topic, if any. An exchange without a topic of its own
     (:func:`has_topic`) stays with the current one. Otherwise the topic that clears its
     threshold (``stay`` for the current one, ``join`` for the others) by the widest margin
-    wins, unless the exchange said next (``following``: its vector and content words) comes
-    back to the current topic (:func:`comes_back`): then this one was an aside, and stays.
+    wins. When none does, and the exchange said next (``following``: its vector and content
+    words) comes back to the current topic (:func:`comes_back`), this one was an aside: it
+    stays in the current topic rather than start one of its own. An aside should not steer
+    its topic: the exchange that came back is compared with the topic as it was before it.
     """
     if current is not None and not has_topic(vector, words):
         return current
@@ -133,7 +135,7 @@ def choose_topic(
         margin = float(np.dot(direction, vector)) - (thresholds.stay if index == current else thresholds.join)
         if margin >= 0 and margin > widest:
             chosen, widest = index, margin
-    if current is not None and chosen != current and following is not None:
+    if chosen is None and current is not None and following is not None:
         direction = directions[current]
         if direction is not None and comes_back(direction, *following, thresholds.returning):
             return current
@@ -160,23 +162,27 @@ def topic_runs(
     (:func:`has_topic`) or its cosine with the run's :func:`recent_direction` (over the
     run's exchanges that have a topic, if any) reaches ``stay``, and starts a new run
     otherwise. With ``returning`` set, a stray exchange also continues the run when the
-    next exchange of the batch comes back to it (:func:`comes_back`). The exchanges in
-    ``breaks`` start a new run whatever they say (a new session, or one resumed after
-    :data:`CONVERSATION_GAP`: the conversation has no current topic there). Returns the
-    exchanges' indexes, run by run. Linear in the batch.
+    next exchange of the batch comes back to it (:func:`comes_back`), as :func:`choose_topic`
+    keeps an aside; that next exchange is compared with the run as it was before the aside.
+    The exchanges in ``breaks`` start a new run whatever they say (a new session, or one
+    resumed after :data:`CONVERSATION_GAP`: the conversation has no current topic there).
+    Returns the exchanges' indexes, run by run. Linear in the batch.
     """
     if len(vectors) != len(words):
         raise ValueError(f"{len(vectors)} vectors for {len(words)} exchanges")
     runs: list[list[int]] = []
     topical: deque[Vector] = deque(maxlen=RECENT_EXCHANGES)
     every: deque[Vector] = deque(maxlen=RECENT_EXCHANGES)
+    aside: Vector | None = None  # an aside joins the run's direction only after the exchange that came back
     for index, (vector, said) in enumerate(zip(vectors, words, strict=True)):
         own_topic = has_topic(vector, said)
         continues = bool(runs) and index not in breaks
+        strays = False
         if continues and own_topic:
             direction = recent_direction(topical or every)
             following = index + 1
-            continues = float(np.dot(direction, vector)) >= stay or (
+            strays = float(np.dot(direction, vector)) < stay
+            continues = not strays or (
                 returning is not None
                 and following < len(vectors)
                 and following not in breaks
@@ -188,7 +194,16 @@ def topic_runs(
             runs.append([index])
             topical.clear()
             every.clear()
-        every.append(np.asarray(vector, dtype=np.float32))
+            aside = None
+        if aside is not None:
+            every.append(aside)
+            topical.append(aside)
+            aside = None
+        kept = np.asarray(vector, dtype=np.float32)
+        if continues and strays:
+            aside = kept
+            continue
+        every.append(kept)
         if own_topic:
-            topical.append(every[-1])
+            topical.append(kept)
     return runs

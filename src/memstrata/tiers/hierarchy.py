@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, tzinfo
 import numpy as np
 
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
-from memstrata.embeddings.calibration import unrelated_similarity
+from memstrata.embeddings.calibration import FITTED_TOPIC_COSINES, unrelated_similarity
 from memstrata.errors import StorageError
 from memstrata.extraction.cells import ExtractedCell
 from memstrata.extraction.entities import entity_names, extract_entities
@@ -352,10 +352,13 @@ class Hierarchy:
         if before is not None and turns[first].created_at - before[1] <= CONVERSATION_GAP:
             current = next((index for index, (segment, _) in enumerate(candidates) if segment.id == before[0]), None)
         directions = [_stored_direction(direction, self._embedder.dimension) for _, direction in candidates]
-        following = None
-        if current is not None:  # only an exchange that could leave the current topic needs the next one
+        thresholds = self.topic_thresholds()
+        picked = choose_topic(own[lead], said[lead], directions, current, thresholds)
+        aside = False
+        if picked is None and current is not None:  # would leave the conversation's topic: an aside?
             following = self._following(user_id, turns, _exchanges(turns)[lead][-1])
-        picked = choose_topic(own[lead], said[lead], directions, current, self.topic_thresholds(), following=following)
+            picked = choose_topic(own[lead], said[lead], directions, current, thresholds, following=following)
+            aside = picked == current
         now = datetime.now(UTC)
         latest = max(turns[seq].created_at for seq in order)
         chosen = None if picked is None else candidates[picked][0]
@@ -412,7 +415,10 @@ class Hierarchy:
             ),
         )
         # What the segment is compared with next: where its topic has got to, not its whole centroid.
-        direction = self._direction(member_turns, member_vectors)
+        # An aside does not steer it: the exchange that came back is compared with the topic as
+        # it was (the aside counts among the latest exchanges from that exchange's filing on).
+        kept = directions[picked] if aside and picked is not None else None
+        direction = kept if kept is not None else self._direction(member_turns, member_vectors)
         known = len(held) if chosen is not None else None
         if not self._store.save_segment(updated, direction.tobytes(), order, known_turns=known):
             return False
@@ -568,10 +574,19 @@ class Hierarchy:
 
 
 def topic_thresholds(embedder: Embedder, join: float | None, stay: float | None) -> TopicThresholds:
-    """The thresholds that file exchanges into segments: ``join`` and ``stay`` as given, else set for ``embedder``."""
+    """The thresholds that file exchanges into segments: ``join`` and ``stay`` as given, else set for ``embedder``.
+
+    A bundled model has thresholds fitted for it (:data:`FITTED_TOPIC_COSINES`); any other
+    is calibrated from how alike it finds unrelated lines.
+    """
     if join is not None and stay is not None:
         return TopicThresholds(join=join, stay=stay)
-    return TopicThresholds.calibrated(unrelated_similarity(embedder)).with_overrides(join, stay)
+    fitted = FITTED_TOPIC_COSINES.get(embedder.model_id)
+    if fitted is not None:
+        defaults = TopicThresholds(join=fitted[0], stay=fitted[1])
+    else:
+        defaults = TopicThresholds.calibrated(unrelated_similarity(embedder))
+    return defaults.with_overrides(join, stay)
 
 
 def _resumes(previous: Turn, turn: Turn) -> bool:
