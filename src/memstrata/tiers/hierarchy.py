@@ -13,8 +13,8 @@ from datetime import UTC, date, datetime, tzinfo
 
 import numpy as np
 
-from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
-from memstrata.embeddings.calibration import FITTED_TOPIC_COSINES, unrelated_similarity
+from memstrata.embeddings.base import Embedder, FittedTopics, Vectors, normalize_rows
+from memstrata.embeddings.calibration import unrelated_similarity
 from memstrata.errors import StorageError
 from memstrata.extraction.cells import ExtractedCell
 from memstrata.extraction.entities import entity_names, extract_entities
@@ -576,14 +576,14 @@ class Hierarchy:
 def topic_thresholds(embedder: Embedder, join: float | None, stay: float | None) -> TopicThresholds:
     """The thresholds that file exchanges into segments: ``join`` and ``stay`` as given, else set for ``embedder``.
 
-    A bundled model has thresholds fitted for it (:data:`FITTED_TOPIC_COSINES`); any other
-    is calibrated from how alike it finds unrelated lines.
+    A bundled model knows the thresholds fitted for it (:class:`FittedTopics`); any other is
+    calibrated from how alike it finds unrelated lines.
     """
     if join is not None and stay is not None:
         return TopicThresholds(join=join, stay=stay)
-    fitted = FITTED_TOPIC_COSINES.get(embedder.model_id)
-    if fitted is not None:
-        defaults = TopicThresholds(join=fitted[0], stay=fitted[1])
+    if isinstance(embedder, FittedTopics):
+        fitted_join, fitted_stay = embedder.topic_cosines
+        defaults = TopicThresholds(join=fitted_join, stay=fitted_stay)
     else:
         defaults = TopicThresholds.calibrated(unrelated_similarity(embedder))
     return defaults.with_overrides(join, stay)
