@@ -234,6 +234,18 @@ def test_the_segment_before_a_turn_is_that_of_the_latest_filed_turn_said_before_
     assert store.segment_before("ana", c) == ("third", T0)  # archived: still the segment that turn is in
 
 
+def test_a_segments_direction_is_read_only_for_the_model_that_made_it(store: TierStore) -> None:
+    centroid = np.arange(4, dtype=np.float32).tobytes()
+    store.save_segment(_segment("mine"), centroid, [], model_id="model-a")
+    store.save_segment(_segment("older"), centroid, [])  # stored before the model was recorded
+    store.save_segment(_segment("theirs"), centroid, [], model_id="model-b")
+    read = {segment.id: direction for segment, direction in store.active_segments("ana", "model-a")}
+    assert read == {"mine": centroid, "older": centroid, "theirs": None}
+    assert all(direction == centroid for _, direction in store.active_segments("ana"))
+    store.save_segment(_segment("theirs"), centroid, [], model_id="model-a")  # refiled by the new model
+    assert dict((s.id, d) for s, d in store.active_segments("ana", "model-a"))["theirs"] == centroid
+
+
 def test_the_turns_after_a_turn_are_those_said_after_it_in_its_session_in_order(store: TierStore) -> None:
     late, early = T0 + timedelta(hours=1), T0 - timedelta(hours=1)
     said = [_turn("a", "one"), replace(_turn("b", "later"), created_at=late), _turn("c", "same time as a")]

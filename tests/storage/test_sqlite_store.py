@@ -107,6 +107,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
         connection.execute("DROP TABLE sleep_marks")
         connection.execute("DROP INDEX jobs_open_by_user")  # version 7's
         connection.execute("ALTER TABLE jobs DROP COLUMN counted")  # version 8's
+        connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
         connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)
@@ -134,6 +135,7 @@ def test_an_upgrade_to_version_12_notes_restatements_from_then_on(db_path: Path)
     store.close()
     with _raw(db_path) as connection:  # the store as version 11 left it
         connection.execute("DROP TABLE cell_restatements")
+        connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
         connection.execute("DELETE FROM schema_migrations WHERE version >= 12")
     upgraded = SQLiteStore(db_path)
     try:
@@ -417,6 +419,7 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
         connection.execute("INSERT INTO jobs (kind, user_id, state, created_at) VALUES ('visit', 'ana', 'done', 'x')")
         connection.execute("DROP INDEX jobs_open_by_user")
         connection.execute("ALTER TABLE jobs DROP COLUMN counted")  # version 8's
+        connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
         connection.execute("DELETE FROM schema_migrations WHERE version >= 7")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:
@@ -432,6 +435,7 @@ def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(db_path: P
             connection.execute(
                 "INSERT INTO events (at, kind, user_id, detail) VALUES ('x', ?, 'ana', ?)", (kind, json.dumps(detail))
             )
+        connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
         connection.execute("DELETE FROM schema_migrations WHERE version >= 9")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:
@@ -454,6 +458,7 @@ def test_the_upgrade_deletes_scenes_whose_segment_retention_deleted(db_path: Pat
                 " VALUES (?, 'ana', 't', 'My PIN is 4417', ?, 'x', 'x')",
                 (scene, segment),
             )
+        connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
         connection.execute("DELETE FROM schema_migrations WHERE version >= 11")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:

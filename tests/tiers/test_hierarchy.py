@@ -345,6 +345,27 @@ def test_a_segment_is_compared_by_its_latest_exchanges(home: Path) -> None:
     assert filed == [[*SAILING, bridge, *repairs], [again]]
 
 
+class Renamed(HashEmbedder):
+    """The hash embedder's vectors under another model id: another model of the same size."""
+
+    @property
+    def model_id(self) -> str:
+        return "renamed-hash-384"
+
+
+def test_segments_filed_by_another_model_of_the_same_size_are_not_compared(home: Path) -> None:
+    # The same vectors under another model id: were the old direction compared, the last sailing
+    # line would continue the sailing segment. Vectors of different models are never compared.
+    with Memory(home, embedder=HashEmbedder(), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        for text in SAILING:
+            _exchange(memory, text)
+        memory.flush()
+    with Memory(home, embedder=Renamed(), background=False, working_capacity=1, **HASHED_TOPICS) as memory:
+        _exchange(memory, "Anything else?")
+        memory.flush()
+        assert _filed(memory, USER) == [SAILING[:2], [SAILING[2]]]
+
+
 def test_segments_filed_by_an_embedder_of_another_size_do_not_stop_filing(home: Path) -> None:
     # A store switched to an embedder with another vector size: the old segments' directions
     # cannot be compared with the new vectors, so they are left out of the choice until refiled.

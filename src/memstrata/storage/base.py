@@ -200,8 +200,13 @@ class TierStore(Store, Protocol):
         """Vectors of the user's turns just before ``before_seq``, for novelty."""
         ...
 
-    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
-        """The user's active mid-term segments with their centroid vectors."""
+    def active_segments(self, user_id: str, model_id: str | None = None) -> list[tuple[Segment, bytes | None]]:
+        """The user's active mid-term segments with their direction vectors.
+
+        With ``model_id``, a direction stored for another embedder reads None: vectors of
+        different models are never compared. One stored before the model was recorded is
+        returned as it is.
+        """
         ...
 
     def segments(self, user_id: str, *, limit: int = 50) -> list[Segment]:
@@ -237,9 +242,17 @@ class TierStore(Store, Protocol):
         ...
 
     def save_segment(
-        self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
+        self,
+        segment: Segment,
+        centroid: bytes,
+        new_turn_seqs: Sequence[int],
+        *,
+        known_turns: int | None = None,
+        model_id: str | None = None,
     ) -> bool:
         """Create or update a segment, link its new turns, and refresh its search item.
+
+        ``centroid`` is the segment's direction, made by the embedder ``model_id``.
 
         Invariant: a turn is filed in at most one segment, and a segment's summary covers
         the turns it links. Nothing is stored, and the answer is False, when one of

@@ -343,7 +343,7 @@ class Hierarchy:
         # so that exchange decides where the run goes, as it would if it had been filed alone.
         own, said = self._exchange_topics(_exchanges(turns), turns, vectors)
         lead = next((index for index, words in enumerate(said) if has_topic(own[index], words)), 0)
-        candidates = self._store.active_segments(user_id)
+        candidates = self._store.active_segments(user_id, self._embedder.model_id)
         # The current topic is the conversation's: the segment of the turn said just before in
         # the session, unless the conversation paused for longer than CONVERSATION_GAP.
         first = min(order, key=lambda seq: (turns[seq].created_at, seq))
@@ -420,7 +420,10 @@ class Hierarchy:
         kept = directions[picked] if aside and picked is not None else None
         direction = kept if kept is not None else self._direction(member_turns, member_vectors)
         known = len(held) if chosen is not None else None
-        if not self._store.save_segment(updated, direction.tobytes(), order, known_turns=known):
+        saved = self._store.save_segment(
+            updated, direction.tobytes(), order, known_turns=known, model_id=self._embedder.model_id
+        )
+        if not saved:
             return False
         self._evict(user_id, now)
         return True
@@ -595,11 +598,12 @@ def _resumes(previous: Turn, turn: Turn) -> bool:
 
 
 def _stored_direction(stored: bytes | None, dimension: int) -> Vectors | None:
-    """A segment's stored direction, or None when it has none or was stored by an embedder of another size.
+    """A segment's stored direction, or None when it has none or it has another size than this embedder's.
 
-    After the store's embedder is switched, a segment filed before is left out of the choice
-    (never joined by similarity) until a filing that stays in it as the current one stores
-    its direction again from the new vectors.
+    The store already leaves out directions another model made; this catches those stored
+    before the model was recorded. After the store's embedder is switched, a segment filed
+    before is left out of the choice (never joined by similarity) until a filing that stays
+    in it as the current one stores its direction again from the new vectors.
     """
     if stored is None or len(stored) != dimension * np.dtype(np.float32).itemsize:
         return None

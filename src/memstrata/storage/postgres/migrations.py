@@ -566,6 +566,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         locks=("turns", "cells"),
     ),
+    # As SQLite's step 13: the model that made each segment's direction (NULL: before).
+    Migration(
+        16,
+        "the model of each segment's direction",
+        """
+        ALTER TABLE segments ADD COLUMN IF NOT EXISTS centroid_model text;
+        """,
+        locks=("segments",),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

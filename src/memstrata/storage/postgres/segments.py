@@ -25,13 +25,14 @@ class SegmentsMixin(Connected):
 
     # -- segments ---------------------------------------------------------------------
 
-    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
-        """The user's active mid-term segments with their centroid vectors."""
+    def active_segments(self, user_id: str, model_id: str | None = None) -> list[tuple[Segment, bytes | None]]:
+        """The user's active mid-term segments with their directions (None: stored for another model)."""
         rows = self._read(
             lambda connection: connection.execute(
-                f"SELECT {_SEGMENT_COLUMNS}, s.centroid FROM segments s WHERE s.user_id = %s AND s.state = 'active'"
-                " ORDER BY s.ordinal",
-                (user_id,),
+                f"SELECT {_SEGMENT_COLUMNS}, CASE WHEN %(model)s::text IS NULL OR s.centroid_model IS NULL"
+                " OR s.centroid_model = %(model)s THEN s.centroid END"
+                " FROM segments s WHERE s.user_id = %(user)s AND s.state = 'active' ORDER BY s.ordinal",
+                {"user": user_id, "model": model_id},
             ).fetchall()
         )
         return [(_segment(row), None if row[12] is None else bytes(row[12])) for row in rows]
@@ -118,7 +119,13 @@ class SegmentsMixin(Connected):
         return {int(row[0]) for row in rows}
 
     def save_segment(
-        self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
+        self,
+        segment: Segment,
+        centroid: bytes,
+        new_turn_seqs: Sequence[int],
+        *,
+        known_turns: int | None = None,
+        model_id: str | None = None,
     ) -> bool:
         """Create or update a segment, link its new turns, refresh its search item; False if it changed meanwhile."""
 
@@ -138,14 +145,14 @@ class SegmentsMixin(Connected):
                 return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
-                " promoted_at, created_at, last_activity, centroid)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " promoted_at, created_at, last_activity, centroid, centroid_model)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 # Visits and state are not the filing's to set: a visit or an eviction may land meanwhile.
                 " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
                 # Nor heat and activity back: a visit may have raised them since the read.
                 " turn_count = excluded.turn_count, heat = GREATEST(segments.heat, excluded.heat),"
                 " last_activity = GREATEST(segments.last_activity, excluded.last_activity),"
-                " centroid = excluded.centroid",
+                " centroid = excluded.centroid, centroid_model = excluded.centroid_model",
                 (
                     segment.id,
                     segment.user_id,
@@ -160,6 +167,7 @@ class SegmentsMixin(Connected):
                     segment.created_at,
                     segment.last_activity,
                     centroid,
+                    model_id,
                 ),
             )
             connection.execute(

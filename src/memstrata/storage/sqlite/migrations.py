@@ -446,6 +446,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX IF NOT EXISTS cell_restatements_by_turn ON cell_restatements (turn_seq);
         """,
     ),
+    # A segment's direction is compared with new exchanges' vectors, which must come from the
+    # same embedder: the model that made each direction is recorded beside it (NULL: before).
+    Migration(
+        13,
+        "the model of each segment's direction",
+        """
+        ALTER TABLE segments ADD COLUMN centroid_model TEXT;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

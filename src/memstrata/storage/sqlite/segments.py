@@ -27,12 +27,14 @@ class SegmentsMixin:
 
     # -- segments ---------------------------------------------------------------------
 
-    def active_segments(self, user_id: str) -> list[tuple[Segment, bytes | None]]:
-        """The user's active mid-term segments with their centroid vectors."""
+    def active_segments(self, user_id: str, model_id: str | None = None) -> list[tuple[Segment, bytes | None]]:
+        """The user's active mid-term segments with their directions (None: stored for another model)."""
         rows = self._read(
             lambda connection: connection.execute(
-                f"SELECT {_SEGMENT_COLUMNS}, centroid FROM segments WHERE user_id = ? AND state = 'active'",
-                (user_id,),
+                f"SELECT {_SEGMENT_COLUMNS}, CASE WHEN :model IS NULL OR centroid_model IS NULL"
+                " OR centroid_model = :model THEN centroid END"
+                " FROM segments WHERE user_id = :user AND state = 'active'",
+                {"user": user_id, "model": model_id},
             ).fetchall()
         )
         return [(_segment(row), row[12]) for row in rows]
@@ -110,7 +112,13 @@ class SegmentsMixin:
         return set(self._read(read))
 
     def save_segment(
-        self, segment: Segment, centroid: bytes, new_turn_seqs: Sequence[int], *, known_turns: int | None = None
+        self,
+        segment: Segment,
+        centroid: bytes,
+        new_turn_seqs: Sequence[int],
+        *,
+        known_turns: int | None = None,
+        model_id: str | None = None,
     ) -> bool:
         """Create or update a segment, link its new turns, refresh its search item; False if it changed meanwhile."""
 
@@ -128,13 +136,14 @@ class SegmentsMixin:
                     return False
             connection.execute(
                 "INSERT INTO segments (id, user_id, session_id, summary, keywords, visits, turn_count, heat, state,"
-                " promoted_at, created_at, last_activity, centroid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " promoted_at, created_at, last_activity, centroid, centroid_model)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 # Visits and state are not the filing's to set: a visit or an eviction may land meanwhile.
                 " ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, keywords = excluded.keywords,"
                 # Nor heat and activity back: a visit may have raised them since the read.
                 " turn_count = excluded.turn_count, heat = max(segments.heat, excluded.heat),"
                 " last_activity = max(segments.last_activity, excluded.last_activity),"
-                " centroid = excluded.centroid",
+                " centroid = excluded.centroid, centroid_model = excluded.centroid_model",
                 (
                     segment.id,
                     segment.user_id,
@@ -149,6 +158,7 @@ class SegmentsMixin:
                     format_time(segment.created_at),
                     format_time(segment.last_activity),
                     centroid,
+                    model_id,
                 ),
             )
             connection.executemany(
