@@ -417,7 +417,10 @@ class Hierarchy:
         # What the segment is compared with next: where its topic has got to, not its whole centroid.
         # An aside does not steer it: the exchange that came back is compared with the topic as
         # it was (the aside counts among the latest exchanges from that exchange's filing on).
-        kept = directions[picked] if aside and picked is not None else None
+        # The direction read with the candidates is kept only if no filing changed the segment
+        # before its snapshot was read; otherwise it is computed afresh.
+        unchanged = aside and picked is not None and candidates[picked][0].turn_count == len(held)
+        kept = directions[picked] if unchanged and picked is not None else None
         direction = kept if kept is not None else self._direction(member_turns, member_vectors)
         known = len(held) if chosen is not None else None
         saved = self._store.save_segment(
