@@ -27,6 +27,7 @@ from memstrata.memory import Memory
 from memstrata.models import (
     Cell,
     ChatReply,
+    Compaction,
     Consolidation,
     Context,
     ContextItem,
@@ -50,6 +51,7 @@ from memstrata.models import (
 __all__ = [
     "Cell",
     "ChatReply",
+    "Compaction",
     "ConfigError",
     "Consolidation",
     "Context",

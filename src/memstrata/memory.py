@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ from memstrata.memory_context import ContextViews
 from memstrata.memory_search import SearchViews
 from memstrata.memory_tiers import TierViews
 from memstrata.memory_transfer import TransferViews
-from memstrata.models import Deletion, Scope, Turn
+from memstrata.models import Compaction, Deletion, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
 from memstrata.retrieval.fulltext import indexed_text
@@ -430,6 +431,20 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._index.drop(scope.user_id)
         self._discard_deleted(scope.user_id, scope.session_id)
         return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
+
+    def vacuum(self) -> Compaction:
+        """Rewrite the store so deleted memories leave its files; its size before and after.
+
+        ``forget`` removes every row, index entry and log frame of what it deletes; a database
+        file can still keep copies in free space (SQLite) or dead rows (PostgreSQL) until
+        it is rewritten. Writers wait meanwhile, so run it at a quiet time.
+        """
+        self._require_open()
+        started = time.perf_counter()
+        before = self._store.size_bytes()
+        complete = self._store.vacuum()
+        after = self._store.size_bytes()
+        return Compaction(before, after, round(time.perf_counter() - started, 3), complete)
 
     def _discard_deleted(self, user_id: str, session_id: str | None) -> None:
         """Free the Redis working-set places of deleted turns (one session's, or all the user's)."""

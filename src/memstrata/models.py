@@ -153,6 +153,20 @@ class TransferReport:
     skipped: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What a ``vacuum`` did: the store's size in bytes before and after, and whether nothing was left over.
+
+    ``complete`` is False when another connection was reading a SQLite store while its
+    write-ahead log was checkpointed: the log keeps the old pages until the next checkpoint.
+    """
+
+    bytes_before: int
+    bytes_after: int
+    seconds: float
+    complete: bool = True
+
+
 def format_time(moment: datetime) -> str:
     """Fixed-width UTC ISO 8601 text with microseconds, so string order is time order."""
     utc = moment.astimezone(UTC)

@@ -323,6 +323,25 @@ def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:
         assert memory.info()["counts"]["vectors[hash-bow-384]"] == 1
 
 
+def test_vacuum_rewrites_the_store_and_reports_its_size(home: Path) -> None:
+    seed(home, [f"ana's long note {n} " + "words " * 200 for n in range(30)])
+    seed(home, ["bob one"], user="bob")
+    ok(run_cli("forget", "--user", "ana", "--yes", home=home))
+
+    report = json.loads(ok(run_cli("vacuum", "--json", home=home)))
+    assert report["bytes_after"] < report["bytes_before"]
+    assert report["complete"] is True
+    assert count_turns(home, "bob") == 1
+    assert "rewrote the store:" in ok(run_cli("vacuum", home=home))
+
+
+def test_vacuum_of_a_home_without_a_store_creates_nothing(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    result = run_cli("vacuum", home=empty)
+    assert result.returncode == 3 and "no memstrata store at" in result.stderr and "Traceback" not in result.stderr
+    assert not empty.exists()
+
+
 def test_demo_recalls_all_facts_with_the_default_embedder(home: Path, tmp_path: Path) -> None:
     demo_home = tmp_path / "demo"
     output = ok(run_cli("demo", "--home", str(demo_home), home=home, embedder=None))

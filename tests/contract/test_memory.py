@@ -324,6 +324,24 @@ def test_delete_and_forget_remove_from_every_view(memory: Memory) -> None:
     assert memory.history(user_id="ana") == [] and memory.search("lighthouse", user_id="ana") == []
 
 
+def test_vacuum_after_forget_shrinks_the_store_and_changes_no_answer(memory: Memory) -> None:
+    for n in range(60):
+        _exchange(memory, f"ana's long note {n}: " + "the garden needs water " * 40, user="ana")
+        _exchange(memory, f"bob planted tulips in bed {n}", user="bob", session="s2")
+    memory.flush()
+    memory.forget(user_id="ana")
+    before = {mode: memory.search("tulips bed 7", user_id="bob", mode=mode) for mode in MODES}
+    history = memory.history(user_id="bob", limit=200)
+
+    report = memory.vacuum()
+    assert report.complete and report.seconds >= 0
+    assert 0 < report.bytes_after < report.bytes_before
+    assert {mode: memory.search("tulips bed 7", user_id="bob", mode=mode) for mode in MODES} == before
+    assert memory.history(user_id="bob", limit=200) == history
+    _exchange(memory, "bob waters the tulips", user="bob", session="s2")  # and it takes writes on
+    assert len(memory.history(user_id="bob", limit=200)) == len(history) + 2
+
+
 def test_a_second_memory_sees_the_first_ones_writes(open_memory: Callable[..., Memory]) -> None:
     first, second = open_memory(), open_memory()
     assert second.search("harbour", user_id="ana") == []

@@ -31,6 +31,7 @@ from memstrata.storage.postgres.migrations import (  # noqa: E402
     LOCK_NAMESPACE,
     MIGRATION_LOCK,
     MIGRATIONS,
+    TABLES,
     migrate,
 )
 from memstrata.storage.postgres.retrieval import _SPEAKERS, approximate_statement, match_terms  # noqa: E402
@@ -681,6 +682,45 @@ def _idf_ranking(store: PostgresStore, terms: list[str], user_id: str, limit: in
     )
     rows = store._read(lambda connection: connection.execute(statement, [terms, user_id, user_id, limit]).fetchall())
     return [(int(seq), float(score)) for seq, score in rows]
+
+
+# -- vacuum -------------------------------------------------------------------------------------
+
+
+def test_the_tables_vacuum_rewrites_are_every_table_of_the_schema(store: PostgresStore, postgres_url: str) -> None:
+    schema = _query(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    assert {str(row[0]) for row in schema} == set(TABLES)
+
+
+def test_vacuum_rewrites_the_tables_without_the_forgotten_rows_and_keeps_the_rest(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    for batch in range(4):
+        turns = [_turn(f"a{batch}-{n}", f"the hint is qwzxplkvv {'x' * 900}") for n in range(100)]
+        store.insert_turns(turns, None, MODEL)
+    store.insert_turns([_turn("b0", "bob's note", user_id="bob")], None, MODEL)
+    store.forget(Scope("ana"))
+    before = store.size_bytes()
+    kept = _query(postgres_url, "SELECT seq, id, content FROM turns")
+
+    assert store.vacuum() is True
+    assert store.size_bytes() < before
+    assert _query(postgres_url, "SELECT seq, id, content FROM turns") == kept
+    assert [seq for seq, _ in store.fulltext("note", "bob", SearchFilters(), 10)] == [kept[0][0]]
+
+
+def test_vacuum_gives_up_on_a_table_another_session_keeps_busy(postgres_url: str) -> None:
+    store = open_postgres(postgres_url, busy_timeout_seconds=0.5)
+    try:
+        with psycopg.connect(postgres_url) as reader:
+            reader.execute("SELECT count(*) FROM turns").fetchall()  # a long transaction, still open
+            with pytest.raises(StorageError, match=r"kept the turns table busy for 0\.5 s"):
+                store.vacuum()
+        assert store.vacuum() is True
+        # The pooled connection is handed back with the server's own lock timeout.
+        assert store._read(lambda connection: connection.execute("SHOW lock_timeout").fetchall()) == [("0",)]
+    finally:
+        store.close()
 
 
 # -- vectors ------------------------------------------------------------------------------------

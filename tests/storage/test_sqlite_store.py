@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -590,6 +591,85 @@ def test_forget_warns_when_a_reader_keeps_the_deleted_text_in_the_wal(
     assert "write-ahead log still holds the deleted text" in caplog.text
     # ...and waits as long as it should for everything else.
     assert store._connection.execute("PRAGMA busy_timeout").fetchone() == (20_000,)
+    store.close()
+
+
+def _store_files(db_path: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in db_path.parent.iterdir() if path.name.startswith(db_path.name))
+
+
+def test_vacuum_clears_the_copies_forget_leaves_in_pages_another_user_shares(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    lengths = random.Random(1)
+    for n in range(200):  # two users' turns of varied length share pages, as they do in a live store
+        ana = f"the hint is qwzxplkvv{n} " + "lorem ipsum " * lengths.randint(1, 40)
+        bob = f"bob's note {n} " + "dolor sit " * lengths.randint(1, 40)
+        store.insert_turns([_turn(f"a{n}", ana, session_id="s")], None, MODEL)
+        store.insert_turns([_turn(f"b{n}", bob, user_id="bob", session_id="t")], None, MODEL)
+    store.forget(Scope("ana"))
+    # secure_delete zeroes the rows, yet a page SQLite rebalanced keeps copies in its free space.
+    assert b"qwzxplkvv" in _store_files(db_path), "no residue to clear: this SQLite keeps none after forget"
+    before = store.size_bytes()
+
+    assert store.vacuum() is True
+    assert b"qwzxplkvv" not in _store_files(db_path)
+    assert store.size_bytes() < before
+    assert len(store.fulltext('"note"', "bob", SearchFilters(), 500)) == 200  # bob's rows and index stay
+    store.close()
+    assert b"qwzxplkvv" not in _store_files(db_path)
+
+
+def test_vacuum_keeps_every_row_with_its_rowid(tmp_path: Path) -> None:
+    from memstrata import Memory
+    from memstrata.embeddings.hashing import HashEmbedder
+
+    memory = Memory(tmp_path, embedder=HashEmbedder(), background=False, working_capacity=2, segment_similarity=0.4)
+    for n in range(60):  # cells and segments break ties by rowid, which VACUUM must keep
+        said = [
+            {"role": "user", "content": f"I moved to city{n % 7} and I prefer tea number {n}"},
+            {"role": "assistant", "content": f"Noted, city{n % 7} and tea {n}."},
+        ]
+        memory.add(said, user_id=("ana", "bob")[n % 2], session_id=f"s{n % 3}")
+    memory.flush()
+    memory.forget(user_id="bob")  # frees pages between ana's rows
+    connection = sqlite3.connect(tmp_path / "memstrata.db")
+    tables = [
+        str(row[0])
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
+            " AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE '%WITHOUT ROWID%'"
+        )
+    ]
+    rows = lambda: {table: connection.execute(f"SELECT rowid, * FROM {table}").fetchall() for table in tables}  # noqa: E731
+    before = rows()
+    assert before["cells"] and before["segments"]
+
+    assert memory.vacuum().complete
+    assert rows() == before
+    connection.close()
+    memory.close()
+
+
+def test_vacuum_says_when_a_reader_keeps_old_pages_in_the_log(db_path: Path) -> None:
+    store = SQLiteStore(db_path, busy_timeout_seconds=0.2)
+    store.insert_turns([_turn("a0", "the hint is qwzxplkvv")], None, MODEL)
+    store.insert_turns([_turn("b0", "bob's note", user_id="bob")], None, MODEL)
+    store.forget(Scope("ana"))
+    with _raw(db_path) as reader:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM turns").fetchall()  # a snapshot the checkpoint must keep
+        assert store.vacuum() is False
+        reader.execute("COMMIT")
+    assert store.vacuum() is True
+    assert store.get_by_ids(["b0"])["b0"].content == "bob's note"
+    store.close()
+
+
+def test_an_in_memory_store_vacuums_and_counts_its_pages() -> None:
+    store = SQLiteStore(None)
+    store.insert_turns([_turn("a0", "x" * 5000)], None, MODEL)
+    assert store.size_bytes() > 5000
+    assert store.vacuum() is True
     store.close()
 
 

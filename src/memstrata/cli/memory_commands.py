@@ -1,4 +1,4 @@
-"""Commands over one Memory: add, search, context, history, forget, export, import, info, reindex."""
+"""Commands over one Memory: add, search, context, history, forget, export, import, info, reindex, vacuum."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ FLUSH_SECONDS = 60.0
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
-    for command in (add, search, context, history, forget, export, info, reindex):
+    for command in (add, search, context, history, forget, export, info, reindex, vacuum):
         app.command()(command)
     app.command("import")(import_)
 
@@ -337,3 +337,32 @@ def reindex(
             lambda finished, total: progress.update(task, completed=finished, total=total), fulltext=fulltext
         )
     console.print(f"embedded {done} turns" + (" and rebuilt the full-text indexes" if fulltext else ""))
+
+
+def vacuum(home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Rewrite the store so deleted memories leave its files (SQLite VACUUM, PostgreSQL VACUUM FULL).
+
+    Run it after `forget` where erasure must reach the disk's bytes, or to give back the
+    space deleted memories took. Other writers wait while it runs.
+
+    Example: memstrata vacuum
+    """
+    with open_memory(home, run_jobs=False, existing=True) as memory:
+        report = memory.vacuum()
+    if as_json:
+        print_json(report)
+        return
+    console.print(
+        f"rewrote the store: {_megabytes(report.bytes_before)} → {_megabytes(report.bytes_after)}"
+        f" in {report.seconds:.1f} s",
+        highlight=False,
+    )
+    if not report.complete:
+        error_console.print(
+            "another process was reading the store, so its write-ahead log still holds old pages;"
+            " they go at the next checkpoint (when that reader finishes, or on close)"
+        )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"

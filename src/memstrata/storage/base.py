@@ -169,6 +169,18 @@ class Store(Protocol):
         """Totals for ``info``: turns, users, sessions, vectors per model."""
         ...
 
+    def size_bytes(self) -> int:
+        """How many bytes the store's data takes on disk (its files, or its tables and indexes)."""
+        ...
+
+    def vacuum(self) -> bool:
+        """Rewrite the store so deleted data leaves its files; False if a reader kept some of it for now.
+
+        Every row stays as it was (ids, seqs and their order included); only free space and
+        the remains of deleted rows go. Other writers wait while it runs.
+        """
+        ...
+
     def clock(self) -> float:
         """Seconds since the epoch on the store's own clock, read alike by every process that shares it.
 

@@ -579,6 +579,38 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 LATEST_VERSION = MIGRATIONS[-1].version
 
+# Every table the migrations create (a test holds this to the migrated schema): what
+# ``vacuum`` rewrites and ``size_bytes`` sums, never another application's tables.
+TABLES = (
+    "api_keys",
+    "cell_restatements",
+    "cells",
+    "consolidation_turns",
+    "consolidations",
+    "derived",
+    "derived_sources",
+    "entities",
+    "entity_edges",
+    "entity_mentions",
+    "events",
+    "jobs",
+    "pattern_observations",
+    "patterns",
+    "profile",
+    "scenes",
+    "schema_migrations",
+    "segment_turns",
+    "segments",
+    "sleep_marks",
+    "turn_scores",
+    "turn_vectors",
+    "turns",
+    "user_term_counts",
+    "user_turn_counts",
+    "vector_indexes",
+    "working_items",
+)
+
 
 def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms: int = 30_000) -> int:
     """Bring the schema to ``LATEST_VERSION`` under an advisory lock; refuse a database from a newer memstrata.

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import psycopg
 
 from memstrata.errors import IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
@@ -15,6 +16,7 @@ from memstrata.storage.postgres import queue
 from memstrata.storage.postgres.derived import purge_derived
 from memstrata.storage.postgres.keys import KeysMixin
 from memstrata.storage.postgres.knowledge import KnowledgeMixin
+from memstrata.storage.postgres.migrations import TABLES
 from memstrata.storage.postgres.neighbours import neighbour_seqs, refresh_context
 from memstrata.storage.postgres.queue import QueueMixin
 from memstrata.storage.postgres.retrieval import RetrievalMixin, insert_vectors
@@ -281,6 +283,42 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             ):
                 result[f"vectors[{model_id}]"] = int(count)
             return result
+
+        return self._read(work)
+
+    def size_bytes(self) -> int:
+        """The bytes memstrata's tables take with their indexes and TOAST data."""
+        (row,) = self._fetch_all(
+            "SELECT COALESCE(SUM(pg_total_relation_size(to_regclass(name))), 0)::bigint FROM unnest(%s::text[]) name",
+            [list(TABLES)],
+        )
+        return int(row[0])
+
+    def vacuum(self) -> bool:
+        """``VACUUM (FULL, ANALYZE)`` each of memstrata's tables: rewritten, they keep no deleted row's bytes.
+
+        Each table is locked while it is rewritten (readers wait too); a lock not had within
+        ``busy_timeout_seconds`` stops it with a StorageError, the tables done so far done.
+        Copies outside the tables (WAL segments, archives, backups) are the server's to expire.
+        """
+
+        def work(connection: Connection) -> bool:
+            connection.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
+            try:
+                for table in TABLES:
+                    if connection.execute("SELECT to_regclass(%s)", (table,)).fetchone() in (None, (None,)):
+                        continue
+                    try:
+                        connection.execute(f"VACUUM (FULL, ANALYZE) {table}")
+                    except psycopg.errors.LockNotAvailable as exc:
+                        raise StorageError(
+                            f"vacuum of {self.location} stopped: another session kept the {table} table busy for"
+                            f" {self._lock_timeout_ms / 1000:g} s; run it again when the store is quiet, or raise"
+                            " busy_timeout_seconds"
+                        ) from exc
+            finally:
+                connection.execute("RESET lock_timeout")
+            return True
 
         return self._read(work)
 

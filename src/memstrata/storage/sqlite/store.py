@@ -284,6 +284,41 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         finally:
             connection.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
+    def size_bytes(self) -> int:
+        """The database file and its write-ahead log (the pages in use, for a store in memory)."""
+        if self.location == ":memory:":
+            return self._read(
+                lambda connection: (
+                    int(connection.execute("PRAGMA page_count").fetchone()[0])
+                    * int(connection.execute("PRAGMA page_size").fetchone()[0])
+                )
+            )
+        files = (Path(self.location), Path(self.location + "-wal"))
+        try:
+            return sum(path.stat().st_size for path in files if path.exists())
+        except OSError as exc:
+            raise StorageError(f"cannot read the size of {self.location}: {exc}") from exc
+
+    def vacuum(self) -> bool:
+        """Merge the full-text indexes, rewrite the file (``VACUUM``) and truncate the write-ahead log.
+
+        ``secure_delete`` zeroes deleted rows, but a page SQLite rebalanced can keep a copy of
+        one in its unused space; the rewrite leaves such copies behind. It waits for other
+        writers, and for readers before truncating the log, up to ``busy_timeout_seconds``;
+        False if a reader still kept the log (the next checkpoint clears it). The rewrite
+        needs free space about the file's size in the temporary directory.
+        """
+        self._write(merge_fulltext)
+
+        def rewrite(connection: sqlite3.Connection) -> bool:
+            # Rows keep their rowids: every table orders by an INTEGER PRIMARY KEY or by a
+            # rowid VACUUM copies as it is (a test holds the tie-breaking order to it).
+            connection.execute("VACUUM")
+            [(busy, _, _)] = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            return not busy
+
+        return self._read(rewrite)
+
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
         """Delete a tier's old items of one user (see ``Memory.prune``); how many.
 
