@@ -5,17 +5,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from memstrata.errors import ConfigError, StorageError
 from memstrata.models import Role, Turn
 from memstrata.storage import open_working_set
+from memstrata.storage.base import Overflow
 from tests.redis_server import free_port, require_driver
 
 redis = require_driver()
 
+from memstrata.storage.redis import working as working_module  # noqa: E402
 from memstrata.storage.redis.working import RedisWorkingSet, open_redis_working  # noqa: E402
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -81,6 +84,85 @@ def test_tracking_is_idempotent_per_turn_and_per_batch(working: RedisWorkingSet)
     working.release("b1")
     assert not working.is_tracked("b1")
     assert working.track(pairs[:2], 2, batch="b1") == [] and working.working_seqs("ana") == [1, 2]
+
+
+def _said_in_order(count: int, *, user: str) -> list[tuple[int, Turn]]:
+    """``count`` turns one second apart, a user message then a reply, in time order."""
+    return [
+        (
+            seq,
+            Turn(
+                id=f"{user}{seq}",
+                user_id=user,
+                role=Role.USER if seq % 2 else Role.ASSISTANT,
+                content=f"message {seq}",
+                created_at=NOW + timedelta(seconds=seq),
+                session_id="s",
+            ),
+        )
+        for seq in range(1, count + 1)
+    ]
+
+
+def _moved(overflows: list[Overflow]) -> list[int]:
+    return sorted(seq for overflow in overflows for seq in overflow.seqs)
+
+
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_a_batch_larger_than_a_script_call_is_tracked_in_parts_as_one_call_would(
+    working: RedisWorkingSet, monkeypatch: pytest.MonkeyPatch, newest_first: bool
+) -> None:
+    def said(user: str) -> list[tuple[int, Turn]]:
+        pairs = _said_in_order(60, user=user)
+        return pairs[::-1] if newest_first else pairs
+
+    whole = working.track(said("ana"), 4, batch="whole")
+    monkeypatch.setattr(working_module, "TRACK_CHUNK", 7)
+    parts = working.track(said("bob"), 4, batch="parts")
+
+    assert len(parts) > 1  # one overflow per part that moved exchanges out
+    assert _moved(parts) == _moved(whole) and working.working_seqs("bob") == working.working_seqs("ana")
+    assert sorted(_moved(parts) + working.working_seqs("bob")) == list(range(1, 61))
+    assert working.is_tracked("parts") and not any("#" in name for name in _batch_names(working))
+    assert working.track(said("bob"), 4, batch="parts") == []  # a replay is skipped whole
+
+
+def test_a_replay_after_a_failure_part_way_tracks_only_the_parts_left(
+    working: RedisWorkingSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(working_module, "TRACK_CHUNK", 10)
+    pairs = _said_in_order(45, user="ana")  # parts of 10, 10, 10, 10 and 5 turns
+    real = working._track_part
+    calls: list[str | None] = []
+
+    def third_call_fails(turns: Any, capacity: int, batch: str | None) -> list[Overflow]:
+        calls.append(batch)
+        if len(calls) == 3:
+            raise StorageError("the connection dropped")
+        return real(turns, capacity, batch)
+
+    monkeypatch.setattr(working, "_track_part", third_call_fails)
+    with pytest.raises(StorageError):
+        working.track(pairs, 2, batch="b1")
+    assert not working.is_tracked("b1") and {"b1#0", "b1#1"} <= _batch_names(working)
+    # The session expires before the replay comes, so no seq remembers the parts tracked.
+    time.sleep(0.01)
+    expired = working.expire_idle(0.001, 10)
+    working.acknowledge(expired)
+
+    replayed = working.track(pairs, 2, batch="b1")
+    working.acknowledge(replayed)
+
+    assert calls == ["b1#0", "b1#1", "b1#2", "b1#0", "b1#1", "b1#2", "b1#3", "b1"]
+    assert _moved(expired) == list(range(17, 21))  # what the first two parts left in the session
+    assert sorted(_moved(replayed) + working.working_seqs("ana")) == list(range(21, 46))
+    time.sleep(0.6)  # the first two parts' overflows stayed pending; their lease runs out
+    assert _moved(working.reclaim(10)) == list(range(1, 17))  # every turn moves exactly once
+    assert working.is_tracked("b1") and _batch_names(working) == {"b1"}
+
+
+def _batch_names(working: RedisWorkingSet) -> set[str]:
+    return {str(name) for name in working._client.smembers(working_module._key("batches"))}
 
 
 def test_an_overflow_stays_pending_until_acknowledged_and_is_reclaimed_after_its_lease(

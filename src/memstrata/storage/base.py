@@ -514,9 +514,10 @@ class WorkingSet(Protocol):
     (``insert_turns(..., working_capacity=N)``); this seam is for one that cannot join it.
     Invariants every adapter keeps:
 
-    - ``track`` is atomic for the whole batch and idempotent: a turn seq already in its
-      session is ignored, and a ``batch`` name tracked before is skipped whole (until
-      ``release``), so a replay of the same write is a no-op even after its session expired.
+    - ``track`` is atomic (for a large batch, part by part, each part remembered by name
+      until the batch is whole) and idempotent: a turn seq already in its session is
+      ignored, and a ``batch`` name tracked before is skipped whole (until ``release``), so
+      a replay of the same write is a no-op even after its session expired.
     - An exchange starts at each user message. Every exchange leaves exactly once, across
       processes: ``track`` (overflow beyond ``capacity``) and ``expire_idle`` (sessions idle
       for ``idle_seconds``) hand each leaving exchange to one caller only, as an
