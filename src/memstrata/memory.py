@@ -470,7 +470,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
     # -- about ------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
-        """Where data lives, what is stored, which model embeds it, versions, and this process's vector cache."""
+        """Where data lives, what is stored and its size on disk, the model, versions, this process's vector cache."""
         self._require_open()
         return {
             "version": __version__,
@@ -479,6 +479,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             "embedder": self._embedder.model_id,
             "dimension": self._embedder.dimension,
             "counts": self._store.counts(),
+            "size_bytes": self._store.size_bytes(),
             "vector_cache": self._index.stats(),
         }
 

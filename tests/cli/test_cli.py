@@ -301,6 +301,7 @@ def test_info_json(home: Path) -> None:
     assert details["counts"]["turns"] == 3
     assert details["counts"]["users"] == 2
     assert details["counts"]["vectors[hash-bow-384]"] == 3
+    assert details["size_bytes"] > 0
 
 
 def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:

@@ -747,6 +747,7 @@ def test_info_names_the_store_without_secrets(memory: Memory, storage_url: str) 
     assert info["counts"]["turns"] == 1 and info["counts"]["users"] == 1
     assert info["counts"][f"vectors[{memory.embedder.model_id}]"] == 1
     assert "password" not in str(info["storage"])
+    assert isinstance(info["size_bytes"], int) and info["size_bytes"] > 0
 
 
 def test_server_side_vector_search_where_the_store_has_an_index(

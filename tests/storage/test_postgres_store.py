@@ -709,6 +709,32 @@ def test_vacuum_rewrites_the_tables_without_the_forgotten_rows_and_keeps_the_res
     assert [seq for seq, _ in store.fulltext("note", "bob", SearchFilters(), 10)] == [kept[0][0]]
 
 
+def test_vacuum_by_a_role_that_does_not_own_the_tables_is_an_error_not_a_silent_skip(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    store.insert_turns([_turn("a0", "the hint is qwzxplkvv")], None, MODEL)
+    role = "memstrata_vacuum_guest"
+    _query(postgres_url, f"DROP ROLE IF EXISTS {role}")
+    _query(postgres_url, f"CREATE ROLE {role} LOGIN")
+    try:
+        database = str(_query(postgres_url, "SELECT current_database()")[0][0])
+        _query(postgres_url, f'GRANT ALL ON DATABASE "{database}" TO {role}')
+        _query(postgres_url, f"GRANT ALL ON SCHEMA public TO {role}")
+        _query(postgres_url, f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        _query(postgres_url, f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+        guest = open_postgres(make_conninfo(**{**conninfo_to_dict(postgres_url), "user": role}))
+        try:
+            with pytest.raises(StorageError, match=r"stopped at the \w+ table: PostgreSQL skipped it .*owns"):
+                guest.vacuum()
+        finally:
+            guest.close()
+    finally:
+        _query(postgres_url, f"DROP OWNED BY {role}")
+        _query(postgres_url, f"DROP ROLE {role}")
+
+
 def test_vacuum_gives_up_on_a_table_another_session_keeps_busy(postgres_url: str) -> None:
     store = open_postgres(postgres_url, busy_timeout_seconds=0.5)
     try:

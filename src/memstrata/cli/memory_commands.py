@@ -302,7 +302,7 @@ def import_(
 
 
 def info(home: HomeOption = None, as_json: JsonOption = False) -> None:
-    """Show the data directory, storage, embedding model, counts and versions.
+    """Show the data directory, storage and its size on disk, embedding model, counts and versions.
 
     Example: memstrata info --json
     """
@@ -359,8 +359,9 @@ def vacuum(home: HomeOption = None, as_json: JsonOption = False) -> None:
     )
     if not report.complete:
         error_console.print(
-            "another process was reading the store, so its write-ahead log still holds old pages;"
-            " they go at the next checkpoint (when that reader finishes, or on close)"
+            "another process was reading the store, so the rewritten pages wait in its write-ahead log (counted"
+            " in the size after) and the old file keeps its remains until the next checkpoint (when that reader"
+            " finishes, or on close); run it again when the store is quiet"
         )
 
 

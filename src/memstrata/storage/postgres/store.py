@@ -297,30 +297,51 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
     def vacuum(self) -> bool:
         """``VACUUM (FULL, ANALYZE)`` each of memstrata's tables: rewritten, they keep no deleted row's bytes.
 
-        Each table is locked while it is rewritten (readers wait too); a lock not had within
-        ``busy_timeout_seconds`` stops it with a StorageError, the tables done so far done.
-        Copies outside the tables (WAL segments, archives, backups) are the server's to expire.
+        Each table is locked while it is rewritten (readers wait too, also while it waits for
+        its lock); a lock not had within ``busy_timeout_seconds`` stops it with a
+        StorageError naming the table, the tables done so far done. PostgreSQL skips a table
+        the role may not vacuum with only a warning: that is a StorageError here too. Copies
+        outside the tables (WAL segments, archives, backups) are the server's to expire.
         """
 
         def work(connection: Connection) -> bool:
+            warnings: list[str] = []
+
+            def note(diagnostic: psycopg.errors.Diagnostic) -> None:
+                if diagnostic.severity_nonlocalized == "WARNING":
+                    warnings.append(diagnostic.message_primary or "a warning")
+
+            connection.add_notice_handler(note)
             connection.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
             try:
                 for table in TABLES:
-                    if connection.execute("SELECT to_regclass(%s)", (table,)).fetchone() in (None, (None,)):
-                        continue
-                    try:
-                        connection.execute(f"VACUUM (FULL, ANALYZE) {table}")
-                    except psycopg.errors.LockNotAvailable as exc:
-                        raise StorageError(
-                            f"vacuum of {self.location} stopped: another session kept the {table} table busy for"
-                            f" {self._lock_timeout_ms / 1000:g} s; run it again when the store is quiet, or raise"
-                            " busy_timeout_seconds"
-                        ) from exc
+                    if connection.execute("SELECT to_regclass(%s)", (table,)).fetchone() not in (None, (None,)):
+                        self._vacuum_table(connection, table, warnings)
             finally:
-                connection.execute("RESET lock_timeout")
+                connection.remove_notice_handler(note)
+                if not connection.broken:
+                    connection.execute("RESET lock_timeout")
             return True
 
         return self._read(work)
+
+    def _vacuum_table(self, connection: Connection, table: str, warnings: list[str]) -> None:
+        """Rewrite one table, or raise a StorageError that names it and says what to do."""
+        stopped = f"vacuum of {self.location} stopped at the {table} table"
+        try:
+            connection.execute(f"VACUUM (FULL, ANALYZE) {table}")
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StorageError(
+                f"{stopped}: another session kept the {table} table busy for {self._lock_timeout_ms / 1000:g} s;"
+                " run it again when the store is quiet, or raise busy_timeout_seconds"
+            ) from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"{stopped}: {str(exc).strip()}") from exc
+        if warnings:
+            raise StorageError(
+                f"{stopped}: PostgreSQL skipped it ({warnings[0]}); run it as the role that owns memstrata's"
+                " tables (or, on PostgreSQL 17, one granted MAINTAIN on them)"
+            )
 
 
 def _insert_rows(connection: Connection, turns: Sequence[Turn]) -> list[int | None]:

@@ -21,6 +21,7 @@ several sessions' keys.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -44,12 +45,18 @@ T = TypeVar("T")
 log = logging.getLogger("memstrata.working")
 PREFIX = "memstrata:working:"
 SOCKET_TIMEOUT_SECONDS = 5.0
-#: Turns per call of the tracking script (``track``). A development script tracked 131,000
-#: turns of one session newest first in calls of 1,000, none holding Redis over 19 ms; in one
-#: call, 40,000 held it for 5.7 s, past ``SOCKET_TIMEOUT_SECONDS``.
+#: Turns per call of the tracking script (``track``). A development script (Redis 7.0.15, the
+#: benchmark machine) tracked 131,000 turns of one session newest first in calls of 1,000, none
+#: holding Redis over 19 ms; in one call, 40,000 held it for 5.7 s, past ``SOCKET_TIMEOUT_SECONDS``.
 TRACK_CHUNK = 1_000
 DEFAULT_LEASE_SECONDS = 60.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _part_name(batch: str, part: Sequence[tuple[int, Turn]]) -> str:
+    """``<batch>#<digest of the part's seqs>``: a replay's part of other turns is another part."""
+    digest = hashlib.sha256(",".join(str(seq) for seq, _ in part).encode()).hexdigest()[:16]
+    return f"{batch}#{digest}"
 
 
 def open_redis_working(url: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> RedisWorkingSet:
@@ -93,18 +100,20 @@ class RedisWorkingSet:
         Up to ``TRACK_CHUNK`` turns go in one atomic script call. Redis serves no one else
         while a script runs, and a call's work grows with its turns (with the square of them
         for turns that arrive newest first), so a larger batch (an import) is tracked in
-        parts, each a script call of its own named ``<batch>#<part>``: a replay after a
-        failure part-way skips the parts already tracked (their turns may have left since)
-        and tracks the rest. The last part carries the batch's own name, and the parts'
-        names are dropped once it is tracked (a process that dies part-way leaves them, a
-        few bytes each).
+        parts, each a script call of its own named after the batch and the turns it holds:
+        a replay after a failure part-way skips the parts already tracked (their turns may
+        have left since) and tracks the rest; a part whose turns differ (one was deleted
+        meanwhile) is tracked again, its turns already there ignored. The last part carries
+        the batch's own name, and the parts' names are dropped once it is tracked (a process
+        that dies part-way leaves them, a few bytes each; the overflows its parts moved stay
+        pending and are reclaimed when their lease runs out).
         """
         if len(turns) <= TRACK_CHUNK:
             return self._track_part(turns, capacity, batch)
         if batch and self.is_tracked(batch):
             return []
         parts = [turns[start : start + TRACK_CHUNK] for start in range(0, len(turns), TRACK_CHUNK)]
-        names = [f"{batch}#{number}" for number in range(len(parts) - 1)] if batch else []
+        names = [_part_name(batch, part) for part in parts[:-1]] if batch else []
         overflows: list[Overflow] = []
         for number, part in enumerate(parts):
             overflows += self._track_part(part, capacity, names[number] if number < len(names) else batch)

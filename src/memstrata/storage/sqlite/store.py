@@ -293,31 +293,38 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                     * int(connection.execute("PRAGMA page_size").fetchone()[0])
                 )
             )
-        files = (Path(self.location), Path(self.location + "-wal"))
-        try:
-            return sum(path.stat().st_size for path in files if path.exists())
-        except OSError as exc:
-            raise StorageError(f"cannot read the size of {self.location}: {exc}") from exc
+        total = 0
+        for path in (Path(self.location), Path(self.location + "-wal")):
+            try:
+                total += path.stat().st_size
+            except FileNotFoundError:
+                continue  # no log (yet, or another process's last close just removed it)
+            except OSError as exc:
+                raise StorageError(f"cannot read the size of {self.location}: {exc}") from exc
+        return total
 
     def vacuum(self) -> bool:
         """Merge the full-text indexes, rewrite the file (``VACUUM``) and truncate the write-ahead log.
 
         ``secure_delete`` zeroes deleted rows, but a page SQLite rebalanced can keep a copy of
         one in its unused space; the rewrite leaves such copies behind. It waits for other
-        writers, and for readers before truncating the log, up to ``busy_timeout_seconds``;
-        False if a reader still kept the log (the next checkpoint clears it). The rewrite
-        needs free space about the file's size in the temporary directory.
+        writers up to ``busy_timeout_seconds``, and every call of this store waits for it. The
+        log is truncated only if no other connection is reading (waiting for readers would
+        hold every call of the store too): False then, and the log keeps the rewritten pages,
+        and the old file its remains, until the next checkpoint. The rewrite needs free space
+        about twice the size of the data kept: a copy in the temporary directory, and the
+        rewritten pages in the log beside the database.
         """
         self._write(merge_fulltext)
 
-        def rewrite(connection: sqlite3.Connection) -> bool:
+        def rewrite(connection: sqlite3.Connection) -> None:
             # Rows keep their rowids: every table orders by an INTEGER PRIMARY KEY or by a
             # rowid VACUUM copies as it is (a test holds the tie-breaking order to it).
             connection.execute("VACUUM")
-            [(busy, _, _)] = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            return not busy
 
-        return self._read(rewrite)
+        self._read(rewrite)
+        [(busy, _, _)] = self._read(self._checkpoint_without_waiting)
+        return not busy
 
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
         """Delete a tier's old items of one user (see ``Memory.prune``); how many.
