@@ -157,8 +157,9 @@ class TransferReport:
 class Compaction:
     """What a ``vacuum`` did: the store's size in bytes before and after, and whether nothing was left over.
 
-    ``complete`` is False when another connection was reading a SQLite store while its
-    write-ahead log was checkpointed: the log keeps the old pages until the next checkpoint.
+    ``complete`` is False when another connection was reading or writing a SQLite store as
+    its write-ahead log was checkpointed: the log keeps the rewritten pages, and the old file
+    its remains, until the next full checkpoint.
     """
 
     bytes_before: int

@@ -359,9 +359,9 @@ def vacuum(home: HomeOption = None, as_json: JsonOption = False) -> None:
     )
     if not report.complete:
         error_console.print(
-            "another process was reading the store, so the rewritten pages wait in its write-ahead log (counted"
-            " in the size after) and the old file keeps its remains until the next checkpoint (when that reader"
-            " finishes, or on close); run it again when the store is quiet"
+            "another process was reading or writing the store, so the rewritten pages wait in its write-ahead log"
+            " (counted in the size after) and the old file keeps its remains until the next full checkpoint"
+            " (after later writes, or when the last connection closes); run it again when the store is quiet"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,8 @@ from memstrata.storage.postgres.rows import (
     turn_row,
 )
 from memstrata.storage.postgres.segments import SegmentsMixin
+
+log = logging.getLogger("memstrata.storage.postgres")
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, ServerSideVectors, TierStore
@@ -300,23 +303,23 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
         Each table is locked while it is rewritten (readers wait too, also while it waits for
         its lock); a lock not had within ``busy_timeout_seconds`` stops it with a
         StorageError naming the table, the tables done so far done. PostgreSQL skips a table
-        the role may not vacuum with only a warning: that is a StorageError here too. Copies
-        outside the tables (WAL segments, archives, backups) are the server's to expire.
+        the role may not vacuum with only a warning (or silently, with ``client_min_messages``
+        above it), so each table's file is compared before and after: a table left as it was
+        is a StorageError too. Copies outside the tables (WAL segments, archives, backups)
+        are the server's to expire.
         """
 
+        def note(diagnostic: psycopg.errors.Diagnostic) -> None:
+            if diagnostic.severity_nonlocalized == "WARNING":
+                log.warning("vacuum of %s: %s", self.location, diagnostic.message_primary)
+
         def work(connection: Connection) -> bool:
-            warnings: list[str] = []
-
-            def note(diagnostic: psycopg.errors.Diagnostic) -> None:
-                if diagnostic.severity_nonlocalized == "WARNING":
-                    warnings.append(diagnostic.message_primary or "a warning")
-
-            connection.add_notice_handler(note)
-            connection.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
             try:
+                connection.add_notice_handler(note)
+                connection.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
                 for table in TABLES:
                     if connection.execute("SELECT to_regclass(%s)", (table,)).fetchone() not in (None, (None,)):
-                        self._vacuum_table(connection, table, warnings)
+                        self._vacuum_table(connection, table)
             finally:
                 connection.remove_notice_handler(note)
                 if not connection.broken:
@@ -325,11 +328,14 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
 
         return self._read(work)
 
-    def _vacuum_table(self, connection: Connection, table: str, warnings: list[str]) -> None:
+    def _vacuum_table(self, connection: Connection, table: str) -> None:
         """Rewrite one table, or raise a StorageError that names it and says what to do."""
         stopped = f"vacuum of {self.location} stopped at the {table} table"
+        file = "SELECT pg_relation_filenode(%s)"
         try:
+            before = connection.execute(file, (table,)).fetchone()
             connection.execute(f"VACUUM (FULL, ANALYZE) {table}")
+            after = connection.execute(file, (table,)).fetchone()
         except psycopg.errors.LockNotAvailable as exc:
             raise StorageError(
                 f"{stopped}: another session kept the {table} table busy for {self._lock_timeout_ms / 1000:g} s;"
@@ -337,10 +343,11 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             ) from exc
         except psycopg.Error as exc:
             raise StorageError(f"{stopped}: {str(exc).strip()}") from exc
-        if warnings:
+        if after == before:  # a rewrite always writes a new file
             raise StorageError(
-                f"{stopped}: PostgreSQL skipped it ({warnings[0]}); run it as the role that owns memstrata's"
-                " tables (or, on PostgreSQL 17, one granted MAINTAIN on them)"
+                f"{stopped}: PostgreSQL skipped it, as it does for a role that may not vacuum it; run it as the"
+                " tables' owner, the database's owner or a superuser (on PostgreSQL 17, also a role granted"
+                " MAINTAIN or pg_maintain)"
             )
 
 

@@ -45,9 +45,9 @@ T = TypeVar("T")
 log = logging.getLogger("memstrata.working")
 PREFIX = "memstrata:working:"
 SOCKET_TIMEOUT_SECONDS = 5.0
-#: Turns per call of the tracking script (``track``). A development script (Redis 7.0.15, the
-#: benchmark machine) tracked 131,000 turns of one session newest first in calls of 1,000, none
-#: holding Redis over 19 ms; in one call, 40,000 held it for 5.7 s, past ``SOCKET_TIMEOUT_SECONDS``.
+#: Turns per call of the tracking script (``track``). ``scripts/redis_track_timing.py`` tracked
+#: 131,000 turns of one session newest first in calls of 1,000, none holding Redis over 19 ms; in
+#: one call, 40,000 held it for 5.5-5.7 s, past ``SOCKET_TIMEOUT_SECONDS`` (docs/storage.md).
 TRACK_CHUNK = 1_000
 DEFAULT_LEASE_SECONDS = 60.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -309,9 +309,9 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         ``secure_delete`` zeroes deleted rows, but a page SQLite rebalanced can keep a copy of
         one in its unused space; the rewrite leaves such copies behind. It waits for other
         writers up to ``busy_timeout_seconds``, and every call of this store waits for it. The
-        log is truncated only if no other connection is reading (waiting for readers would
-        hold every call of the store too): False then, and the log keeps the rewritten pages,
-        and the old file its remains, until the next checkpoint. The rewrite needs free space
+        log is truncated only if no other connection is reading or writing (waiting for them
+        would hold every call of the store too): False then, and the log keeps the rewritten
+        pages, and the old file its remains, until the next full checkpoint. The rewrite needs free space
         about twice the size of the data kept: a copy in the temporary directory, and the
         rewritten pages in the log beside the database.
         """
