@@ -78,6 +78,11 @@ class Settings(BaseSettings):
         default=7 * 24 * 3600.0, gt=0, description="A Redis-held session idle this long moves whole to mid-term."
     )
     background: bool = Field(default=True, description="Run tier work in a background thread (else on flush()).")
+    abridge_excerpts: bool = Field(
+        default=True,
+        description="context() abridges the excerpts after its best one (articles, 'I', 'is' … left out) so more "
+        "fit; false quotes every excerpt whole.",
+    )
     record_visits: bool = Field(
         default=True, description="Count what search and context return as visits to its segments (heat)."
     )

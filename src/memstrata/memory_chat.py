@@ -90,8 +90,17 @@ class ChatViews:
         # A model gets the session's working memory as messages, so the block leaves those
         # turns out; an extractive reply has only the block, so it keeps them.
         working = self._working_turns(scope) if llm.is_available else []
+        # An extractive reply quotes the block's items to a person: word for word, never abridged.
         context = memory._context(
-            text, scope.user_id, budget, scope.agent_id, None, False, frozenset(seq for seq, _ in working), zone
+            text,
+            scope.user_id,
+            budget,
+            scope.agent_id,
+            None,
+            False,
+            frozenset(seq for seq, _ in working),
+            zone,
+            verbatim=None if llm.is_available else True,
         )
         if llm.is_available:
             today = datetime.now(zone).strftime("%A %d %B %Y")

@@ -12,6 +12,7 @@ from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, without_notes
 from memstrata.memory_search import joined, today_in
 from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
+from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.rerank import TurnSignals
@@ -58,6 +59,7 @@ class ContextViews:
         session_id: str | None = None,
         include_superseded: bool = False,
         timezone: str | None = None,
+        verbatim: bool | None = None,
     ) -> Context:
         """Assemble what ``user_id``'s memory holds about ``query`` into one block of at most ``token_budget`` tokens.
 
@@ -71,10 +73,25 @@ class ContextViews:
         are left out). The result
         reports the tokens used and every item included. Dates (excerpts' date lines,
         "yesterday" in the query) are read in ``timezone``, an IANA name, default the
-        ``timezone`` setting. Never calls an LLM.
+        ``timezone`` setting. The best-ranked excerpts are quoted word for word and later ones
+        abridged (articles, "I", "is" … left out; each item says whether it was), so more fit;
+        ``verbatim=True`` quotes every excerpt whole (default: the ``abridge_excerpts``
+        setting, on). Never calls an LLM.
         """
         zone = check_timezone(timezone)
-        return self._context(query, user_id, token_budget, agent_id, session_id, include_superseded, frozenset(), zone)
+        if verbatim is not None and not isinstance(verbatim, bool):
+            raise InvalidInput("verbatim must be true or false")
+        return self._context(
+            query,
+            user_id,
+            token_budget,
+            agent_id,
+            session_id,
+            include_superseded,
+            frozenset(),
+            zone,
+            verbatim=verbatim,
+        )
 
     def _context(
         self,
@@ -88,6 +105,7 @@ class ContextViews:
         zone: tzinfo | None = None,
         *,
         again_if_stale: bool = True,
+        verbatim: bool | None = None,
     ) -> Context:
         """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts.
 
@@ -144,7 +162,9 @@ class ContextViews:
                 "episode": [_episode(hit, "episode", zone) for hit in episodes],
                 "recent": _recent(recent, zone),
             }
-            built = assemble(text, user, candidates, budget, self.assembly_policy)
+            quote_all = not self.settings.abridge_excerpts if verbatim is None else verbatim
+            policy = replace(self.assembly_policy, verbatim_excerpts=None) if quote_all else self.assembly_policy
+            built = assemble(text, user, candidates, budget, policy)
             if again_if_stale and memory._index_reloads[user] != reloads:
                 return self._context(
                     query,
@@ -156,6 +176,7 @@ class ContextViews:
                     leave_out,
                     zone,
                     again_if_stale=False,
+                    verbatim=verbatim,
                 )
             included = {item.id for item in built.items if item.kind == "episode"}
             memory._note_hit_visits(user, [hit for hit in episodes if hit.id in included])
@@ -325,8 +346,19 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
     assert turn is not None  # episodes are turn hits
     speaker = turn.name or str(turn.role)
     said = turn.created_at.astimezone(zone)
-    text = f"{speaker}: {annotate(turn.content, said)}"
-    return Candidate(section, "episode", "episodic", turn.id, text, hit.score, (turn.id,), said, order=hit.seq)
+    content = annotate(turn.content, said)
+    return Candidate(
+        section,
+        "episode",
+        "episodic",
+        turn.id,
+        f"{speaker}: {content}",
+        hit.score,
+        (turn.id,),
+        said,
+        order=hit.seq,
+        shorter=f"{speaker}: {abridge(content)}",
+    )
 
 
 def _quoting(hits: Sequence[Hit], turns: Mapping[str, Turn]) -> set[str]:

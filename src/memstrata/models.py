@@ -98,7 +98,8 @@ class ContextItem:
 
     ``kind`` is one of ``profile``, ``cell``, ``pattern``, ``graph``, ``consolidation``,
     ``scene``, ``midterm`` (a topic segment's summary) or ``episode``; ``tier`` is the memory
-    tier it was read from.
+    tier it was read from. ``is_abridged``: ``text`` is an excerpt less its grammar words
+    (articles, "I", "is" …), as the block shows it; the turn itself holds every word.
     """
 
     kind: str
@@ -108,6 +109,7 @@ class ContextItem:
     tokens: int
     score: float = 0.0
     source_turn_ids: tuple[str, ...] = ()
+    is_abridged: bool = False
 
 
 @dataclass(frozen=True, slots=True)

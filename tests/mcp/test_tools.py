@@ -71,6 +71,10 @@ def test_add_search_context_inspect_forget(memory: Memory) -> None:
         assert context["token_budget"] == 200
         assert any(stored["id"] in item["source_turn_ids"] for item in context["items"])
         assert text(result) == context["text"]
+        whole = data(await client.call_tool("get_context", {"query": "Where does Ana live?", "verbatim": "true"}))
+        assert not any(item["is_abridged"] for item in whole["items"])
+        assert "I moved to Lisbon in May" in whole["text"]
+        assert "verbatim" in error(await client.call_tool("get_context", {"query": "Lisbon", "verbatim": "yes"}))
 
         report = data(await client.call_tool("inspect_memory", {}))
         assert report["user_id"] == "ana" and report["counts"]["episodic"] == 3
@@ -95,7 +99,7 @@ def test_search_and_context_read_dates_in_the_given_time_zone(memory: Memory) ->
     async def session(client: Client) -> None:
         query = {"query": "where did I move?", "timezone": "America/Los_Angeles"}
         block = data(await client.call_tool("get_context", query))["text"]
-        assert "[9 August 2022 (Tuesday)]" in block and "[yesterday = 8 August 2022]" in block
+        assert "[Tuesday 9 August 2022]" in block and "[yesterday = 8 August 2022]" in block
         assert data(await client.call_tool("search_memory", query))["hits"]
         bad = await client.call_tool("search_memory", {**query, "timezone": "Mars/Olympus"})
         assert "IANA" in error(bad)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata.retrieval import assembly
-from memstrata.retrieval.assembly import SECTION_TITLES, Candidate, assemble
+from memstrata.retrieval.assembly import SECTION_TITLES, AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.tokens import count_joined, count_tokens
 
 START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -43,7 +44,7 @@ def test_stable_sections_come_first_and_episodes_read_in_time_order() -> None:
     assert text.index(SECTION_TITLES["profile"]) < text.index(SECTION_TITLES["cell"]) < text.index("message")
     positions = [text.index(f"message {i} ") for i in range(5)]
     assert positions == sorted(positions, reverse=True)  # older (higher i) first
-    assert "[9 May 2023 (Tuesday)]" in text
+    assert "[Tuesday 9 May 2023]" in text
     assert context.tokens == count_tokens(text) <= 1000
     assert [item.kind for item in context.items][:2] == ["profile", "cell"]
     assert context.turn_ids[0] == "t9"
@@ -101,14 +102,15 @@ def test_a_fact_restating_a_shown_excerpt_gives_its_tokens_to_another_excerpt() 
     history = Candidate(
         "cell", "cell", "longterm", "c2", "Ana · city: Porto (until 2023-05-01, then replaced)", 0.8, ("t0",)
     )
-    without = assemble("q", "ana", {"episode": episodes, "cell": [unseen, history]}, 300)
-    context = assemble("q", "ana", {"episode": episodes, "cell": [said, unseen, history]}, 300)
+    # 500 tokens: the facts' share holds both lines that stay.
+    without = assemble("q", "ana", {"episode": episodes, "cell": [unseen, history]}, 500)
+    context = assemble("q", "ana", {"episode": episodes, "cell": [said, unseen, history]}, 500)
     kept = [item.id for item in context.items]
     assert "t0" in kept and "c0" not in kept  # said once, as the dated excerpt
     assert "c1" in kept and "c2" in kept  # its turn is not shown; a history line says more than its turn
     assert kept == [item.id for item in without.items]  # the tokens went back to the excerpts
     assert context.omitted == 43 - len(kept) - 1  # c0 was not left out for want of room
-    assert context.tokens == count_tokens(context.text) <= 300
+    assert context.tokens == count_tokens(context.text) <= 500
 
 
 def test_with_budget_to_spare_no_fact_restates_a_shown_excerpt() -> None:
@@ -150,6 +152,35 @@ def test_never_over_budget(budget: int, sizes: list[int]) -> None:
 def test_date_lines_follow_each_excerpts_own_zone() -> None:
     # One instant, late on 8 May in UTC and early on 9 May in Tokyo: each block dates it as its reader's day.
     late = datetime(2023, 5, 8, 23, 30, tzinfo=UTC)
-    for zone, line in [(UTC, "[8 May 2023 (Monday)]"), (ZoneInfo("Asia/Tokyo"), "[9 May 2023 (Tuesday)]")]:
+    for zone, line in [(UTC, "[Monday 8 May 2023]"), (ZoneInfo("Asia/Tokyo"), "[Tuesday 9 May 2023]")]:
         episode = Candidate("episode", "episode", "episodic", "t1", "Ana: hello", 1.0, ("t1",), late.astimezone(zone))
         assert line in assemble("hello", "ana", {"episode": [episode]}, 200).text
+
+
+def _shortened(count: int) -> list[Candidate]:
+    return [replace(item, shorter=f"Ana: msg {i} " + "word " * 4) for i, item in enumerate(_episodes(count, words=12))]
+
+
+def test_excerpts_after_the_best_one_are_shown_shorter_and_say_so() -> None:
+    context = assemble("q", "ana", {"episode": _shortened(6)}, 1000)
+    by_id = {item.id: item for item in context.items}
+    assert [by_id[f"t{i}"].is_abridged for i in range(6)] == [False] + [True] * 5
+    assert "Ana: message 0 " in context.text and "Ana: msg 4 word" in context.text
+    three = assemble("q", "ana", {"episode": _shortened(6)}, 1000, AssemblyPolicy(verbatim_excerpts=3))
+    assert [item.is_abridged for item in sorted(three.items, key=lambda item: item.id)] == [False] * 3 + [True] * 3
+    assert by_id["t4"].text == "Ana: msg 4 " + "word " * 4
+    assert context.tokens == count_tokens(context.text) <= 1000
+
+
+def test_shorter_excerpts_let_more_of_them_fit() -> None:
+    whole = assemble("q", "ana", {"episode": _shortened(40)}, 300, AssemblyPolicy(verbatim_excerpts=None))
+    shorter = assemble("q", "ana", {"episode": _shortened(40)}, 300)
+    assert not any(item.is_abridged for item in whole.items)
+    assert len(shorter.items) > len(whole.items)
+    assert shorter.tokens <= 300 and whole.tokens <= 300
+
+
+def test_a_shorter_form_that_is_not_shorter_is_not_used() -> None:
+    longer = [replace(item, shorter=item.text + " more") for item in _episodes(6)]
+    context = assemble("q", "ana", {"episode": longer}, 1000, AssemblyPolicy(verbatim_excerpts=0))
+    assert not any(item.is_abridged for item in context.items)

@@ -222,6 +222,8 @@ BAD_BODIES = [
     ("/v1/context", {"query": "x", "user_id": "ana", "token_budget": 10}),
     ("/v1/context", {"query": "x", "user_id": "ana", "include_superseded": "maybe"}),
     ("/v1/context", {"query": "x", "user_id": "ana", "timezone": "Mars/Olympus"}),
+    ("/v1/context", {"query": "x", "user_id": "ana", "verbatim": "true"}),
+    ("/v1/context", {"query": "x", "user_id": "ana", "verbatim": 1}),
     ("/v1/search", {"query": "x", "user_id": "ana", "timezone": "../etc/passwd"}),
     ("/v1/search", {"query": "x", "user_id": "ana", "timezone": ""}),
     ("/v1/search", {"query": "x", "user_id": "ana", "timezone": "Europe"}),

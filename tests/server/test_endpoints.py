@@ -130,6 +130,18 @@ def test_context_packs_memories_under_the_budget(client: httpx.Client) -> None:
     assert stored["id"] in sources and not [source for source in sources if "acme/" in source]
 
 
+def test_context_abridges_later_excerpts_unless_asked_for_them_verbatim(client: httpx.Client) -> None:
+    said = [f"I really think that the hike number {day} was a lot of fun for me." for day in range(1, 7)]
+    for day, text in enumerate(said, start=1):
+        add(client, text, timestamp=f"2024-03-0{day}T10:00:00Z")
+    body = {"query": "the hike number", "user_id": "ana", "token_budget": 1000}
+    abridged = client.post("/v1/context", json=body).json()
+    assert [item["is_abridged"] for item in abridged["items"]] == [False] + [True] * 5
+    verbatim = client.post("/v1/context", json={**body, "verbatim": True}).json()
+    assert all(text in verbatim["text"] for text in said)
+    assert not any(item["is_abridged"] for item in verbatim["items"])
+
+
 def test_context_reads_dates_in_the_requested_time_zone(client: httpx.Client) -> None:
     # 06:30 UTC on 10 August is still 9 August in Los Angeles.
     add(client, [{"role": "user", "content": "I moved to Lisbon yesterday"}], timestamp="2022-08-10T06:30:00Z")
@@ -139,8 +151,8 @@ def test_context_reads_dates_in_the_requested_time_zone(client: httpx.Client) ->
         response = client.post("/v1/context", json=body)
         assert response.status_code == 200, response.text
         dates[zone] = response.json()["text"]
-    assert "[10 August 2022 (Wednesday)]" in dates["UTC"] and "[yesterday = 9 August 2022]" in dates["UTC"]
-    assert "[9 August 2022 (Tuesday)]" in dates["America/Los_Angeles"]
+    assert "[Wednesday 10 August 2022]" in dates["UTC"] and "[yesterday = 9 August 2022]" in dates["UTC"]
+    assert "[Tuesday 9 August 2022]" in dates["America/Los_Angeles"]
     assert "[yesterday = 8 August 2022]" in dates["America/Los_Angeles"]
 
 

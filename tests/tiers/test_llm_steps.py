@@ -119,6 +119,7 @@ def test_a_fact_stays_beside_its_turn_unless_it_only_quotes_it(home: Path) -> No
                 session_id="s9",
                 token_budget=500,
                 include_superseded=history,
+                verbatim=True,
             ).text
             lines = text.splitlines()
             # Worded by the model, or with a value its turn does not say: more than the excerpt.

@@ -258,17 +258,23 @@ def _ask(
                 started = time.perf_counter()
                 context = memory.context(question.question, user_id=question.conversation, token_budget=budget)
                 elapsed = (time.perf_counter() - started) * 1000
+                # The evidence turns as this block shows them: quoted whole, or abridged.
+                shown = [one_line(i.text) for i in context.items if i.kind == "episode" and i.id in evidence]
                 entry: dict[str, Any] = {
                     "ms": elapsed,
                     "tokens": context.tokens,
                     "evidence_in_context": evidence_in_context([text_of[e] for e in evidence], context.text),
+                    "evidence_shown": len({item.id for item in context.items if item.id in evidence}) / len(evidence),
                     "answer_in_context": answer_in_context(str(question.answer), context.text),
                     "answer_string_in_context": answer_string_in_context(str(question.answer), context.text),
                     # A perfect ranking's block: the same block with the gold evidence moved to its front.
                     "answer_with_evidence_first": answer_in_context(
                         str(question.answer),
                         evidence_first(
-                            [dated_line[e] for e in evidence], [excerpt_line[e] for e in evidence], context.text, budget
+                            [dated_line[e] for e in evidence],
+                            [*(excerpt_line[e] for e in evidence), *shown],
+                            context.text,
+                            budget,
                         ),
                     ),
                     "items": len(context.items),
@@ -424,6 +430,7 @@ def _context_scores(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             scores: dict[str, float] = {
                 "questions": float(len(entries)),
                 "evidence_in_context": statistics.fmean(e["evidence_in_context"] for e in entries),
+                "evidence_shown": statistics.fmean(e["evidence_shown"] for e in entries),
                 "answer_in_context": statistics.fmean(float(e["answer_in_context"]) for e in entries),
                 "answer_string_in_context": statistics.fmean(float(e["answer_string_in_context"]) for e in entries),
                 "answer_with_evidence_first": statistics.fmean(float(e["answer_with_evidence_first"]) for e in entries),

@@ -143,7 +143,8 @@ def locomo(
         table = Table(
             "budget / category",
             "n",
-            "evidence in ctx",
+            "evidence verbatim",
+            "evidence shown",
             "answer in ctx",
             "… evidence first",
             "answer in evidence",
@@ -159,6 +160,7 @@ def locomo(
                     f"{budget} · {group}",
                     str(int(scores["questions"])),
                     f"{scores['evidence_in_context']:.3f}",
+                    f"{scores['evidence_shown']:.3f}",
                     f"{scores['answer_in_context']:.3f}",
                     f"{scores['answer_with_evidence_first']:.3f}",
                     f"{scores['answer_in_evidence_only']:.3f}",

@@ -165,6 +165,14 @@ def context(
     timezone: Annotated[
         str | None, typer.Option(help="IANA time zone the dates are read in (default: the timezone setting).")
     ] = None,
+    verbatim: Annotated[
+        bool | None,
+        typer.Option(
+            "--verbatim/--abridged",
+            help="Quote every excerpt whole, or abridge those after the best one (default: abridge_excerpts).",
+            show_default=False,
+        ),
+    ] = None,
     home: HomeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the block and every item as JSON.")] = False,
 ) -> None:
@@ -193,6 +201,7 @@ def context(
             agent_id=agent,
             include_superseded=include_superseded,
             timezone=timezone,
+            verbatim=verbatim,
         )
     if as_json:
         print_json({**to_jsonable(built), "turn_ids": list(built.turn_ids)})

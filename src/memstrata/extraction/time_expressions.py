@@ -73,6 +73,11 @@ _QUALIFIER = r"(?:(?P<about>about|around|almost|nearly) )?"
 _CLAUSE_GOES_ON = "and|after|before|at|when|so|but|too|as|with|in|from|because|while|i|we|it|he|she|they"
 _ORDINAL_END = rf"(?= *(?:[.,!?;:)]|$| (?:{_CLAUSE_GOES_ON})\b))"
 _CLAUSE_END = _ORDINAL_END
+# Past participles of verbs that last, whose present perfect with "for" counts up to now.
+_LASTING = (
+    "(?:had|known|lived|owned|worked|played|practi[cs]ed|studied|used|kept|taught|dated|volunteered|collected"
+    "|trained|stayed|run|done)"
+)
 
 # Longer phrases first, so "last weekend" wins over "last week".
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -87,6 +92,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "since",
             rf"(?:have|has|[\w-]*\w['\u2019](?:ve|s))(?: \w+)? been(?: \w+){{0,4}}?"
+            rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}",
+        ),
+        # "I've had them for 3 years", "we've known each other for 4 years": a verb that lasts, in the
+        # present perfect. Not after "'s", which may be "is" ("it's kept for 3 days"), nor verbs of one
+        # act ("we've booked it for 2 weeks" says how long it will last).
+        (
+            "since",
+            rf"(?:have|has|[\w-]*\w['\u2019]ve)(?: \w+)? {_LASTING}(?: \w+){{0,4}}?"
             rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}",
         ),
         ("few", r"(?:a )?few (?P<unit>day|week|month|year)s (?:ago|back)|the other day"),

@@ -62,6 +62,7 @@ class ContextItemOut(Output):
     id: str
     tokens: int
     source_turn_ids: list[str] = []
+    is_abridged: bool = False
 
 
 class ContextOut(Output):

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, StrictBool
 
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.mcp import views
@@ -55,8 +55,9 @@ answer in, use get_context instead."""
 CONTEXT_DESCRIPTION = """Get what the memory holds about a query as one block of text, packed under a token budget.
 The block lists the user's profile, habits, relevant facts (current ones; with include_superseded
 also what they replaced), related entities, summaries and dated conversation excerpts, in that
-order. Call it before answering anything that may depend on what the user said earlier, and put
-the text in your reasoning."""
+order. The best excerpt is quoted word for word and later ones abridged (articles, "I", "is" left
+out) so more fit; verbatim=true quotes all of them whole. Call it before answering anything
+that may depend on what the user said earlier, and put the text in your reasoning."""
 
 FORGET_DESCRIPTION = """Permanently delete the user's memories: all of them, or only one session's or one agent's.
 Irreversible, indexes included. Call it only when the user asks to be forgotten, and set
@@ -192,6 +193,11 @@ class MemoryTools:
             Field(strict=True, description="Also list facts that newer ones replaced, marked as such."),
         ] = False,
         timezone: TimeZone = None,
+        verbatim: Annotated[
+            StrictBool | None,
+            BeforeValidator(json_boolean),
+            Field(description="true quotes every excerpt whole; by default those after the best one are abridged."),
+        ] = None,
     ) -> Annotated[CallToolResult, ContextOut]:
         """Assemble a memory block for a prompt."""
 
@@ -204,6 +210,7 @@ class MemoryTools:
                 session_id=session_id,
                 include_superseded=include_superseded,
                 timezone=timezone,
+                verbatim=verbatim,
             )
             return views.context_out(context)
 

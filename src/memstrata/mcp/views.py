@@ -100,6 +100,7 @@ def context_out(context: Context) -> ContextOut:
                 id=item.id,
                 tokens=item.tokens,
                 source_turn_ids=list(item.source_turn_ids),
+                is_abridged=item.is_abridged,
             )
             for item in context.items
         ],

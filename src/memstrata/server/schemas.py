@@ -132,6 +132,12 @@ class ContextRequest(RequestModel):
     session_id: Identifier | None = None
     include_superseded: bool = Field(default=False, strict=True)
     timezone: TimeZoneName | None = None
+    verbatim: bool | None = Field(
+        default=None,
+        strict=True,
+        description="true quotes every excerpt whole; default (the abridge_excerpts setting): excerpts after the "
+        "best one are abridged so more fit.",
+    )
 
 
 class ChatRequest(RequestModel):
@@ -228,6 +234,7 @@ class ContextItemOut(ResponseModel):
     tokens: int
     score: float
     source_turn_ids: list[str]
+    is_abridged: bool = Field(description="An excerpt shown less its grammar words; the turn holds every word.")
 
 
 class ContextOut(ResponseModel):

@@ -92,6 +92,7 @@ def context_out(context: Context, tenant: Tenant) -> ContextOut:
                 tokens=item.tokens,
                 score=item.score,
                 source_turn_ids=_ids(tenant, item.source_turn_ids),
+                is_abridged=item.is_abridged,
             )
             for item in context.items
         ],

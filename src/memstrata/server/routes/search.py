@@ -54,6 +54,7 @@ def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> Conte
         session_id=body.session_id,
         include_superseded=body.include_superseded,
         timezone=body.timezone,
+        verbatim=body.verbatim,
     )
     return context_out(assembled, tenant)
 
