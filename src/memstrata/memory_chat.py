@@ -187,7 +187,9 @@ def conversation(turns: Sequence[Turn]) -> list[ChatMessage]:
 
 def used_memory(item: ContextItem) -> UsedMemory:
     """The part of a context item a chat reply reports."""
-    return UsedMemory(id=item.id, kind=item.kind, tier=item.tier, score=item.score, text=item.text)
+    return UsedMemory(
+        id=item.id, kind=item.kind, tier=item.tier, score=item.score, text=item.text, is_abridged=item.is_abridged
+    )
 
 
 def extractive_answer(context: Context, limit: int = EXTRACTIVE_ITEMS) -> str:

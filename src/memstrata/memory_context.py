@@ -73,7 +73,7 @@ class ContextViews:
         are left out). The result
         reports the tokens used and every item included. Dates (excerpts' date lines,
         "yesterday" in the query) are read in ``timezone``, an IANA name, default the
-        ``timezone`` setting. The best-ranked excerpts are quoted word for word and later ones
+        ``timezone`` setting. The best-ranked excerpt is quoted word for word and later ones
         abridged (articles, "I", "is" … left out; each item says whether it was), so more fit;
         ``verbatim=True`` quotes every excerpt whole (default: the ``abridge_excerpts``
         setting, on). Never calls an LLM.
@@ -145,6 +145,7 @@ class ContextViews:
             # Summaries carry the dates of their relative phrases as read in the setting's zone
             # when they were made; in another zone those notes could contradict the excerpts.
             dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
+            quote_all = not self.settings.abridge_excerpts if verbatim is None else verbatim
             candidates: dict[str, list[Candidate]] = {
                 "profile": self._profile(user),
                 "pattern": [
@@ -159,10 +160,9 @@ class ContextViews:
                     for hit in derived
                     if hit.tier in SUMMARY_TIERS
                 ],
-                "episode": [_episode(hit, "episode", zone) for hit in episodes],
+                "episode": [_episode(hit, "episode", zone, shorter=not quote_all) for hit in episodes],
                 "recent": _recent(recent, zone),
             }
-            quote_all = not self.settings.abridge_excerpts if verbatim is None else verbatim
             policy = replace(self.assembly_policy, verbatim_excerpts=None) if quote_all else self.assembly_policy
             built = assemble(text, user, candidates, budget, policy)
             if again_if_stale and memory._index_reloads[user] != reloads:
@@ -340,8 +340,8 @@ def _recent(turns: Mapping[int, Turn], zone: tzinfo) -> list[Candidate]:
     ]
 
 
-def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
-    """A turn hit as an excerpt, its relative phrases resolved and its date read in ``zone``."""
+def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> Candidate:
+    """A turn hit as an excerpt, relative phrases resolved, dated in ``zone``; with its abridged form if ``shorter``."""
     turn = hit.turn
     assert turn is not None  # episodes are turn hits
     speaker = turn.name or str(turn.role)
@@ -357,7 +357,7 @@ def _episode(hit: Hit, section: str, zone: tzinfo) -> Candidate:
         (turn.id,),
         said,
         order=hit.seq,
-        shorter=f"{speaker}: {abridge(content)}",
+        shorter=f"{speaker}: {abridge(content)}" if shorter else None,
     )
 
 

@@ -309,13 +309,17 @@ class Inspection:
 
 @dataclass(frozen=True, slots=True)
 class UsedMemory:
-    """One memory a chat reply stood on: which item of the context, from which tier, how it ranked."""
+    """One memory a chat reply stood on: which item of the context, from which tier, how it ranked.
+
+    ``is_abridged``: ``text`` is the excerpt as the block showed it, less its grammar words.
+    """
 
     id: str
     kind: str
     tier: str
     score: float
     text: str
+    is_abridged: bool = False
 
 
 @dataclass(frozen=True, slots=True)

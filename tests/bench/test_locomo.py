@@ -58,7 +58,7 @@ def test_one_conversation_report(tmp_path: Path) -> None:
     for budget, groups in context.items():
         scores = groups["overall"]
         assert 0 < scores["tokens_mean"] <= int(budget)
-        assert 0.0 <= scores["evidence_in_context"] <= scores["evidence_shown"] <= 1.0
+        assert 0.0 <= scores["evidence_in_context"] <= 1.0 and 0.0 <= scores["evidence_shown"] <= 1.0
         assert scores["answer_string_in_context"] <= scores["answer_in_context"] <= 1.0
         assert scores["answer_in_whole_conversation"] >= scores["answer_in_context"] - 1e-9
         assert scores["answer_string_in_whole_conversation"] <= scores["answer_in_whole_conversation"]

@@ -116,6 +116,13 @@ def test_a_duration_up_to_now_says_since_when() -> None:
     assert meanings("We've booked the cabin for 2 weeks.") == {}
     assert meanings("It's kept in the fridge for 3 days.") == {}
     assert meanings("I haven't played for 3 years.") == {}
+    assert meanings("I've not played guitar for 2 years.") == {}
+    assert meanings("I have never been there for 5 years.") == {}
+    # What would have been, and what is asked, is not said.
+    assert meanings("I would have stayed for 2 weeks.") == {}
+    assert meanings("I'd have been there for 3 days.") == {}
+    assert meanings("Have you lived here for 3 years?") == {}
+    assert meanings("Have you been together for 3 years ?") == {}
     # Counting up to another moment, or not a count at all, names no start.
     assert meanings("I had been working there for 3 years") == {}
     assert meanings("I'd been working there for 3 years.") == {}

@@ -184,3 +184,21 @@ def test_a_shorter_form_that_is_not_shorter_is_not_used() -> None:
     longer = [replace(item, shorter=item.text + " more") for item in _episodes(6)]
     context = assemble("q", "ana", {"episode": longer}, 1000, AssemblyPolicy(verbatim_excerpts=0))
     assert not any(item.is_abridged for item in context.items)
+
+
+def test_the_whole_quoted_excerpt_is_the_best_one_that_fits() -> None:
+    episodes = _shortened(6)
+    too_long = replace(episodes[0], text="Ana: " + "word " * 400, shorter="Ana: word word")
+    context = assemble("q", "ana", {"episode": [too_long, *episodes[1:]]}, 300)
+    by_id = {item.id: item for item in context.items}
+    assert by_id["t0"].is_abridged  # whole, it did not fit; abridged, it does
+    assert not by_id["t1"].is_abridged  # so the next best is the one quoted whole
+    assert sum(not item.is_abridged for item in context.items) == 1
+
+
+def test_an_excerpt_taken_by_another_section_leaves_the_whole_quote_to_the_next() -> None:
+    episodes = _shortened(4)
+    recent = replace(episodes[0], section="recent")
+    context = assemble("q", "ana", {"episode": episodes, "recent": [recent]}, 1000)
+    shown = {(item.id, item.is_abridged) for item in context.items}
+    assert ("t0", False) in shown and ("t1", False) in shown and ("t2", True) in shown

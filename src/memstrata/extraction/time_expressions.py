@@ -73,6 +73,11 @@ _QUALIFIER = r"(?:(?P<about>about|around|almost|nearly) )?"
 _CLAUSE_GOES_ON = "and|after|before|at|when|so|but|too|as|with|in|from|because|while|i|we|it|he|she|they"
 _ORDINAL_END = rf"(?= *(?:[.,!?;:)]|$| (?:{_CLAUSE_GOES_ON})\b))"
 _CLAUSE_END = _ORDINAL_END
+# A present perfect counts up to now: not "would have stayed for 2 weeks", not "I've never been
+# there for 3 years" (nothing counts up), not "have you lived here for 3 years?" (asked, not said).
+_NOT_MODAL = r"(?<!would )(?<!could )(?<!should )(?<!might )(?<!must )(?<!['\u2019]d )"
+_ONE_WORD = r"(?: (?!not\b|never\b)\w+)?"
+_NOT_ASKED = r"(?! *\?)"
 # Past participles of verbs that last, whose present perfect with "for" counts up to now.
 _LASTING = (
     "(?:had|known|lived|owned|worked|played|practi[cs]ed|studied|used|kept|taught|dated|volunteered|collected"
@@ -91,16 +96,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # The subject of a contraction is quoted whole: "We've been …", not "ve been …".
         (
             "since",
-            rf"(?:have|has|[\w-]*\w['\u2019](?:ve|s))(?: \w+)? been(?: \w+){{0,4}}?"
-            rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}",
+            rf"{_NOT_MODAL}(?:have|has|[\w-]*\w['\u2019](?:ve|s)){_ONE_WORD} been(?: \w+){{0,4}}?"
+            rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}{_NOT_ASKED}",
         ),
         # "I've had them for 3 years", "we've known each other for 4 years": a verb that lasts, in the
         # present perfect. Not after "'s", which may be "is" ("it's kept for 3 days"), nor verbs of one
         # act ("we've booked it for 2 weeks" says how long it will last).
         (
             "since",
-            rf"(?:have|has|[\w-]*\w['\u2019]ve)(?: \w+)? {_LASTING}(?: \w+){{0,4}}?"
-            rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}",
+            rf"{_NOT_MODAL}(?:have|has|[\w-]*\w['\u2019]ve){_ONE_WORD} {_LASTING}(?: \w+){{0,4}}?"
+            rf" for {_QUALIFIER}{_NUMBER} {_UNIT}{_CLAUSE_END}{_NOT_ASKED}",
         ),
         ("few", r"(?:a )?few (?P<unit>day|week|month|year)s (?:ago|back)|the other day"),
         ("day_of_month", rf"on the (?P<ordinal>\d{{1,2}})(?:st|nd|rd|th){_ORDINAL_END}"),

@@ -146,6 +146,7 @@ class UsedMemoryOut(Output):
     kind: str
     tier: str
     text: str
+    is_abridged: bool = False
 
 
 class ChatOut(Output):

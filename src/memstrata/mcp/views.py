@@ -209,7 +209,10 @@ def chat_out(user_id: str, reply: ChatReply) -> ChatOut:
         model=reply.model,
         provider=reply.provider,
         is_extractive=reply.is_extractive,
-        memories=[UsedMemoryOut(id=used.id, kind=used.kind, tier=used.tier, text=used.text) for used in reply.memories],
+        memories=[
+            UsedMemoryOut(id=used.id, kind=used.kind, tier=used.tier, text=used.text, is_abridged=used.is_abridged)
+            for used in reply.memories
+        ],
         turn_ids=list(reply.turn_ids),
         context_tokens=reply.context_tokens,
         tokens_in=reply.tokens_in,

@@ -1,24 +1,35 @@
 """Abridged excerpts: what someone said, less the words a reader can do without.
 
-``context()`` quotes its best-ranked excerpts word for word and abridges the ones after
-them, so more of the memory fits the same budget (a LoCoMo turn keeps about three quarters
-of its tokens). Pure and deterministic::
+``context()`` quotes its best-ranked excerpt word for word and abridges the ones after it,
+so more of them fit the same budget (a LoCoMo turn keeps about three quarters of its
+tokens). Pure, deterministic and linear in the text's length::
 
     >>> abridge("Wow, I just signed up for a pottery class yesterday! It is like therapy.")
     'just signed up for pottery class yesterday! like therapy.'
 
-What goes: articles; the forms of "be" (but "been") and "do"; "I", "me" and "my", since
-an excerpt line names its speaker; interjections ("oh", "wow", "yeah"); the intensifiers
-"really", "very", "totally" and "so"; and "it", "that", "this", "there", "and", "to", "of".
+What goes (:data:`LEFT_OUT`): articles; the forms of "be" (but "been"); "I", "me"
+and "my", since an excerpt line names its speaker; interjections ("oh", "wow", "yeah");
+the intensifiers "really", "very", "totally" and "so"; and "it", "that", "this", "there",
+"and", "to", "of" — with their contractions "I'm", "I've", "it's", "that's" (not "I'll"
+or "I'd", which say will and would).
 
-What stays: every other word, in its order and with its punctuation, so negations
-("not", "didn't", "never"), numbers, names, verbs and modal verbs stay; a word between two
-capitalised ones ("Lord of the Rings", "Caroline and Melanie"); text in double quotes; a
-word opening with a bracket or quote; and notes in square brackets that say what a
-relative time phrase means (``[yesterday = 7 July 2023]``, from
-:func:`memstrata.extraction.time_expressions.annotate`). A word that goes hands on its
-closing punctuation (".", "!", "?", a bracket or quote) to the word before it. A text
-that would lose every word is returned as it was.
+What stays: every other word, in its order and with its punctuation, so negations ("not",
+"didn't", "never"), numbers, names, verbs (with "do", which may be one) and modal verbs
+stay. So do:
+
+- a word capitalised anywhere but at the start of a sentence ("an A", "work in IT"), bar "I";
+- a word joining two capitalised ones in one clause ("Bank of America", "Lord of the Rings");
+- "to", "of" and "and" beside a number ("9 to 5", "1 of 2", "3 and a half");
+- "I" or "me" after "and" or "or", with that word ("my mom and I");
+- a form of "be" that ends a clause ("who I am.", "it is what it is");
+- text in double quotes, and the notes in square brackets that say what a relative time
+  phrase means (``[yesterday = 7 July 2023]``, from
+  :func:`memstrata.extraction.time_expressions.annotate`), with the marks after them;
+- a sentence that would lose every word ("Is it?"), a word opening with a bracket or
+  quote, and a text of over :data:`LONGEST_ABRIDGED_CHARS` characters.
+
+A word that goes hands its closing marks (a bracket or quote; ".", "!" or "?" unless the
+word before already ends a sentence) to the word before it.
 """
 
 from __future__ import annotations
@@ -29,33 +40,45 @@ from typing import NamedTuple
 
 from memstrata.extraction.gazetteers import word_set
 
-#: Words an abridged excerpt leaves out (compared case-folded, with "'m", "'re", "'ve",
-#: "'ll" and "'d" after them too: "I'm", "I've").
+#: Words an abridged excerpt leaves out (compared case-folded, and with "'s", "'m", "'re" or
+#: "'ve" after them: "I'm", "it's").
 LEFT_OUT = word_set(
     """
     a an the
-    am is are was were be do does did
+    am is are was were be
     i me my
-    oh wow yeah yep hey hi hello um uh hmm ah aw omg lol haha ok okay
+    oh wow yeah yep hey hi hello um uh hmm ah aw omg lol haha
     really very totally so
     it that this there and to of
     """
 )
-_CONTRACTIONS = ("'s", "'m", "'re", "'ve", "'ll", "'d")
-# A time note as annotate() writes it, a double-quoted span, or any other run of non-spaces.
-_PIECE = re.compile(r"\[[^\[\]]*? = [^\[\]]*\]|[\"“][^\"“”\n]*[\"”]|\S+")
+_CONTRACTIONS = ("'s", "'m", "'re", "'ve")
+_JOINING = frozenset({"and", "to", "of"})
+_BEING = word_set("am is are was were be")
+_SPEAKER = frozenset({"i", "me"})
+_PAIRING = frozenset({"and", "or"})
+# A time note as annotate() writes it or a double-quoted span (each with the marks after it), or
+# any other run of non-spaces.
+_PIECE = re.compile(
+    r"(?P<note>\[[^\[\]]*? = [^\[\]]*\][^\s\w\[\"“]*)"
+    r"|(?P<quote>[\"“][^\"“”\n]*[\"”][^\s\w\[\"“]*)"
+    r"|(?P<word>\S+)"
+)
 _WORD = re.compile(r"^([^\w']*)(.*?)([^\w']*)$")
-# Punctuation a left-out word hands on to the word before it: what ends a sentence or closes a span.
-_HANDED_ON = frozenset(".!?)]}\"”'’")
+_SENTENCE_ENDS = frozenset(".!?")
+_CLOSERS = frozenset(")]}\"”'’")
 _CLAUSE_MARKS = frozenset(".!?,;:")
 CACHED_TEXT_CHARS = 2_000
+#: Longer texts are returned whole: over about 10,000 tokens, an excerpt outgrows the budgets
+#: abridging is for, and each call would cost milliseconds per thousand words again.
+LONGEST_ABRIDGED_CHARS = 40_000
 
 
 def abridge(text: str) -> str:
-    """``text`` without the words :data:`LEFT_OUT` names, as the module docstring describes."""
+    """``text`` less the words a reader can do without, as the module docstring describes."""
     if len(text) <= CACHED_TEXT_CHARS:
         return _abridged_cached(text)
-    return _abridged(text)
+    return _abridged(text) if len(text) <= LONGEST_ABRIDGED_CHARS else text
 
 
 @functools.lru_cache(maxsize=16_384)
@@ -64,47 +87,34 @@ def _abridged_cached(text: str) -> str:
     return _abridged(text)
 
 
-def _abridged(text: str) -> str:
-    pieces = [_Piece.of(found) for found in _PIECE.findall(text)]
-    dropped = [piece.is_left_out for piece in pieces]
-    kept: list[str] = []
-    for index, piece in enumerate(pieces):
-        if not dropped[index] or _inside_a_name(pieces, dropped, index):
-            kept.append(piece.text)
-            continue
-        closing = "".join(mark for mark in piece.trail if mark in _HANDED_ON)
-        if closing and kept and not kept[-1].endswith(closing):
-            kept[-1] += closing
-    return " ".join(kept) if kept else text
-
-
 class _Piece(NamedTuple):
     """A run of non-spaces as (leading marks, word, trailing marks); a note or quoted span is ``whole``."""
 
     text: str
     lead: str
     core: str
+    folded: str
     trail: str
     whole: bool
 
     @classmethod
-    def of(cls, text: str) -> _Piece:
-        if text[0] in '["“' and len(text) > 1 and text[-1] in ']"”':
-            return cls(text, text[0], text[1:-1], text[-1], whole=True)
-        match = _WORD.match(text)
-        assert match is not None  # every string matches: each group may be empty
-        lead, core, trail = match.groups()
-        return cls(text, lead, core, trail, whole=False)
+    def of(cls, match: re.Match[str]) -> _Piece:
+        text = match.group(0)
+        if match.lastgroup != "word":
+            closed = max(text.rfind("]"), text.rfind('"'), text.rfind("”")) + 1
+            return cls(text, "", text, "", text[closed:], whole=True)
+        parts = _WORD.match(text)
+        assert parts is not None  # every string matches: each group may be empty
+        lead, core, trail = parts.groups()
+        return cls(text, lead, core, core.casefold().replace("’", "'"), trail, whole=False)
 
     @property
-    def is_left_out(self) -> bool:
-        """Whether the word is one :data:`LEFT_OUT` names; "(the" or "[a" stays, so brackets stay paired."""
-        if self.whole or self.lead or not self.core:
-            return False
-        folded = self.core.casefold().replace("’", "'")
-        if folded in LEFT_OUT:
-            return True
-        return any(folded.endswith(ending) and folded[: -len(ending)] in LEFT_OUT for ending in _CONTRACTIONS)
+    def base(self) -> str:
+        """The word without a contraction of :data:`LEFT_OUT` after it ("i'm" → "i")."""
+        for ending in _CONTRACTIONS:
+            if self.folded.endswith(ending) and self.folded[: -len(ending)] in LEFT_OUT:
+                return self.folded[: -len(ending)]
+        return self.folded
 
     @property
     def is_capitalised(self) -> bool:
@@ -114,13 +124,93 @@ class _Piece(NamedTuple):
     def ends_a_clause(self) -> bool:
         return not _CLAUSE_MARKS.isdisjoint(self.trail)
 
+    @property
+    def ends_a_sentence(self) -> bool:
+        return not _SENTENCE_ENDS.isdisjoint(self.trail)
 
-def _inside_a_name(pieces: list[_Piece], dropped: list[bool], index: int) -> bool:
-    """Whether the word at ``index`` joins two capitalised words of one clause ("Bank of America")."""
-    if pieces[index].ends_a_clause:
+
+def _abridged(text: str) -> str:
+    pieces = [_Piece.of(match) for match in _PIECE.finditer(text)]
+    if not pieces:
+        return text
+    listed = [_listed(piece, index == 0 or pieces[index - 1].ends_a_sentence) for index, piece in enumerate(pieces)]
+    before = _nearest_kept(listed, range(len(pieces)))
+    after = _nearest_kept(listed, range(len(pieces) - 1, -1, -1))
+    dropped = [listed[index] and not _stays(pieces, index, before[index], after[index]) for index in range(len(pieces))]
+    _keep_whole_sentences(pieces, dropped)
+    kept: list[str] = []
+    for piece, drop in zip(pieces, dropped, strict=True):
+        if not drop:
+            kept.append(piece.text)
+        elif kept:
+            kept[-1] = _handed_on(kept[-1], piece.trail)
+        elif not _CLOSERS.isdisjoint(piece.trail):
+            kept.append(piece.text)  # nothing before to take its bracket or quote: it stays
+    return " ".join(kept)
+
+
+def _listed(piece: _Piece, opens_a_sentence: bool) -> bool:
+    """Whether the piece is a word of :data:`LEFT_OUT`, written as such a word is.
+
+    Capitalised, it must be "I" (or "I'm", "I've") or open a sentence ("The", "It's"):
+    "an A" and "work in IT" keep their letters. "(the" or "[a" stays, so brackets stay paired.
+    """
+    if piece.whole or piece.lead or not piece.core or piece.base not in LEFT_OUT:
         return False
-    before = next((pieces[i] for i in range(index - 1, -1, -1) if not dropped[i]), None)
-    after = next((pieces[i] for i in range(index + 1, len(pieces)) if not dropped[i]), None)
-    if before is None or after is None:
+    rest = piece.core[1:]
+    if piece.base == "i":
+        return rest[:1] in ("", "'", "’")
+    return not piece.is_capitalised or (opens_a_sentence and rest == rest.lower())
+
+
+def _nearest_kept(listed: list[bool], order: range) -> list[int | None]:
+    """For each index, the nearest index in ``order`` before it that is not listed (None if none)."""
+    nearest: list[int | None] = [None] * len(listed)
+    last: int | None = None
+    for index in order:
+        nearest[index] = last
+        if not listed[index]:
+            last = index
+    return nearest
+
+
+def _stays(pieces: list[_Piece], index: int, before: int | None, after: int | None) -> bool:
+    """Whether a listed word stays for one of the module's reasons: a name, a number, a pair, a clause end."""
+    piece = pieces[index]
+    word = piece.base
+    if word in _BEING and piece.folded == word and (piece.ends_a_clause or index == len(pieces) - 1):
+        return True  # "who I am.": the verb a clause ends on
+    if piece.folded in _SPEAKER and index > 0 and pieces[index - 1].folded in _PAIRING:
+        return True  # "my mom and I"
+    if word in _JOINING and any(
+        near is not None and any(character.isdigit() for character in pieces[near].core) for near in (before, after)
+    ):
+        return True  # "9 to 5"
+    if piece.ends_a_clause or before is None or after is None:
         return False
-    return before.is_capitalised and after.is_capitalised and not before.ends_a_clause
+    first, last = pieces[before], pieces[after]
+    return first.is_capitalised and last.is_capitalised and not first.ends_a_clause  # "Bank of America"
+
+
+def _keep_whole_sentences(pieces: list[_Piece], dropped: list[bool]) -> None:
+    """Keep every word of a sentence that would otherwise lose them all ("Is it? No." stays)."""
+    start = 0
+    for index, piece in enumerate(pieces):
+        if piece.ends_a_sentence or index == len(pieces) - 1:
+            if all(dropped[start : index + 1]):
+                dropped[start : index + 1] = [False] * (index + 1 - start)
+            start = index + 1
+    # "and I": the pairing word stays with the pronoun it introduces.
+    for index in range(1, len(pieces)):
+        if not dropped[index] and pieces[index].folded in _SPEAKER and pieces[index - 1].folded in _PAIRING:
+            dropped[index - 1] = False
+
+
+def _handed_on(previous: str, trail: str) -> str:
+    """``previous`` with the closing marks of the word after it that went: brackets, quotes, a sentence's end."""
+    for mark in trail:
+        if mark in _CLOSERS:
+            previous += mark
+        elif mark in _SENTENCE_ENDS and previous[-1:] not in _SENTENCE_ENDS:
+            previous = previous.rstrip(",;:") + mark
+    return previous

@@ -7,7 +7,9 @@ the head of the block. Each section may use up to its share of the budget first;
 episodes take the rest; whatever is still free goes back to the other sections. A
 candidate marked as only restating its source turns (a fact quoting its turn) is left out
 when the block shows all of them, and its tokens go to further excerpts, so the block does
-not spend its budget on the same words twice.
+not spend its budget on the same words twice (an abridged excerpt keeps every content word
+of its turn, so it counts as showing it). The best-ranked excerpt that fits is quoted word
+for word; those after it are abridged (``retrieval/abridge.py``), so more of them fit.
 
 Every item is one line: line breaks inside stored text show as ``⏎``, so what someone
 said (or a tool returned) cannot start a line of its own that reads as a section, a date
@@ -69,9 +71,9 @@ class AssemblyPolicy:
     """How much of the budget each section may claim before the episodes fill the rest, and how many
     excerpts are quoted whole.
 
-    ``verbatim_excerpts``: the best-ranked excerpts quoted word for word; those after them
-    are shown in their shorter (abridged) form, so more of them fit. ``None`` quotes every
-    excerpt whole.
+    ``verbatim_excerpts``: how many excerpts are quoted word for word, the best-ranked that
+    fit; those after them are shown in their shorter (abridged) form, so more of them fit.
+    ``None`` quotes every excerpt whole.
     """
 
     # Chosen on LoCoMo conversations 1-5 at 1,000 tokens: halving the first five shares (from
@@ -101,21 +103,26 @@ def assemble(
 ) -> Context:
     """Choose and order candidates so the rendered block fits in ``budget`` tokens."""
     rules = policy or AssemblyPolicy()
-    candidates = _abridged(candidates, rules.verbatim_excerpts)
-    costs = {id(item): count_tokens(render_line(item)) + 1 for items in candidates.values() for item in items}
-    stamps = {id(item): _day(item) for section in DATED_SECTIONS for item in candidates.get(section, ())}
+    # Each excerpt's abridged form, taken in its place once the first excerpts chosen are quoted whole.
+    shorter = _shorter_forms(candidates.get("episode", ()), rules.verbatim_excerpts)
+    forms = [*(item for items in candidates.values() for item in items), *shorter.values()]
+    costs = {id(item): count_tokens(render_line(item)) + 1 for item in forms}
+    stamps = {id(item): _day(item) for item in forms if item.section in DATED_SECTIONS}
     chosen: dict[str, list[Candidate]] = {section: [] for section in SECTION_ORDER}
     used = count_tokens(HEADER) + 1
     section_cost = {section: count_tokens(f"## {SECTION_TITLES[section]}") + 2 for section in SECTION_ORDER}
 
     taken: set[str] = set()  # one item appears once, even if two sections offer it
     days: set[tuple[str, str]] = set()
+    quoted = 0  # excerpts chosen whole: the first ``verbatim_excerpts`` of them are
 
     def take(section: str, limit: int) -> None:
-        nonlocal used
-        for item in candidates.get(section, ()):
-            if item.id in taken:
+        nonlocal used, quoted
+        for offered in candidates.get(section, ()):
+            if offered.id in taken:
                 continue
+            whole = section != "episode" or rules.verbatim_excerpts is None or quoted < rules.verbatim_excerpts
+            item = offered if whole else shorter.get(id(offered), offered)
             day = (section, stamps[id(item)]) if section in DATED_SECTIONS else None
             cost = costs[id(item)] + (0 if chosen[section] else section_cost[section])
             cost += count_tokens(f"[{day[1]}]") + 1 if day is not None and day not in days else 0
@@ -123,6 +130,7 @@ def assemble(
                 continue
             chosen[section].append(item)
             taken.add(item.id)
+            quoted += section == "episode" and not item.is_abridged
             if day is not None:
                 days.add(day)
             used += cost
@@ -168,19 +176,14 @@ def assemble(
     return Context(query, user_id, "\n".join(lines), tokens, budget, tuple(items), omitted=omitted)
 
 
-def _abridged(candidates: Mapping[str, Sequence[Candidate]], verbatim: int | None) -> Mapping[str, Sequence[Candidate]]:
-    """The candidates with every excerpt after the first ``verbatim`` in its shorter form, where it has one."""
-    excerpts = candidates.get("episode", ())
-    if verbatim is None or len(excerpts) <= verbatim:
-        return candidates
+def _shorter_forms(excerpts: Sequence[Candidate], verbatim: int | None) -> dict[int, Candidate]:
+    """By ``id()`` of each excerpt with a shorter form: the excerpt showing it (none when all are quoted whole)."""
+    if verbatim is None:
+        return {}
     return {
-        **candidates,
-        "episode": [
-            item
-            if rank < verbatim or item.shorter is None or len(item.shorter) >= len(item.text)
-            else replace(item, text=item.shorter, shorter=None, is_abridged=True)
-            for rank, item in enumerate(excerpts)
-        ],
+        id(item): replace(item, text=item.shorter, shorter=None, is_abridged=True)
+        for item in excerpts
+        if item.shorter is not None and len(item.shorter) < len(item.text)
     }
 
 

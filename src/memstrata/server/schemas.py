@@ -258,6 +258,7 @@ class UsedMemoryOut(ResponseModel):
     tier: str
     score: float
     text: str
+    is_abridged: bool = Field(description="An excerpt shown less its grammar words; the turn holds every word.")
 
 
 class ChatOut(ResponseModel):

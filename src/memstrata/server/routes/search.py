@@ -80,7 +80,9 @@ def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep, ids: IdsDep) -
         model=reply.model,
         provider=reply.provider,
         memories=[
-            UsedMemoryOut(id=tenant.outside(m.id), kind=m.kind, tier=m.tier, score=m.score, text=m.text)
+            UsedMemoryOut(
+                id=tenant.outside(m.id), kind=m.kind, tier=m.tier, score=m.score, text=m.text, is_abridged=m.is_abridged
+            )
             for m in reply.memories
         ],
         context_tokens=reply.context_tokens,
