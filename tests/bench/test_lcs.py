@@ -20,6 +20,7 @@ from memstrata.bench.lcs import (
     recent_window,
     run_lcs,
 )
+from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.tokens import count_tokens
 from tests.llm_server import CHAT, LLMServer
 
@@ -75,6 +76,13 @@ def test_a_small_run_recalls_more_than_the_window(tmp_path: Path) -> None:
     assert in_context["ratio"] is None and in_context["gain"] == in_context["memstrata"]["lcs"]
     assert [fact["statement"] for fact in report["per_fact"]] == [f.statement for f in generate_facts(6)]
     assert all(fact["context_tokens"] <= 300 for fact in report["per_fact"])
+    assert all(fact["in_context"] for fact in report["per_fact"] if fact["in_context_verbatim"])
+
+
+def test_an_abridged_fact_counts_as_recalled() -> None:
+    statement = "My cousin's birthday is on 20 August."
+    assert not in_text(statement, f"user: {abridge(statement)}")
+    assert in_text(abridge(statement), f"user: {abridge(statement)}")
 
 
 def test_with_an_llm_the_answers_are_checked_for_the_value(

@@ -4,8 +4,9 @@ A scripted conversation seeds N facts ("My sister's name is Ilse."), pushes them
 working memory with K unrelated filler turns, then asks about each fact. LCS is the share
 of facts recalled. memstrata's recall uses ``Memory.context`` under a token budget; the
 baseline keeps only the last turns that fit the same budget, as a plain chat window would.
-Without an LLM a fact counts as recalled when its sentence is in the block; with one, when
-the model's answer (memory block as in ``Memory.chat``) contains the fact's key value.
+Without an LLM a fact counts as recalled when its sentence is in the block, whole or abridged
+as ``context()`` abridges the excerpts after the first (``in_context_verbatim`` says which);
+with one, when the model's answer (memory block as in ``Memory.chat``) contains the fact's key value.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memstrata.bench.qa import answering_memory, latency_summary, mentions, prom
 from memstrata.llms.base import ChatMessage
 from memstrata.memory_context import check_budget
 from memstrata.prompts import render
+from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.tokens import count_tokens
 
 USER = "lcs-user"
@@ -214,7 +216,9 @@ def _probe(memory: Memory, fact: Fact, window: str, budget: int) -> dict[str, An
         "value": fact.value,
         "context_tokens": context.tokens,
         "context_ms": (time.perf_counter() - started) * 1000,
-        "in_context": in_text(fact.statement, context.text),
+        # An excerpt after the first is abridged ("cousin's birthday on 20 August."): still the fact, shown.
+        "in_context": in_text(fact.statement, context.text) or in_text(abridge(fact.statement), context.text),
+        "in_context_verbatim": in_text(fact.statement, context.text),
         "in_window": in_text(fact.statement, window),
     }
     llm = memory.llm
