@@ -292,3 +292,18 @@ def test_verbatim_quotes_every_excerpt_whole(home: Path) -> None:
 def test_verbatim_must_be_a_boolean(memory: Memory) -> None:
     with pytest.raises(InvalidInput, match="verbatim"):
         memory.context("where?", user_id="ana", verbatim="yes")  # type: ignore[arg-type]
+
+
+def test_context_after_another_instance_deleted_a_turn_shows_what_is_left(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder()) as first:
+        for index in range(10):
+            first.add(f"old note {index}", user_id="u", id=f"old-{index}")
+        first.flush()
+        assert "old note 3" in first.context("old note 3", user_id="u", verbatim=True).text  # index loaded
+        with Memory(home, embedder=HashEmbedder()) as second:
+            second.delete("old-3", user_id="u")
+        block = first.context("old note 3", user_id="u", verbatim=True)
+        # The stale index offered the deleted turn: it was noticed, and the block holds what is left.
+        assert first._index_reloads["u"] > 0
+        assert "old note 3" not in block.text
+        assert {item.id for item in block.items if item.kind == "episode"} == {f"old-{i}" for i in range(10) if i != 3}

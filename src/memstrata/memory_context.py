@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, without_notes
 from memstrata.memory_search import joined, today_in
-from memstrata.models import Cell, Context, Hit, SearchFilters, Turn
+from memstrata.models import Cell, Context, Hit, Scope, SearchFilters, Turn
 from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.fusion import Fused, fuse_scored
@@ -104,14 +104,13 @@ class ContextViews:
         leave_out: frozenset[int],
         zone: tzinfo | None = None,
         *,
-        again_if_stale: bool = True,
         verbatim: bool | None = None,
     ) -> Context:
         """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts.
 
         Dates are read in ``zone`` (an already checked ``timezone``), else the setting's. If
-        the vector index turned out stale (another process deleted turns), it runs once
-        more, reloaded, before any visit is noted.
+        the vector index turned out stale (another process deleted turns), the block is built
+        once more, reloaded, before any visit is noted.
         """
         memory = self._facade
         with memory._activity:
@@ -122,65 +121,70 @@ class ContextViews:
             if not isinstance(include_superseded, bool):
                 raise InvalidInput("include_superseded must be true or false")
             user = scope.user_id
-            reloads = memory._index_reloads[user]
-            filters = SearchFilters(agent_id=scope.agent_id)
-            wanted = min(
-                MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
-            )
-            tiers = CONTEXT_TIERS if filters.is_empty else ()
-            zone = zone or self.settings.zone
-            today = today_in(zone)  # read once, for both the candidates and the reranks
-            rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone)
-            loaded: dict[int, Turn] = {}
-            order = [
-                item
-                for item in self._episode_order(text, rankings, user, loaded, today, zone)
-                if item.key[1] not in leave_out
-            ]
-            episodes = memory._load_hits(order, wanted, user, loaded)
-            derived = memory._load_hits(
-                fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
-            )
-            recent = self._recent_turns(user, scope.session_id, scope.agent_id)
-            # Summaries carry the dates of their relative phrases as read in the setting's zone
-            # when they were made; in another zone those notes could contradict the excerpts.
-            dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
-            quote_all = not self.settings.abridge_excerpts if verbatim is None else verbatim
-            candidates: dict[str, list[Candidate]] = {
-                "profile": self._profile(user),
-                "pattern": [
-                    Candidate("pattern", "pattern", "procedural", f"pattern:{p.key}", p.description, p.score)
-                    for p in memory.patterns(user_id=user, query=text, limit=8)
-                    if p.count >= PATTERN_MIN_COUNT
-                ],
-                "cell": self._cells(derived, user, include_superseded, zone, [*loaded.values(), *recent.values()]),
-                "graph": self._graph(text, user),
-                "summary": [
-                    Candidate("summary", hit.tier, hit.tier, hit.id, dated(hit.content), hit.score, hit.source_turn_ids)
-                    for hit in derived
-                    if hit.tier in SUMMARY_TIERS
-                ],
-                "episode": [_episode(hit, "episode", zone, shorter=not quote_all) for hit in episodes],
-                "recent": _recent(recent, zone),
-            }
-            policy = replace(self.assembly_policy, verbatim_excerpts=None) if quote_all else self.assembly_policy
-            built = assemble(text, user, candidates, budget, policy)
-            if again_if_stale and memory._index_reloads[user] != reloads:
-                return self._context(
-                    query,
-                    user_id,
-                    token_budget,
-                    agent_id,
-                    session_id,
-                    include_superseded,
-                    leave_out,
-                    zone,
-                    again_if_stale=False,
-                    verbatim=verbatim,
-                )
+            for last_try in (False, True):
+                reloads = memory._index_reloads[user]
+                built, episodes = self._build(text, scope, budget, include_superseded, leave_out, zone, verbatim)
+                if last_try or memory._index_reloads[user] == reloads:
+                    break
             included = {item.id for item in built.items if item.kind == "episode"}
             memory._note_hit_visits(user, [hit for hit in episodes if hit.id in included])
             return built
+
+    def _build(
+        self,
+        text: str,
+        scope: Scope,
+        budget: int,
+        include_superseded: bool,
+        leave_out: frozenset[int],
+        zone: tzinfo | None,
+        verbatim: bool | None,
+    ) -> tuple[Context, list[Hit]]:
+        """One try at the block of checked arguments, with the excerpt hits it was offered."""
+        memory = self._facade
+        user = scope.user_id
+        filters = SearchFilters(agent_id=scope.agent_id)
+        wanted = min(
+            MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
+        )
+        tiers = CONTEXT_TIERS if filters.is_empty else ()
+        zone = zone or self.settings.zone
+        today = today_in(zone)  # read once, for both the candidates and the reranks
+        rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone)
+        loaded: dict[int, Turn] = {}
+        order = [
+            item
+            for item in self._episode_order(text, rankings, user, loaded, today, zone)
+            if item.key[1] not in leave_out
+        ]
+        episodes = memory._load_hits(order, wanted, user, loaded)
+        derived = memory._load_hits(
+            fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
+        )
+        recent = self._recent_turns(user, scope.session_id, scope.agent_id)
+        # Summaries carry the dates of their relative phrases as read in the setting's zone
+        # when they were made; in another zone those notes could contradict the excerpts.
+        dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
+        quote_all = not self.settings.abridge_excerpts if verbatim is None else verbatim
+        candidates: dict[str, list[Candidate]] = {
+            "profile": self._profile(user),
+            "pattern": [
+                Candidate("pattern", "pattern", "procedural", f"pattern:{p.key}", p.description, p.score)
+                for p in memory.patterns(user_id=user, query=text, limit=8)
+                if p.count >= PATTERN_MIN_COUNT
+            ],
+            "cell": self._cells(derived, user, include_superseded, zone, [*loaded.values(), *recent.values()]),
+            "graph": self._graph(text, user),
+            "summary": [
+                Candidate("summary", hit.tier, hit.tier, hit.id, dated(hit.content), hit.score, hit.source_turn_ids)
+                for hit in derived
+                if hit.tier in SUMMARY_TIERS
+            ],
+            "episode": [_episode(hit, "episode", zone, shorter=not quote_all) for hit in episodes],
+            "recent": _recent(recent, zone),
+        }
+        policy = replace(self.assembly_policy, verbatim_excerpts=None) if quote_all else self.assembly_policy
+        return assemble(text, user, candidates, budget, policy), episodes
 
     # -- helpers ----------------------------------------------------------------------
 

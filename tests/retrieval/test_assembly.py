@@ -202,3 +202,11 @@ def test_an_excerpt_taken_by_another_section_leaves_the_whole_quote_to_the_next(
     context = assemble("q", "ana", {"episode": episodes, "recent": [recent]}, 1000)
     shown = {(item.id, item.is_abridged) for item in context.items}
     assert ("t0", False) in shown and ("t1", False) in shown and ("t2", True) in shown
+
+
+def test_an_excerpt_abridging_would_not_shorten_leaves_the_whole_quote_to_the_next() -> None:
+    episodes = _shortened(4)
+    thanks = replace(episodes[0], text="Ana: Thanks!", shorter=None)  # nothing to leave out
+    context = assemble("q", "ana", {"episode": [thanks, *episodes[1:]]}, 1000)
+    shown = {item.id: item.is_abridged for item in context.items}
+    assert shown == {"t0": False, "t1": False, "t2": True, "t3": True}

@@ -73,6 +73,7 @@ class AssemblyPolicy:
 
     ``verbatim_excerpts``: how many excerpts are quoted word for word, the best-ranked that
     fit; those after them are shown in their shorter (abridged) form, so more of them fit.
+    An excerpt abridging would not shorten ("Thanks!") is shown as it is and does not count.
     ``None`` quotes every excerpt whole.
     """
 
@@ -130,7 +131,8 @@ def assemble(
                 continue
             chosen[section].append(item)
             taken.add(item.id)
-            quoted += section == "episode" and not item.is_abridged
+            # An excerpt that abridging would not shorten does not use up a place quoted whole.
+            quoted += section == "episode" and not item.is_abridged and id(offered) in shorter
             if day is not None:
                 days.add(day)
             used += cost
