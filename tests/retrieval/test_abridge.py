@@ -21,8 +21,8 @@ from memstrata.retrieval.tokens import count_tokens
             "just signed up for pottery class yesterday! like therapy for.",
         ),
         # Negations, numbers, verbs and modal verbs stay: "I'd" and "I'll" say would and will.
-        ("I didn't know that. It's my first time, so I'm not sure.", "didn't know. first time, not sure."),
-        ("I'd never do that.", "I'd never do."),
+        ("I didn't know that. It's my first time, so I'm not sure.", "didn't know that. first time, not sure."),
+        ("I'd never do that.", "I'd never do that."),
         ("I'll go to Paris next year with 3 kids.", "I'll go Paris next year with 3 kids."),
         # Capitalised inside a sentence, a listed word is something else: a grade, a field.
         ("I got an A on the test!", "got A on test!"),
@@ -34,7 +34,13 @@ from memstrata.retrieval.tokens import count_tokens
         ('My mom and I went to "Hamilton".', 'mom and I went "Hamilton".'),
         ("That's who I am.", "who am."),
         ("Is it? No.", "Is it? No."),
-        ("Yeah, it is!", "is!"),
+        ("Yeah, it is!", "Yeah, it is!"),
+        # The object a clause ends on stays after the word that takes it; a sentence is never left
+        # with a question word or an auxiliary alone.
+        ("I really appreciate it. Yeah, I get it!", "appreciate it. get it!"),
+        ("I'd love to. I have been there.", "I'd love to. have been there."),
+        ("How was it? Where is it? Yeah, I did!", "How was it? Where is it? Yeah, I did!"),
+        ("I am so proud of it!", "proud!"),
     ],
 )
 def test_grammar_words_go_and_what_was_said_stays(said: str, abridged: str) -> None:
@@ -60,6 +66,8 @@ def test_a_word_inside_a_name_stays() -> None:
     )
     # Across a clause mark, two capitalised words are not one name.
     assert abridge("Thanks, Mel. The kids and I loved it") == "Thanks, Mel. kids and I loved"
+    # Nor when the clause mark is on a word that goes between them.
+    assert abridge("I told Bob of it. Kids love it!") == "told Bob. Kids love it!"
 
 
 def test_closing_marks_move_to_the_word_before_and_brackets_stay_paired() -> None:

@@ -22,11 +22,14 @@ stay. So do:
 - "to", "of" and "and" beside a number ("9 to 5", "1 of 2", "3 and a half");
 - "I" or "me" after "and" or "or", with that word ("my mom and I");
 - a form of "be" that ends a clause ("who I am.", "it is what it is");
+- "it", "this", "that", "there" or "to" ending a clause right after the word that takes it
+  ("I get it." → "get it.", "I'd love to.", "been there.");
 - text in double quotes, and the notes in square brackets that say what a relative time
   phrase means (``[yesterday = 7 July 2023]``, from
   :func:`memstrata.extraction.time_expressions.annotate`), with the marks after them;
-- a sentence that would lose every word ("Is it?"), a word opening with a bracket or
-  quote, and a text of over :data:`LONGEST_ABRIDGED_CHARS` characters.
+- a sentence that would lose every word ("Is it?") or keep only a question word or an
+  auxiliary ("How was it?", "It really is."), a word opening with a bracket or quote, and
+  a text of over :data:`LONGEST_ABRIDGED_CHARS` characters.
 
 A word that goes hands its closing marks (a bracket or quote; ".", "!" or "?" unless the
 word before already ends a sentence) to the word before it.
@@ -35,6 +38,7 @@ word before already ends a sentence) to the word before it.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from typing import NamedTuple
 
@@ -56,6 +60,15 @@ _CONTRACTIONS = ("'s", "'m", "'re", "'ve")
 _JOINING = frozenset({"and", "to", "of"})
 _BEING = word_set("am is are was were be")
 _SPEAKER = frozenset({"i", "me"})
+# Words that end a clause as a verb's object or complement ("I get it.", "I'd love to.", "been there").
+_OBJECTS = frozenset({"it", "this", "that", "there", "to"})
+# A sentence left with one of these alone says nothing ("How?" from "How was it?"): it is kept whole.
+_HOLLOW = word_set(
+    """
+    what where when who why how which
+    do does did am is are was were can could will would should have has had
+    """
+)
 _PAIRING = frozenset({"and", "or"})
 # A time note as annotate() writes it or a double-quoted span (each with the marks after it), or
 # any other run of non-spaces.
@@ -136,7 +149,11 @@ def _abridged(text: str) -> str:
     listed = [_listed(piece, index == 0 or pieces[index - 1].ends_a_sentence) for index, piece in enumerate(pieces)]
     before = _nearest_kept(listed, range(len(pieces)))
     after = _nearest_kept(listed, range(len(pieces) - 1, -1, -1))
-    dropped = [listed[index] and not _stays(pieces, index, before[index], after[index]) for index in range(len(pieces))]
+    clauses = list(itertools.accumulate((piece.ends_a_clause for piece in pieces[:-1]), initial=0))
+    dropped = [
+        listed[index] and not _stays(pieces, index, before[index], after[index], clauses)
+        for index in range(len(pieces))
+    ]
     _keep_whole_sentences(pieces, dropped)
     kept: list[str] = []
     for piece, drop in zip(pieces, dropped, strict=True):
@@ -174,14 +191,20 @@ def _nearest_kept(listed: list[bool], order: range) -> list[int | None]:
     return nearest
 
 
-def _stays(pieces: list[_Piece], index: int, before: int | None, after: int | None) -> bool:
-    """Whether a listed word stays for one of the module's reasons: a name, a number, a pair, a clause end."""
+def _stays(pieces: list[_Piece], index: int, before: int | None, after: int | None, clauses: list[int]) -> bool:
+    """Whether a listed word stays for one of the module's reasons: a name, a number, a pair, a clause end.
+
+    ``clauses[i]`` counts the pieces before ``i`` that end a clause, so two pieces with the same
+    count are in one clause.
+    """
     piece = pieces[index]
     word = piece.base
     if word in _BEING and piece.folded == word and (piece.ends_a_clause or index == len(pieces) - 1):
         return True  # "who I am.": the verb a clause ends on
     if piece.folded in _SPEAKER and index > 0 and pieces[index - 1].folded in _PAIRING:
         return True  # "my mom and I"
+    if word in _OBJECTS and piece.folded == word and piece.ends_a_clause and before == index - 1:
+        return True  # "I get it.": the object a clause ends on, right after the word that takes it
     if word in _JOINING and any(
         near is not None and any(character.isdigit() for character in pieces[near].core) for near in (before, after)
     ):
@@ -189,15 +212,18 @@ def _stays(pieces: list[_Piece], index: int, before: int | None, after: int | No
     if piece.ends_a_clause or before is None or after is None:
         return False
     first, last = pieces[before], pieces[after]
-    return first.is_capitalised and last.is_capitalised and not first.ends_a_clause  # "Bank of America"
+    # "Bank of America", but not "How was it? Where": the two names must be in one clause.
+    return first.is_capitalised and last.is_capitalised and clauses[before] == clauses[after]
 
 
 def _keep_whole_sentences(pieces: list[_Piece], dropped: list[bool]) -> None:
-    """Keep every word of a sentence that would otherwise lose them all ("Is it? No." stays)."""
+    """Keep every word of a sentence that would otherwise lose them all ("Is it? No." stays), or keep
+    only a question word or an auxiliary ("How was it?" would be "How?", "It really is." "is.")."""
     start = 0
     for index, piece in enumerate(pieces):
         if piece.ends_a_sentence or index == len(pieces) - 1:
-            if all(dropped[start : index + 1]):
+            left = [pieces[at] for at in range(start, index + 1) if not dropped[at]]
+            if not left or (len(left) == 1 and left[0].folded in _HOLLOW and index > start):
                 dropped[start : index + 1] = [False] * (index + 1 - start)
             start = index + 1
     # "and I": the pairing word stays with the pronoun it introduces.
