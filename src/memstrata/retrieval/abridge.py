@@ -217,8 +217,8 @@ def _stays(pieces: list[_Piece], index: int, before: int | None, after: int | No
 
 
 def _keep_whole_sentences(pieces: list[_Piece], dropped: list[bool]) -> None:
-    """Keep every word of a sentence that would otherwise lose them all ("Is it? No." stays), or keep
-    only a question word or an auxiliary ("How was it?" would be "How?", "It really is." "is.")."""
+    """Keep every word of a sentence that would otherwise lose them all ("Is it? No." stays) or keep
+    only a question word or an auxiliary ("How was it?", not "How?"; "It really is.", not "is.")."""
     start = 0
     for index, piece in enumerate(pieces):
         if piece.ends_a_sentence or index == len(pieces) - 1:
