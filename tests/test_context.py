@@ -307,3 +307,24 @@ def test_context_after_another_instance_deleted_a_turn_shows_what_is_left(home: 
         assert first._index_reloads["u"] > 0
         assert "old note 3" not in block.text
         assert {item.id for item in block.items if item.kind == "episode"} == {f"old-{i}" for i in range(10) if i != 3}
+
+
+@pytest.mark.parametrize(("stale_tries", "builds"), [(1, 2), (5, 2)])
+def test_a_block_built_on_a_stale_index_is_built_once_more_at_most(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, stale_tries: int, builds: int
+) -> None:
+    _seed(memory)
+    build = memory._build
+    calls: list[bool] = []
+
+    def stale(*args: object, **kwargs: object) -> object:
+        calls.append(True)
+        found = build(*args, **kwargs)  # type: ignore[arg-type]
+        if len(calls) <= stale_tries:
+            memory._index_reloads["ana"] += 1  # as if a turn the index offered had gone meanwhile
+        return found
+
+    monkeypatch.setattr(memory, "_build", stale)
+    context = memory.context("where does Ana live?", user_id="ana", verbatim=True)
+    assert len(calls) == builds
+    assert "I live in Porto now." in context.text
