@@ -523,10 +523,12 @@ def test_deleting_a_change_of_value_leaves_the_value_a_later_turn_says_again(mem
 
 def test_a_bulk_prune_hands_a_fact_to_a_turn_it_keeps_in_its_own_spelling(memory: Memory) -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
-    said = [("I live in PORTO, near the secret river", 0), ("I live in PORTO", 1)]
-    said += [(f"note number {n}", 2 + n) for n in range(510)]  # the deletion spans more than one chunk of 500
-    said += [("I live in Porto.", 700), ("I live in porto!", 800)]
-    for text, minute in said:
+    memory.add("I live in PORTO, near the secret river", user_id="ana", timestamp=start)
+    memory.add("I live in PORTO", user_id="ana", timestamp=start + timedelta(minutes=1))
+    # One call, so the test stays quick; the deletion spans more than one chunk of 500.
+    notes = [{"role": "user", "content": f"note number {n}"} for n in range(510)]
+    memory.add(notes, user_id="ana", timestamp=start + timedelta(minutes=2))
+    for text, minute in (("I live in Porto.", 700), ("I live in porto!", 800)):
         memory.add(text, user_id="ana", timestamp=start + timedelta(minutes=minute))
     memory.flush()
     [last] = memory.history(user_id="ana", newest_first=True, limit=1)
