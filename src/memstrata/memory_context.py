@@ -8,12 +8,22 @@ from dataclasses import replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from memstrata.embeddings.base import Vectors
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, without_notes
-from memstrata.memory_search import joined, today_in
+from memstrata.memory_search import MAX_SPEAKERS_STRIPPED, ItemKey, joined, today_in
 from memstrata.models import Cell, Context, Hit, Scope, SearchFilters, Turn
 from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
+from memstrata.retrieval.entity_candidates import (
+    EntityCandidatePolicy,
+    asks_for_kind,
+    closest_entities,
+    entity_turns,
+    placed,
+)
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.rerank import TurnSignals
 from memstrata.storage.text import cell_text, readable_key
@@ -48,6 +58,7 @@ class ContextViews:
 
     settings: Settings
     assembly_policy: AssemblyPolicy = AssemblyPolicy()
+    entity_policy: EntityCandidatePolicy = EntityCandidatePolicy()
 
     def context(
         self,
@@ -150,13 +161,13 @@ class ContextViews:
         tiers = CONTEXT_TIERS if filters.is_empty else ()
         zone = zone or self.settings.zone
         today = today_in(zone)  # read once, for both the candidates and the reranks
-        rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone)
+        query_vectors: list[Vectors] = []
+        rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone, query_vectors)
         loaded: dict[int, Turn] = {}
-        order = [
-            item
-            for item in self._episode_order(text, rankings, user, loaded, today, zone)
-            if item.key[1] not in leave_out
-        ]
+        order = self._episode_order(text, rankings, user, loaded, today, zone)
+        if filters.is_empty and query_vectors:
+            order = self._with_entity_turns(text, user, order, query_vectors[0])
+        order = [item for item in order if item.key[1] not in leave_out]
         episodes = memory._load_hits(order, wanted, user, loaded)
         derived = memory._load_hits(
             fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
@@ -231,6 +242,36 @@ class ContextViews:
             text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today, zone, signals
         )
         return head + [item for item in tail if item.key not in seen]
+
+    def _with_entity_turns(
+        self, text: str, user: str, order: list[Fused[ItemKey]], query_vector: Vectors
+    ) -> list[Fused[ItemKey]]:
+        """``order`` with the turns naming the entities of the kind a question asks for moved up
+        (``retrieval/entity_candidates.py``); unchanged for any other question."""
+        policy = self.entity_policy
+        if policy.entities <= 0 or not asks_for_kind(text):
+            return order
+        memory = self._facade
+        model = memory._embedder.model_id
+        entities = self._store_tiers.entity_vectors(user, model)
+        if len(entities) < 2:
+            return order
+        cosines = np.stack([vector for _, _, vector in entities]) @ np.asarray(query_vector, dtype=np.float32)
+        speakers = self._store_tiers.speakers(user, MAX_SPEAKERS_STRIPPED)
+        picked = closest_entities(text, [name for _, name, _ in entities], cosines, speakers, policy)
+        if not picked:
+            return order
+        by_id = self._store_tiers.entity_mention_seqs(user, [entities[index][0] for index in picked])
+        mentions = {index: by_id.get(entities[index][0], []) for index in picked}
+        stored = self._store_tiers.vectors_for(model, sorted({seq for seqs in mentions.values() for seq in seqs}))
+        closeness = {seq: float(vector @ query_vector) for seq, vector in stored.items()}
+        added = [("turn", seq) for seq in entity_turns(picked, mentions, closeness, policy)]
+        by_key = {item.key: item for item in order}
+        result: list[Fused[ItemKey]] = []
+        for key in placed([item.key for item in order], added, policy):
+            # A turn found only here has no fused score: it takes the one of the excerpt before it.
+            result.append(by_key.get(key) or Fused(key, result[-1].score if result else 0.0, {"entity": 1}))
+        return result
 
     def _cells(
         self,

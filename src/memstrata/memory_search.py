@@ -28,7 +28,7 @@ from memstrata.retrieval.periods import (
 )
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.retrieval.speakers import without_speakers
-from memstrata.storage.base import Seqs, ServerSideVectors
+from memstrata.storage.base import Seqs, ServerSideVectors, Vectors
 from memstrata.validation import (
     check_fraction,
     check_limit,
@@ -184,8 +184,12 @@ class SearchViews:
         tiers: tuple[str, ...],
         today: date | None = None,
         zone: tzinfo | None = None,
+        query_vectors: list[Vectors] | None = None,
     ) -> Rankings:
         """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
+
+        The query's vector, when one is made, is appended to ``query_vectors`` (if given) for
+        the caller to reuse.
 
         When the query names dates (``retrieval/periods.py``), each turn retriever also
         looks inside them: its best finds there are under ``fulltext:dated`` and
@@ -235,6 +239,8 @@ class SearchViews:
             )
             if searches:
                 query_vector = self._embedder.embed_query(dense_text)
+                if query_vectors is not None:
+                    query_vectors.append(query_vector)
                 if server_side is not None:
                     lists = [
                         server_side.nearest(self._embedder.model_id, user_id, query_vector, depth, allowed)

@@ -619,6 +619,62 @@ def test_patterns_and_entities_count_and_connect(store: TierStore) -> None:
     assert (counts["patterns"], counts["entities"]) == (1, 2)
 
 
+def test_entity_name_vectors_are_kept_per_model_and_read_with_their_mentions(store: TierStore) -> None:
+    seqs = store.insert_turns([_turn("t0", "Spain with Caroline"), _turn("t1", "Spain again")], None, MODEL)
+    store.add_entities("ana", seqs[0], [("Spain", "place"), ("Caroline", "person")], T0)
+    store.add_entities("ana", seqs[1], [("Spain", "place")], T0)
+    [bobs] = store.insert_turns([_turn("b0", "Oslo", user_id="bob")], None, MODEL)
+    store.add_entities("bob", bobs, [("Oslo", "place")], T0)
+    missing = store.entities_without_vectors("ana", MODEL, 10)
+    assert [name for _, name in missing] == ["Spain", "Caroline"]  # most mentioned first
+    assert [name for _, name in store.entities_without_vectors("ana", MODEL, 1)] == ["Spain"]
+    ids = dict((name, entity_id) for entity_id, name in missing)
+    spain = np.array([1, 0, 0], dtype=np.float32)
+    store.save_entity_vectors(MODEL, {ids["Spain"]: spain, 10**9: spain})  # an unknown id is skipped
+    assert [name for _, name in store.entities_without_vectors("ana", MODEL, 10)] == ["Caroline"]
+    assert [name for _, name in store.entities_without_vectors("ana", "other-model", 10)] == ["Spain", "Caroline"]
+    [(entity_id, name, vector)] = store.entity_vectors("ana", MODEL)
+    assert (entity_id, name) == (ids["Spain"], "Spain") and vector.tolist() == [1.0, 0.0, 0.0]
+    store.save_entity_vectors(MODEL, {ids["Spain"]: np.array([0, 1, 0], dtype=np.float32)})  # replaced
+    assert store.entity_vectors("ana", MODEL)[0][2].tolist() == [0.0, 1.0, 0.0]
+    assert store.entity_vectors("bob", MODEL) == [] and store.entity_vectors("ana", "other-model") == []
+    assert store.entity_mention_seqs("ana", [ids["Spain"], ids["Caroline"]]) == {
+        ids["Spain"]: seqs,
+        ids["Caroline"]: [seqs[0]],
+    }
+    [(oslo, _)] = store.entities_without_vectors("bob", MODEL, 10)
+    assert store.entity_mention_seqs("ana", [oslo]) == {}  # another user's entity reads nothing
+    assert store.entity_mention_seqs("ana", []) == {}
+
+
+def test_an_entity_retired_or_forgotten_takes_its_name_vector_with_it(store: TierStore, storage_url: str) -> None:
+    seqs = store.insert_turns([_turn("t0", "Zanzibar with Caroline"), _turn("t1", "Caroline again")], None, MODEL)
+    store.add_entities("ana", seqs[0], [("Zanzibar", "place"), ("Caroline", "person")], T0)
+    store.add_entities("ana", seqs[1], [("Caroline", "person")], T0)
+    one = np.ones(3, dtype=np.float32)
+    missing = store.entities_without_vectors("ana", MODEL, 9)
+    store.save_entity_vectors(MODEL, {entity_id: one for entity_id, _ in missing})
+    assert _entity_vector_rows(storage_url) == 2
+    store.delete("t0", "ana")  # Zanzibar's only mention
+    assert [name for _, name, _ in store.entity_vectors("ana", MODEL)] == ["Caroline"]
+    assert _entity_vector_rows(storage_url) == 1
+    store.forget(Scope("ana"))
+    assert _entity_vector_rows(storage_url) == 0
+
+
+def _entity_vector_rows(storage_url: str) -> int:
+    """How many entity name vectors the database holds, for any user."""
+    if storage_url.startswith("sqlite:///"):
+        with closing(sqlite3.connect(storage_url.removeprefix("sqlite:///"))) as connection:
+            return int(connection.execute("SELECT count(*) FROM entity_vectors").fetchone()[0])
+    import psycopg
+
+    with psycopg.connect(storage_url) as connection:
+        row = connection.execute("SELECT count(*) FROM entity_vectors").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
 def test_consolidations_link_their_turns(store: TierStore) -> None:
     seqs = store.insert_turns([_turn(f"t{n}", f"garden shed roof leak number {n}") for n in range(4)], None, MODEL)
     assert store.unconsolidated_turns("ana", 10) == seqs

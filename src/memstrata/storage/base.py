@@ -400,6 +400,22 @@ class TierStore(Store, Protocol):
         """Edges touching the named entities, heaviest first."""
         ...
 
+    def entities_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[tuple[int, str]]:
+        """(id, name) of a user's entities with no name vector of ``model_id``, most mentioned first."""
+        ...
+
+    def save_entity_vectors(self, model_id: str, vectors: Mapping[int, Vectors]) -> None:
+        """Store name vectors by entity id; an entity deleted meanwhile is skipped, a stored vector replaced."""
+        ...
+
+    def entity_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
+        """(id, name, name vector) of a user's entities that have a vector of ``model_id``, by id."""
+        ...
+
+    def entity_mention_seqs(self, user_id: str, entity_ids: Sequence[int]) -> dict[int, list[int]]:
+        """The seqs of the turns that mention each of a user's entities, by entity id (oldest first)."""
+        ...
+
     def unconsolidated_turns(self, user_id: str, limit: int, *, after_seq: int = 0) -> list[int]:
         """Seqs of at most ``limit`` of a user's turns not yet in any consolidation, oldest first.
 

@@ -42,6 +42,7 @@ from memstrata.tiers.steps import MemorySteps, content_words
 
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
+ENTITY_VECTORS_PER_JOB = 256  # entity names embedded in one job at most (about 2 s with the default embedder)
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
 FOLLOWING_TURNS_READ = 8  # turns read after an exchange to find the one said next
 
@@ -147,7 +148,20 @@ class Hierarchy:
                     )
         if scores:
             self._store.set_importance(scores)
+        self._embed_entities(user_id)
         self._maybe_consolidate(user_id)
+
+    def _embed_entities(self, user_id: str) -> None:
+        """Embed the names of the user's entities that have no vector of this embedder yet.
+
+        At most ``ENTITY_VECTORS_PER_JOB`` a job, the most mentioned first: a store from before
+        entity vectors (or one whose embedder changed) catches up over the next jobs.
+        """
+        model = self._embedder.model_id
+        missing = self._store.entities_without_vectors(user_id, model, ENTITY_VECTORS_PER_JOB)
+        if missing:
+            vectors = self._embedder.embed_documents([name for _, name in missing])
+            self._store.save_entity_vectors(model, {entity_id: vectors[i] for i, (entity_id, _) in enumerate(missing)})
 
     def _importance(self, user_id: str, seq: int, turn: Turn, entity_count: int, vector: Vectors | None) -> float:
         novelty = 1.0

@@ -575,6 +575,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         locks=("segments",),
     ),
+    # As SQLite's step 14: each entity's name embedded once per model.
+    Migration(
+        17,
+        "entity name vectors",
+        """
+        CREATE TABLE IF NOT EXISTS entity_vectors (
+            entity_id bigint NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            model_id  text NOT NULL,
+            vector    bytea NOT NULL,
+            PRIMARY KEY (entity_id, model_id)
+        );
+        """,
+        locks=("entities",),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
@@ -592,6 +606,7 @@ TABLES = (
     "entities",
     "entity_edges",
     "entity_mentions",
+    "entity_vectors",
     "events",
     "jobs",
     "pattern_observations",

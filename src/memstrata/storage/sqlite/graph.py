@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memstrata.models import EntityEdge, EntityNode, format_time
+from memstrata.storage.base import Vectors
 
 
 class GraphMixin:
@@ -124,3 +127,58 @@ class GraphMixin:
         lowered = [name.lower() for name in names]
         rows = self._read(lambda connection: connection.execute(sql, (user_id, *lowered, *lowered, limit)).fetchall())
         return [EntityEdge(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    # -- entity name vectors ----------------------------------------------------------
+
+    def entities_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[tuple[int, str]]:
+        """(id, name) of a user's entities with no name vector of ``model_id``, most mentioned first."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT id, name FROM entities e WHERE user_id = ? AND NOT EXISTS ("
+                " SELECT 1 FROM entity_vectors v WHERE v.entity_id = e.id AND v.model_id = ?)"
+                " ORDER BY mentions DESC, id LIMIT ?",
+                (user_id, model_id, limit),
+            ).fetchall()
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def save_entity_vectors(self, model_id: str, vectors: Mapping[int, Vectors]) -> None:
+        """Store name vectors by entity id; an entity deleted meanwhile is skipped, a stored vector replaced."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            for entity_id, vector in vectors.items():
+                connection.execute(
+                    "INSERT OR REPLACE INTO entity_vectors (entity_id, model_id, vector)"
+                    " SELECT id, ?, ? FROM entities WHERE id = ?",
+                    (model_id, np.asarray(vector, dtype=np.float32).tobytes(), int(entity_id)),
+                )
+
+        self._write(work)
+
+    def entity_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
+        """(id, name, name vector) of a user's entities that have a vector of ``model_id``, by id."""
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT e.id, e.name, v.vector FROM entities e JOIN entity_vectors v ON v.entity_id = e.id"
+                " WHERE e.user_id = ? AND v.model_id = ? ORDER BY e.id",
+                (user_id, model_id),
+            ).fetchall()
+        )
+        return [(int(r[0]), str(r[1]), np.frombuffer(r[2], dtype=np.float32).copy()) for r in rows]
+
+    def entity_mention_seqs(self, user_id: str, entity_ids: Sequence[int]) -> dict[int, list[int]]:
+        """The seqs of the turns that mention each of a user's entities, by entity id (oldest first)."""
+        if not entity_ids:
+            return {}
+        marks = ",".join("?" * len(entity_ids))
+        rows = self._read(
+            lambda connection: connection.execute(
+                "SELECT m.entity_id, m.turn_seq FROM entity_mentions m JOIN entities e ON e.id = m.entity_id"
+                f" WHERE e.user_id = ? AND m.entity_id IN ({marks}) ORDER BY m.entity_id, m.turn_seq",
+                (user_id, *[int(i) for i in entity_ids]),
+            ).fetchall()
+        )
+        found: dict[int, list[int]] = {}
+        for entity_id, seq in rows:
+            found.setdefault(int(entity_id), []).append(int(seq))
+        return found

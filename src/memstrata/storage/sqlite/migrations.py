@@ -455,6 +455,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE segments ADD COLUMN centroid_model TEXT;
         """,
     ),
+    # Each entity's name embedded once (per model), so a question asking for a kind of thing
+    # ("What European countries …?") can find the entities that are of that kind ("Spain").
+    Migration(
+        14,
+        "entity name vectors",
+        """
+        CREATE TABLE IF NOT EXISTS entity_vectors (
+            entity_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            model_id  TEXT NOT NULL,
+            vector    BLOB NOT NULL,
+            PRIMARY KEY (entity_id, model_id)
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
