@@ -9,6 +9,7 @@ import pytest
 
 from memstrata import InvalidInput, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.retrieval.assembly import AssemblyPolicy
 from memstrata.retrieval.tokens import count_tokens
 
 
@@ -265,9 +266,20 @@ def _many_days(memory: Memory) -> list[str]:
     return said
 
 
+def _tightest_holding_all(memory: Memory, query: str, count: int) -> int:
+    """The smallest budget whose block shows ``count`` excerpts."""
+    return next(
+        budget
+        for budget in range(50, 2000)
+        if sum(item.kind == "episode" for item in memory.context(query, user_id="ana", token_budget=budget).items)
+        == count
+    )
+
+
 def test_excerpts_after_the_best_one_are_abridged_and_say_so(memory: Memory) -> None:
     said = _many_days(memory)
-    context = memory.context("the hike number", user_id="ana", token_budget=2000)
+    budget = _tightest_holding_all(memory, "the hike number", 8)
+    context = memory.context("the hike number", user_id="ana", token_budget=budget)
     excerpts = [item for item in context.items if item.kind == "episode"]
     assert len(excerpts) == 8
     [whole_one] = [item for item in excerpts if not item.is_abridged]
@@ -284,9 +296,37 @@ def test_verbatim_quotes_every_excerpt_whole(home: Path) -> None:
         context = memory.context("the hike number", user_id="ana", token_budget=2000, verbatim=True)
         assert all(text in context.text for text in said)
         assert not any(item.is_abridged for item in context.items)
-        assert memory.context("the hike number", user_id="ana", token_budget=2000, verbatim=False).text != context.text
-    with Memory(home, embedder=HashEmbedder(), background=False, abridge_excerpts=False) as memory:
+        budget = _tightest_holding_all(memory, "the hike number", 8)
+        tight = memory.context("the hike number", user_id="ana", token_budget=budget, verbatim=True)
+        assert memory.context("the hike number", user_id="ana", token_budget=budget, verbatim=False).text != tight.text
+        # A block with room for every excerpt whole abridges none of them.
         assert memory.context("the hike number", user_id="ana", token_budget=2000).text == context.text
+    with Memory(home, embedder=HashEmbedder(), background=False, abridge_excerpts=False) as memory:
+        assert memory.context("the hike number", user_id="ana", token_budget=budget).text == tight.text
+
+
+def test_an_excerpt_is_abridged_only_when_the_budget_cannot_hold_it_whole(memory: Memory) -> None:
+    memory.add("I moved to Lisbon in May and I'm allergic to peanuts", user_id="ana")
+    memory.add("My daughter Sara plays the violin and I bake bread every Sunday", user_id="ana")
+    memory.flush()
+    context = memory.context("Lisbon peanuts violin bread", user_id="ana", token_budget=300)
+    assert context.tokens < 100
+    assert "I moved to Lisbon in May and I'm allergic to peanuts" in context.text
+    assert "My daughter Sara plays the violin and I bake bread every Sunday" in context.text
+    assert not any(item.is_abridged for item in context.items)
+
+
+def test_a_sentence_in_another_language_is_not_abridged(memory: Memory) -> None:
+    rain = "I am so tired of the rain. It has been raining for the whole week and the garden is a mess, and I wish it would stop."
+    memory.add(f"soy alérgica a los cacahuetes y mi madre viene a visitarme. {rain}", user_id="ana")
+    memory.flush()
+    memory.assembly_policy = AssemblyPolicy(verbatim_excerpts=0)
+    context = memory.context(
+        "cacahuetes rain", user_id="ana", token_budget=_tightest_holding_all(memory, "cacahuetes rain", 1)
+    )
+    [excerpt] = [item for item in context.items if item.kind == "episode"]
+    assert excerpt.is_abridged
+    assert "soy alérgica a los cacahuetes y mi madre viene a visitarme. tired rain." in context.text
 
 
 def test_verbatim_must_be_a_boolean(memory: Memory) -> None:

@@ -84,8 +84,9 @@ class ContextViews:
         are left out). The result
         reports the tokens used and every item included. Dates (excerpts' date lines,
         "yesterday" in the query) are read in ``timezone``, an IANA name, default the
-        ``timezone`` setting. The best-ranked excerpt is quoted word for word and later ones
-        abridged (articles, "I", "is" … left out; each item says whether it was), so more fit;
+        ``timezone`` setting. The best-ranked excerpt is quoted word for word; when the budget
+        cannot hold later ones whole, they are abridged (articles, "I", "is" … left out of
+        English sentences; each item says whether it was), so more fit;
         ``verbatim=True`` quotes every excerpt whole (default: the ``abridge_excerpts``
         setting, on). Never calls an LLM.
         """

@@ -161,8 +161,8 @@ def test_context_prints_the_block_and_its_size(home: Path) -> None:
     block = ok(result)
     assert block.startswith("# Memory\n")
     assert "I live in Lisbon near the river" in block
-    # The block is printed as it is, not read as rich markup (the excerpt abridged: "My", "is" left out).
-    assert "cat called [bold]Miso[/bold]" in block
+    # The block is printed as it is, not read as rich markup (quoted whole: 300 tokens hold it).
+    assert "My cat is called [bold]Miso[/bold]" in block
     assert " of 300 tokens, " in result.stderr and " items" in result.stderr
 
     asked = ("context", "Where do I live?", "--user", "ana", "--budget", "300")
@@ -191,11 +191,13 @@ def test_context_prints_the_block_and_its_size(home: Path) -> None:
 def test_context_abridges_later_excerpts_unless_verbatim(home: Path) -> None:
     said = [f"I really think that the hike number {n} was a lot of fun for me" for n in range(1, 7)]
     seed(home, said)
-    asked = ("context", "the hike number", "--user", "ana", "--json")
+    asked = ("context", "the hike number", "--user", "ana", "--budget", "100", "--json")  # too few tokens to quote all
     abridged = json.loads(ok(run_cli(*asked, home=home)))
-    assert sum(item["is_abridged"] for item in abridged["items"]) == 5
+    excerpts = [item["is_abridged"] for item in abridged["items"] if item["kind"] == "episode"]
+    assert len(excerpts) == 6 and 0 < sum(excerpts) < 6
     verbatim = json.loads(ok(run_cli(*asked, "--verbatim", home=home)))
-    assert all(text in verbatim["text"] for text in said)
+    quoted = [item["text"].removeprefix("user: ") for item in verbatim["items"] if item["kind"] == "episode"]
+    assert 0 < len(quoted) < 6 and all(text in said for text in quoted)
     assert json.loads(ok(run_cli(*asked, "--abridged", home=home)))["text"] == abridged["text"]
 
 

@@ -161,15 +161,45 @@ def _shortened(count: int) -> list[Candidate]:
     return [replace(item, shorter=f"Ana: msg {i} " + "word " * 4) for i, item in enumerate(_episodes(count, words=12))]
 
 
+def _tightest(candidates: dict[str, list[Candidate]], policy: AssemblyPolicy | None = None) -> int:
+    """The smallest budget whose block holds every candidate: any less and one is left out."""
+    wanted = len({item.id for items in candidates.values() for item in items})
+    return next(b for b in range(50, 5000) if len(assemble("q", "ana", candidates, b, policy).items) == wanted)
+
+
 def test_excerpts_after_the_best_one_are_shown_shorter_and_say_so() -> None:
-    context = assemble("q", "ana", {"episode": _shortened(6)}, 1000)
+    budget = _tightest({"episode": _shortened(6)})
+    context = assemble("q", "ana", {"episode": _shortened(6)}, budget)
     by_id = {item.id: item for item in context.items}
     assert [by_id[f"t{i}"].is_abridged for i in range(6)] == [False] + [True] * 5
     assert "Ana: message 0 " in context.text and "Ana: msg 4 word" in context.text
-    three = assemble("q", "ana", {"episode": _shortened(6)}, 1000, AssemblyPolicy(verbatim_excerpts=3))
+    policy = AssemblyPolicy(verbatim_excerpts=3)
+    three = assemble("q", "ana", {"episode": _shortened(6)}, _tightest({"episode": _shortened(6)}, policy), policy)
     assert [item.is_abridged for item in sorted(three.items, key=lambda item: item.id)] == [False] * 3 + [True] * 3
     assert by_id["t4"].text == "Ana: msg 4 " + "word " * 4
-    assert context.tokens == count_tokens(context.text) <= 1000
+    assert context.tokens == count_tokens(context.text) <= budget
+
+
+def test_nothing_is_abridged_when_the_budget_holds_every_excerpt_whole() -> None:
+    context = assemble("q", "ana", {"episode": _shortened(6)}, 1000)
+    assert len(context.items) == 6 and not any(item.is_abridged for item in context.items)
+    assert (
+        context.text
+        == assemble("q", "ana", {"episode": _shortened(6)}, 1000, AssemblyPolicy(verbatim_excerpts=None)).text
+    )
+
+
+def test_tokens_left_quote_the_best_ranked_abridged_excerpts_whole_first() -> None:
+    tightest = _tightest({"episode": _shortened(6)})
+    counts = []
+    for budget in range(tightest, tightest + 120):
+        context = assemble("q", "ana", {"episode": _shortened(6)}, budget)
+        assert len(context.items) == 6 and context.tokens <= budget
+        ranked = sorted(context.items, key=lambda item: item.id)  # t0 is the best-ranked
+        abridged = [item.is_abridged for item in ranked]
+        assert abridged == sorted(abridged)  # whole ones first: a prefix of the ranking
+        counts.append(abridged.count(False))
+    assert counts == sorted(counts) and counts[0] == 1 and counts[-1] == 6
 
 
 def test_shorter_excerpts_let_more_of_them_fit() -> None:
@@ -189,7 +219,8 @@ def test_a_shorter_form_that_is_not_shorter_is_not_used() -> None:
 def test_the_whole_quoted_excerpt_is_the_best_one_that_fits() -> None:
     episodes = _shortened(6)
     too_long = replace(episodes[0], text="Ana: " + "word " * 400, shorter="Ana: word word")
-    context = assemble("q", "ana", {"episode": [too_long, *episodes[1:]]}, 300)
+    offered = {"episode": [too_long, *episodes[1:]]}
+    context = assemble("q", "ana", offered, _tightest(offered))
     by_id = {item.id: item for item in context.items}
     assert by_id["t0"].is_abridged  # whole, it did not fit; abridged, it does
     assert not by_id["t1"].is_abridged  # so the next best is the one quoted whole
@@ -199,7 +230,15 @@ def test_the_whole_quoted_excerpt_is_the_best_one_that_fits() -> None:
 def test_an_excerpt_taken_by_another_section_leaves_the_whole_quote_to_the_next() -> None:
     episodes = _shortened(4)
     recent = replace(episodes[0], section="recent")
-    context = assemble("q", "ana", {"episode": episodes, "recent": [recent]}, 1000)
+    offered = {"episode": episodes, "recent": [recent]}
+    policy = AssemblyPolicy(shares={"recent": 0.5})  # the session's turn comes first, even in a small block
+    budget = next(
+        b
+        for b in range(50, 5000)
+        if len((block := assemble("q", "ana", offered, b, policy)).items) == 4
+        and "Earlier in this session" in block.text
+    )
+    context = assemble("q", "ana", offered, budget, policy)
     shown = {(item.id, item.is_abridged) for item in context.items}
     assert ("t0", False) in shown and ("t1", False) in shown and ("t2", True) in shown
 
@@ -207,6 +246,7 @@ def test_an_excerpt_taken_by_another_section_leaves_the_whole_quote_to_the_next(
 def test_an_excerpt_abridging_would_not_shorten_leaves_the_whole_quote_to_the_next() -> None:
     episodes = _shortened(4)
     thanks = replace(episodes[0], text="Ana: Thanks!", shorter=None)  # nothing to leave out
-    context = assemble("q", "ana", {"episode": [thanks, *episodes[1:]]}, 1000)
+    offered = {"episode": [thanks, *episodes[1:]]}
+    context = assemble("q", "ana", offered, _tightest(offered))
     shown = {item.id: item.is_abridged for item in context.items}
     assert shown == {"t0": False, "t1": False, "t2": True, "t3": True}

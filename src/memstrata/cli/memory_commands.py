@@ -169,7 +169,8 @@ def context(
         bool | None,
         typer.Option(
             "--verbatim/--abridged",
-            help="Quote every excerpt whole, or abridge those after the best one (default: abridge_excerpts).",
+            help="Quote every excerpt whole, or abridge those after the best one when the budget is short"
+            " (default: abridge_excerpts).",
             show_default=False,
         ),
     ] = None,

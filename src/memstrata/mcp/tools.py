@@ -55,8 +55,8 @@ answer in, use get_context instead."""
 CONTEXT_DESCRIPTION = """Get what the memory holds about a query as one block of text, packed under a token budget.
 The block lists the user's profile, habits, relevant facts (current ones; with include_superseded
 also what they replaced), related entities, summaries and dated conversation excerpts, in that
-order. The best excerpt is quoted word for word and later ones abridged (articles, "I", "is" left
-out) so more fit; verbatim=true quotes all of them whole. Call it before answering anything
+order. The best excerpt is quoted word for word; when the budget is short, later ones are
+abridged (articles, "I", "is" left out) so more fit; verbatim=true quotes all of them whole. Call it before answering anything
 that may depend on what the user said earlier, and put the text in your reasoning."""
 
 FORGET_DESCRIPTION = """Permanently delete the user's memories: all of them, or only one session's or one agent's.
@@ -196,7 +196,10 @@ class MemoryTools:
         verbatim: Annotated[
             StrictBool | None,
             BeforeValidator(json_boolean),
-            Field(description="true quotes every excerpt whole; by default those after the best one are abridged."),
+            Field(
+                description="true quotes every excerpt whole; by default those after the best one are abridged"
+                " when the budget cannot hold them whole."
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, ContextOut]:
         """Assemble a memory block for a prompt."""

@@ -27,6 +27,9 @@ stay. So do:
 - text in double quotes, and the notes in square brackets that say what a relative time
   phrase means (``[yesterday = 7 July 2023]``, from
   :func:`memstrata.extraction.time_expressions.annotate`), with the marks after them;
+- a sentence with none of :data:`ENGLISH_MARKERS` ("the", "and", "is", "you" …): the rules
+  are English, and in another language "a" or "me" may be a word the sentence needs
+  ("soy alérgica a los cacahuetes" stays whole);
 - a sentence that would lose every word ("Is it?") or keep only a question word or an
   auxiliary ("How was it?", "It really is."), a word opening with a bracket or quote, and
   a text of over :data:`LONGEST_ABRIDGED_CHARS` characters.
@@ -70,6 +73,18 @@ _HOLLOW = word_set(
     """
 )
 _PAIRING = frozenset({"and", "or"})
+#: English function words rarely spelled alike in other languages that use the Latin script
+#: ("a", "no", "me", "in", "on", "do", "so" and "to" are words in Spanish, Portuguese,
+#: Italian, German, Dutch or Polish too). A sentence with none of them is not read as
+#: English, and the abridger, whose rules are English, leaves it whole.
+ENGLISH_MARKERS = word_set(
+    """
+    the and is are was were been it that this of you your we our they their i my
+    with for have has had be what just not but at will would can from there here about
+    these those how who why when where which some if than because
+    hey yeah yep wow really very totally
+    """
+)
 # A time note as annotate() writes it or a double-quoted span (each with the marks after it), or
 # any other run of non-spaces.
 _PIECE = re.compile(
@@ -155,6 +170,7 @@ def _abridged(text: str) -> str:
         for index in range(len(pieces))
     ]
     _keep_whole_sentences(pieces, dropped)
+    _keep_unread_sentences(pieces, dropped)
     kept: list[str] = []
     for piece, drop in zip(pieces, dropped, strict=True):
         if not drop:
@@ -230,6 +246,19 @@ def _keep_whole_sentences(pieces: list[_Piece], dropped: list[bool]) -> None:
     for index in range(1, len(pieces)):
         if not dropped[index] and pieces[index].folded in _SPEAKER and pieces[index - 1].folded in _PAIRING:
             dropped[index - 1] = False
+
+
+def _keep_unread_sentences(pieces: list[_Piece], dropped: list[bool]) -> None:
+    """Keep every word of a sentence with none of :data:`ENGLISH_MARKERS`: in another language,
+    "a" or "me" is a word the sentence needs ("soy alérgica a los cacahuetes")."""
+    start = 0
+    english = False
+    for index, piece in enumerate(pieces):
+        english = english or piece.folded.partition("'")[0] in ENGLISH_MARKERS
+        if piece.ends_a_sentence or index == len(pieces) - 1:
+            if not english:
+                dropped[start : index + 1] = [False] * (index + 1 - start)
+            start, english = index + 1, False
 
 
 def _handed_on(previous: str, trail: str) -> str:

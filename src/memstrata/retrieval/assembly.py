@@ -9,7 +9,9 @@ candidate marked as only restating its source turns (a fact quoting its turn) is
 when the block shows all of them, and its tokens go to further excerpts, so the block does
 not spend its budget on the same words twice (an abridged excerpt keeps every content word
 of its turn, so it counts as showing it). The best-ranked excerpt that fits is quoted word
-for word; those after it are abridged (``retrieval/abridge.py``), so more of them fit.
+for word; those after it are abridged (``retrieval/abridge.py``), so more of them fit. Once
+the block is chosen, the tokens still free quote abridged excerpts whole again, best-ranked
+first: an excerpt is shown abridged only when the budget cannot hold it whole.
 
 Every item is one line: line breaks inside stored text show as ``⏎``, so what someone
 said (or a tool returned) cannot start a line of its own that reads as a section, a date
@@ -72,8 +74,9 @@ class AssemblyPolicy:
     excerpts are quoted whole.
 
     ``verbatim_excerpts``: how many excerpts are quoted word for word, the best-ranked that
-    fit; those after them are shown in their shorter (abridged) form, so more of them fit.
-    An excerpt abridging would not shorten ("Thanks!") is shown as it is and does not count.
+    fit; those after them are chosen in their shorter (abridged) form, so more of them fit,
+    and quoted whole again, best first, while the tokens left allow. An excerpt abridging
+    would not shorten ("Thanks!") is shown as it is and does not count.
     ``None`` quotes every excerpt whole.
     """
 
@@ -165,9 +168,24 @@ def assemble(
     fill()
     while drop_restated():  # ends: an item dropped is not offered again
         fill()  # the freed tokens go to further excerpts first
+    # Abridged only where the budget needs it: what is left quotes excerpts whole again, best first.
+    whole_form = {id(short): item for item in candidates.get("episode", ()) if (short := shorter.get(id(item)))}
+    quoted_again: list[tuple[int, Candidate]] = []
+    for index, item in enumerate(chosen["episode"]):
+        whole_item = whole_form.get(id(item))
+        if whole_item is not None and used + costs[id(whole_item)] - costs[id(item)] <= budget:
+            used += costs[id(whole_item)] - costs[id(item)]
+            chosen["episode"][index] = whole_item
+            quoted_again.append((index, item))
     lines, items = _render(chosen)
     tokens = count_joined(lines)
-    # Joining lines can cost a token or two more than the parts; drop the weakest episode until it fits.
+    # Joining lines can cost a token or two more than the parts: abridge again the last excerpts
+    # quoted whole above, then drop the weakest episode, until it fits.
+    while tokens > budget and quoted_again:
+        index, item = quoted_again.pop()
+        chosen["episode"][index] = item
+        lines, items = _render(chosen)
+        tokens = count_joined(lines)
     while tokens > budget and any(chosen.values()):
         section = next(s for s in ("episode", *reversed(SECTION_ORDER)) if chosen[s])
         chosen[section].pop()

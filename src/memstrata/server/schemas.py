@@ -136,7 +136,7 @@ class ContextRequest(RequestModel):
         default=None,
         strict=True,
         description="true quotes every excerpt whole; default (the abridge_excerpts setting): excerpts after the "
-        "best one are abridged so more fit.",
+        "best one are abridged when the budget cannot hold them whole, so more fit.",
     )
 
 
