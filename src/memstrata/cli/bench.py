@@ -176,6 +176,80 @@ def locomo(
     console.print(f"{report['turns']} turns ingested in {report['ingest_seconds']:.1f} s; search latency: {latency}")
 
 
+@app.command("locomo-plus")
+def locomo_plus(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="Path to locomo_plus.json (data/locomo_plus.json of the Locomo-Plus repository)."),
+    ] = None,
+    locomo: Annotated[Path | None, typer.Option(help="Path to locomo10.json (default: found under ../shared).")] = None,
+    embedder: EmbedderOption = None,
+    threads: ThreadsOption = None,
+    home: HomeOption = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Ask at most this many triggers (every cue is still stored).")
+    ] = None,
+    json_out: JsonOutOption = None,
+    details: Annotated[Path | None, typer.Option(help="Write one JSON line per cue/trigger pair here.")] = None,
+) -> None:
+    """LoCoMo-Plus implicit recall: cues stitched into LoCoMo, found by later triggers (memstrata vs BM25, dense, RRF).
+
+    Prints hit@10, recall@10 and MRR@10 for all pairs, the tuning half (even index) and the held-out half (odd),
+    then per relation type hit@10 and the share of triggers whose context() shows a cue turn, per budget.
+
+    Example: memstrata bench locomo-plus --data locomo_plus.json --json results/locomo-plus.json
+    """
+    from memstrata.bench.locomo_plus import SYSTEMS, LocomoPlusOptions, run_locomo_plus
+    from memstrata.bench.locomo_plus_data import SOURCE
+    from memstrata.errors import InvalidInput
+
+    if data is None:
+        raise InvalidInput(f"--data is required: pass the path to {SOURCE}")
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"--limit must be at least 1, not {limit}")
+    options = LocomoPlusOptions(data=data, locomo=locomo, embedder=embedder, threads=threads, home=home, limit=limit)
+    report, records = run_locomo_plus(options, console=console)
+    _write_json(json_out, report)
+    if details is not None:
+        details.parent.mkdir(parents=True, exist_ok=True)
+        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    splits = report["splits"]
+    metrics = {"hit@10": "hit@10", "recall@10": "R@10", "mrr@10": "MRR"}
+    table = Table(
+        "system",
+        *(f"{label} {split} ({splits[split]['items']})" for split in splits for label in metrics.values()),
+        title=f"LoCoMo-Plus, {report['items']} triggers ({report['embedder']})",
+    )
+    for system in SYSTEMS:
+        table.add_row(
+            system, *(f"{splits[split]['retrieval'][system][key]:.3f}" for split in splits for key in metrics)
+        )
+    console.print(table)
+    budgets = list(splits["all"]["context"])
+    table = Table(
+        "relation",
+        "n",
+        *(f"hit@10 {system}" for system in SYSTEMS),
+        *(f"cue in ctx@{budget}" for budget in budgets),
+        title="LoCoMo-Plus by relation (context: memstrata)",
+    )
+    for relation, group in {"all": splits["all"], **report["relations"]}.items():
+        table.add_row(
+            relation,
+            str(group["items"]),
+            *(f"{group['retrieval'][system]['hit@10']:.3f}" for system in SYSTEMS),
+            *(f"{group['context'][budget]['cue_in_context']:.3f}" for budget in budgets),
+        )
+    console.print(table)
+    latency = ", ".join(
+        f"{name} p50 {v['p50']:.1f} ms / p95 {v['p95']:.1f} ms" for name, v in report["latency_ms"].items()
+    )
+    console.print(
+        f"{report['locomo_turns']} LoCoMo turns and {report['cue_turns']} cue turns ingested in "
+        f"{report['ingest_seconds']:.1f} s; latency: {latency}"
+    )
+
+
 @app.command("entities")
 def entities(
     data: DataOption = None,
@@ -424,3 +498,70 @@ def segments(
             f" (median {sizes['median']:g}, largest {sizes['largest']}), "
             f"{whole_report['single_turn_segments']} of one turn"
         )
+
+
+@app.command("robustness")
+def robustness(
+    data: DataOption = None,
+    perturbations: Annotated[
+        str | None,
+        typer.Option(help="Comma list of lowercase, typos, split, names, filler (default: all; clean always runs)."),
+    ] = None,
+    conversations: Annotated[
+        str | None, typer.Option(help="Which conversations, e.g. 1-5 or 1,3,7 (default: all).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the perturbations (default: a fixed one, 1).")] = None,
+    embedder: EmbedderOption = None,
+    threads: ThreadsOption = None,
+    json_out: JsonOutOption = None,
+    details: Annotated[Path | None, typer.Option(help="Write one JSON line per question here.")] = None,
+) -> None:
+    """LoCoMo as real chats read: lower case, typos, split messages, nicknames, filler; each scored beside clean.
+
+    Per variant: evidence recall@10 (hybrid search; a split piece counts as its turn) by half,
+    answer-in-context at 1,000 tokens, its ceiling (the answer in the whole perturbed
+    conversation), and the change from the clean run.
+
+    Example: memstrata bench robustness --conversations 1-5 --json results/robustness.json
+    """
+    from memstrata.bench.locomo import parse_conversations
+    from memstrata.bench.perturb import DEFAULT_SEED, PERTURBATIONS, check_perturbations
+    from memstrata.bench.robustness import ROW_CAPTION, ROW_HEADINGS, RobustnessOptions, run_robustness, summary_rows
+    from memstrata.errors import InvalidInput
+
+    try:
+        chosen = parse_conversations(conversations)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"--limit must be at least 1, not {limit}")
+    wanted = check_perturbations(perturbations.split(",") if perturbations is not None else PERTURBATIONS)
+    options = RobustnessOptions(
+        data=data,
+        perturbations=wanted,
+        conversations=chosen,
+        limit=limit,
+        seed=DEFAULT_SEED if seed is None else seed,
+        embedder=embedder,
+        threads=threads,
+    )
+    report, records = run_robustness(options, console=console)
+    _write_json(json_out, report)
+    if details is not None:
+        details.parent.mkdir(parents=True, exist_ok=True)
+        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+    table = Table(
+        *ROW_HEADINGS,
+        title=f"LoCoMo robustness, {report['questions']} questions ({report['embedder']}, seed {report['seed']})",
+        caption=ROW_CAPTION,
+    )
+    for row in summary_rows(report):
+        table.add_row(*row)
+    console.print(table)
+    seconds = ", ".join(
+        f"{name} {v['turns']} turns {v['ingest_seconds']:.0f} + {v['ask_seconds']:.0f} s"
+        for name, v in report["variants"].items()
+    )
+    console.print(f"ingest + ask: {seconds}; {report['seconds']:.0f} s in all")
