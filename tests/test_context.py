@@ -317,7 +317,10 @@ def test_an_excerpt_is_abridged_only_when_the_budget_cannot_hold_it_whole(memory
 
 
 def test_a_sentence_in_another_language_is_not_abridged(memory: Memory) -> None:
-    rain = "I am so tired of the rain. It has been raining for the whole week and the garden is a mess, and I wish it would stop."
+    rain = (
+        "I am so tired of the rain. It has been raining for the whole week and the garden is a mess,"
+        " and I wish it would stop."
+    )
     memory.add(f"soy alérgica a los cacahuetes y mi madre viene a visitarme. {rain}", user_id="ana")
     memory.flush()
     memory.assembly_policy = AssemblyPolicy(verbatim_excerpts=0)
@@ -368,3 +371,15 @@ def test_a_block_built_on_a_stale_index_is_built_once_more_at_most(
     context = memory.context("where does Ana live?", user_id="ana", verbatim=True)
     assert len(calls) == builds
     assert "I live in Porto now." in context.text
+
+
+def test_a_thought_sent_as_several_messages_is_one_excerpt(memory: Memory) -> None:
+    pieces = ["so i finally did it", "signed up for the pottery class", "starts next week"]
+    messages = [{"role": "user", "content": piece} for piece in pieces]
+    stored = memory.add(messages, user_id="ana", session_id="s", timestamp="2025-03-01T10:01:00Z")
+    memory.add("the weather is nice", user_id="ana", session_id="s", timestamp="2025-03-01T11:00:00Z")
+    context = memory.context("pottery class", user_id="ana", token_budget=300)
+    [excerpt] = [item for item in context.items if stored[1].id in item.source_turn_ids]
+    assert excerpt.source_turn_ids == tuple(turn.id for turn in stored)
+    assert "user: so i finally did it ⏎ signed up for the pottery class ⏎ starts next week" in context.text
+    assert sum(item.kind == "episode" for item in context.items) == 2

@@ -1387,3 +1387,35 @@ def test_pruning_leaves_no_copy_of_the_deleted_text_in_the_database_files(tmp_pa
             # Not b"4417" alone: a stored time's microseconds ("18.444179") can hold those digits.
             data = path.read_bytes() if path.exists() else b""
             assert b"PIN is 4417" not in data and b"quixot" not in data, name
+
+
+@pytest.mark.parametrize("shown_as", ["Caro", "Caroline Smith"])
+def test_a_question_finds_a_speaker_shown_under_another_form_of_the_name(memory: Memory, shown_as: str) -> None:
+    said = [
+        ("Mel", "I grow roses in my garden."),
+        (shown_as, "The garden out back has tomatoes now."),
+        ("Mel", "I grow herbs in the garden club."),
+    ]
+    stored = memory.add([{"role": "user", "name": name, "content": text} for name, text in said], user_id="u")
+    for mode in ("hybrid", "fulltext"):
+        hits = memory.search("What does Caroline grow in the garden?", user_id="u", mode=mode, limit=3)
+        assert hits[0].id == stored[1].id, (mode, [hit.content for hit in hits])
+
+
+def test_a_search_finds_each_thought_sent_as_several_messages_once_before_its_other_pieces(home: Path) -> None:
+    pieces = ["so i finally did it", "signed up for the pottery class", "the pottery class starts next week"]
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        asked = [{"role": "assistant", "content": "How was your week?"}]
+        memory.add(asked, user_id="u", session_id="s", timestamp="2025-03-01T10:00:00Z")
+        messages = [{"role": "user", "content": piece} for piece in pieces]
+        stored = memory.add(messages, user_id="u", session_id="s", timestamp="2025-03-01T10:01:00Z")
+        later = memory.add("Nice, pottery is fun", user_id="u", session_id="s", timestamp="2025-03-01T10:09:00Z")
+        hits = memory.search("pottery class", user_id="u", limit=5)
+        assert hits[0].id in {stored[1].id, stored[2].id} and hits[1].id == later[0].id
+        burst = {turn.id for turn in stored}
+        # The burst's other pieces come after every other hit.
+        assert [hit.id in burst for hit in hits] == [True, False, False, True, True]
+        assert all(hit.content == hit.turn.content and len(hit.source_turn_ids) == 1 for hit in hits if hit.turn)
+    with Memory(home, embedder=HashEmbedder(), background=False, join_bursts=False) as memory:
+        hits = memory.search("pottery class", user_id="u", limit=2)
+        assert {hit.id for hit in hits} == {stored[1].id, stored[2].id}

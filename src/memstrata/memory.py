@@ -343,12 +343,15 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             matrix[rows] = self._embedder.embed_documents([texts[i] for i in rows])
         return matrix
 
-    def reindex(self, progress: Progress | None = None, *, fulltext: bool = False) -> int:
-        """Embed every stored turn that has no vector from the current model; how many.
+    def reindex(self, progress: Progress | None = None, *, fulltext: bool = False, facts: bool = False) -> int:
+        """Embed every stored turn that has no vector from the current model; how many (facts included).
 
         Runs on open, so a model change (or an import without vectors) never leaves
         turns unsearchable. ``fulltext=True`` also rebuilds the full-text indexes, and
         rewrites the search text of cells stored by an older version as it now reads.
+        ``facts=True`` also embeds every user's current facts (cells) that have no vector
+        from the current model, which the tier work otherwise does at each user's next job
+        (facts without one are found by their words only).
         """
         self._require_open()
         if fulltext:
@@ -364,6 +367,12 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
                 progress(done, max(total, done))
         if done:
             self._index.drop()
+        if facts:
+            for user in self._store.user_ids(""):
+                while embedded := self._hierarchy.embed_cells(user):
+                    done += embedded
+                    if progress is not None:
+                        progress(done, max(total, done))
         return done
 
     # -- reading ----------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
@@ -163,13 +163,17 @@ class ContextViews:
         zone = zone or self.settings.zone
         today = today_in(zone)  # read once, for both the candidates and the reranks
         query_vectors: list[Vectors] = []
-        rankings = memory._rankings(text, user, filters, wanted, "hybrid", tiers, today, zone, query_vectors)
+        by_meaning: set[int] = set()
+        rankings = memory._rankings(
+            text, user, filters, wanted, "hybrid", tiers, today, zone, query_vectors, by_meaning
+        )
         loaded: dict[int, Turn] = {}
         order = self._episode_order(text, rankings, user, loaded, today, zone)
         if filters.is_empty and query_vectors:
             order = self._with_entity_turns(text, user, order, query_vectors[0])
         order = [item for item in order if item.key[1] not in leave_out]
-        episodes = memory._load_hits(order, wanted, user, loaded)
+        # A message burst is one excerpt, its pieces one a line (``retrieval/bursts.py``).
+        episodes = memory._bursts(memory._load_hits(order, wanted, user, loaded), user, loaded, join=True)
         derived = memory._load_hits(
             fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
         )
@@ -185,7 +189,9 @@ class ContextViews:
                 for p in memory.patterns(user_id=user, query=text, limit=8)
                 if p.count >= PATTERN_MIN_COUNT
             ],
-            "cell": self._cells(derived, user, include_superseded, zone, [*loaded.values(), *recent.values()]),
+            "cell": self._cells(
+                derived, user, include_superseded, zone, [*loaded.values(), *recent.values()], by_meaning
+            ),
             "graph": self._graph(text, user),
             "summary": [
                 Candidate("summary", hit.tier, hit.tier, hit.id, dated(hit.content), hit.score, hit.source_turn_ids)
@@ -281,8 +287,14 @@ class ContextViews:
         include_superseded: bool,
         zone: tzinfo,
         showable: Sequence[Turn],
+        by_meaning: Collection[int] = (),
     ) -> list[Candidate]:
-        """Fact candidates; ``showable`` holds the turns the block may show (excerpts, this session's)."""
+        """Fact candidates; ``showable`` holds the turns the block may show (excerpts, this session's).
+
+        A fact that quotes its turn is left out when the block shows that turn, unless it was
+        found by meaning (its seq in ``by_meaning``): the block then shows it without the
+        sentence ("user · allergy: peanuts"), so a fact bearing on the query reads as a fact.
+        """
         hits = [hit for hit in derived if hit.tier == "longterm"]
         said = self._facade._facts_said_on(hits, user, zone)
         quoting = _quoting(hits, {turn.id: turn for turn in showable})
@@ -296,6 +308,7 @@ class ContextViews:
                 hit.score,
                 hit.source_turn_ids,
                 restates_sources=hit.id in quoting,  # then left out when its turn is shown as an excerpt
+                shorter=hit.content.partition(" — ")[0] if hit.id in quoting and hit.seq in by_meaning else None,
             )
             for hit in hits
         ]
@@ -392,7 +405,8 @@ def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> 
     assert turn is not None  # episodes are turn hits
     speaker = turn.name or str(turn.role)
     said = turn.created_at.astimezone(zone)
-    content = annotate(turn.content, said)
+    # A hit on a message burst holds all its messages (``retrieval/bursts.py``).
+    content = annotate(hit.content if len(hit.source_turn_ids) > 1 else turn.content, said)
     return Candidate(
         section,
         "episode",
@@ -400,7 +414,7 @@ def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> 
         turn.id,
         f"{speaker}: {content}",
         hit.score,
-        (turn.id,),
+        hit.source_turn_ids or (turn.id,),
         said,
         order=hit.seq,
         shorter=f"{speaker}: {abridge(content)}" if shorter else None,

@@ -12,11 +12,15 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, may_mention_relative_time, resolve_time_expressions
 from memstrata.models import Hit, Role, Scope, SearchFilters, Turn
+from memstrata.retrieval.bursts import joined_bursts, one_per_burst, unread
+from memstrata.retrieval.cell_candidates import CellCandidatePolicy, about_whom_asked, closest_cells, with_cells
 from memstrata.retrieval.diversify import maximal_marginal_relevance
-from memstrata.retrieval.fulltext import fts_query
+from memstrata.retrieval.fulltext import fts_query, indexed_text, term_coverage
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.periods import (
     MAX_PERIODS,
@@ -27,7 +31,7 @@ from memstrata.retrieval.periods import (
     names_a_year,
 )
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
-from memstrata.retrieval.speakers import without_speakers
+from memstrata.retrieval.speakers import aliases, mentioned_speaker, without_speakers
 from memstrata.storage.base import Seqs, ServerSideVectors, Vectors
 from memstrata.validation import (
     check_fraction,
@@ -47,6 +51,10 @@ if TYPE_CHECKING:
     from memstrata.tiers.worker import Activity
 
 VISIT_BATCH = 32
+#: How many of the best full-text matches tell how strongly full text matched (``term_coverage``).
+LEXICAL_TOP = 5
+#: Hits read beyond a search's limit, to take the place of the later pieces of a message burst.
+BURST_SPARES = 10
 SEARCH_MODES = ("hybrid", "fulltext", "vector")
 DERIVED_TIERS = ("longterm", "scene", "midterm", "consolidation")
 # Measured on LoCoMo (evidence recall@10 of the turns): turns alone 0.626, with cells 0.618,
@@ -81,6 +89,8 @@ class SearchViews:
 
     #: How fused candidates are rescored (``retrieval/rerank.py``); a value object, replaceable per instance.
     rerank_policy: RerankPolicy = DEFAULT_RERANK
+    #: Which facts a query reaches by meaning (``retrieval/cell_candidates.py``); ``cells=0`` turns it off.
+    cell_policy: CellCandidatePolicy = CellCandidatePolicy()
 
     settings: Settings
     _store: Store
@@ -168,7 +178,9 @@ class SearchViews:
                 )
                 if spread > 0:
                     fused = self._diversify(fused, spread, count)
-                hits = self._dated_facts(self._load_hits(fused, count, scope.user_id, loaded), scope.user_id, zone)
+                # A burst's later pieces go after the other hits: read spares for them to make way for.
+                found = self._load_hits(fused, count + BURST_SPARES, scope.user_id, loaded)
+                hits = self._dated_facts(self._bursts(found, scope.user_id, loaded)[:count], scope.user_id, zone)
                 if self._index_reloads[scope.user_id] == reloads:
                     break
             self._note_hit_visits(scope.user_id, hits)
@@ -185,9 +197,11 @@ class SearchViews:
         today: date | None = None,
         zone: tzinfo | None = None,
         query_vectors: list[Vectors] | None = None,
+        by_meaning: set[int] | None = None,
     ) -> Rankings:
         """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
 
+        The seqs of the facts found by meaning are added to ``by_meaning`` (if given).
         The query's vector, when one is made, is appended to ``query_vectors`` (if given) for
         the caller to reuse.
 
@@ -197,7 +211,14 @@ class SearchViews:
         day's turns are candidates even when the rest of the memory outranks them.
         """
         rankings: Rankings = {}
-        match = fts_query(text) if mode != "vector" else None
+        # Speakers' names say whose turns, not what about: the dense retriever and the derived
+        # items (whose text starts with their subject) read the rest. Read before the
+        # full-text search starts, which would hold the store meanwhile.
+        speakers = self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED)
+        # A speaker called by another form of the name ("Caroline" for "Caro") is searched by
+        # the name the turns carry too.
+        named = aliases(text, speakers)
+        match = fts_query(" ".join([text, *sorted(set(named.values()))])) if mode != "vector" else None
         zone = zone or self.settings.zone
         dated = _narrowed(filters, covering_window(asked_periods(text, today or today_in(zone)), zone))
         inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
@@ -208,11 +229,9 @@ class SearchViews:
         server_side = self._server_vectors()
         searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
         dense_text = text
+        query_vector: Vectors | None = None
         if mode != "fulltext" or (tiers and match is not None):
-            # Speakers' names say whose turns, not what about: the dense retriever and the derived
-            # items (whose text starts with their subject) read the rest. Read before the
-            # full-text search starts, which would hold the store meanwhile.
-            dense_text = without_speakers(text, self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED))
+            dense_text = without_speakers(text, [*speakers, *named])
         with contextlib.ExitStack() as pins:
             if mode != "fulltext":
                 if server_side is None:
@@ -257,7 +276,30 @@ class SearchViews:
                     rankings[name] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
+        if "longterm" in tiers and query_vector is not None:
+            closest = self._cells_by_meaning(user_id, query_vector, mentioned_speaker(text, speakers), speakers)
+            if closest:
+                rankings["derived"] = with_cells(rankings.get("derived", []), closest, k=self.settings.rrf_k)
+                if by_meaning is not None:
+                    by_meaning.update(seq for (_, seq), _ in closest)
         return rankings
+
+    def _cells_by_meaning(
+        self, user_id: str, query_vector: Vectors, asked: str | None, speakers: Sequence[str]
+    ) -> list[tuple[ItemKey, float]]:
+        """The user's current facts whose vectors stand out as closest to the query's, closest first
+        (``retrieval/cell_candidates.py``): one read of their vectors and one product. Of the
+        speakers, only the facts of the one the query names (``asked``), if it names one."""
+        if self.cell_policy.cells <= 0:
+            return []
+        stored = self._store.cell_vectors(user_id, self._embedder.model_id)
+        stored = [stored[index] for index in about_whom_asked([subject for _, subject, _ in stored], asked, speakers)]
+        if not stored:
+            return []
+        cosines = np.stack([vector for _, _, vector in stored]) @ np.asarray(query_vector, dtype=np.float32)
+        return [
+            (("derived", stored[index][0]), float(cosines[index])) for index in closest_cells(cosines, self.cell_policy)
+        ]
 
     def _rerank(
         self,
@@ -286,7 +328,13 @@ class SearchViews:
         scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
         # Derived items keep their fused score, so turns are scored with the same constant.
         periods = asked_periods(text, today or today_in(zone))
-        return rerank(text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k, periods=periods)
+        coverage = 1.0
+        if self.rerank_policy.lexical_floor > 0:
+            best = [seq for (kind, seq), _ in rankings.get("fulltext", [])[:LEXICAL_TOP] if kind == "turn"]
+            coverage = term_coverage(text, (indexed_text(turns[seq]) for seq in best if seq in turns))
+        return rerank(
+            text, fused, scores, signals, self.rerank_policy, k=self.settings.rrf_k, periods=periods, coverage=coverage
+        )
 
     def _diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
         """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.
@@ -326,6 +374,22 @@ class SearchViews:
         if self.settings.vector_search == "server" and isinstance(self._store, ServerSideVectors):
             return self._store
         return None
+
+    def _bursts(
+        self, hits: list[Hit], user_id: str, loaded: dict[int, Turn] | None = None, *, join: bool = False
+    ) -> list[Hit]:
+        """``hits`` with each message burst first found once (``retrieval/bursts.py``): its later
+        hits moved after the others, or with ``join`` folded into the first, which then stands for the
+        whole burst. The turns around the hits are read as far as their bursts go (not those in ``loaded``).
+        """
+        if not self.settings.join_bursts:
+            return hits
+        around = dict(loaded or {})
+        tried: set[int] = set()
+        while wanted := unread(hits, around, tried):
+            tried.update(wanted)
+            around.update(self._store.get_by_seqs(wanted, user_id))
+        return joined_bursts(hits, around) if join else one_per_burst(hits, around)
 
     def _load_hits(
         self,

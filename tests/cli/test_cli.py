@@ -321,6 +321,8 @@ def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:
     # Stored with a 64-dimensional embedder, so the CLI's 384-dimensional one has vectors to make.
     with Memory(home, embedder=HashEmbedder(64)) as memory:
         memory.add("the quokka smiled at the camera", user_id="ana", id="q")
+        memory.add("I live in Porto", user_id="bob")  # a fact, embedded by its tier job with the 64-dimensional one
+        memory.flush()
     connection = sqlite3.connect(home / DATABASE_FILE_NAME, isolation_level=None)
     try:
         connection.execute("DELETE FROM turns_fts")
@@ -330,11 +332,13 @@ def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:
         assert memory.search("quokka", user_id="ana", mode="fulltext") == []
 
     output = ok(run_cli("reindex", "--fulltext", home=home))
-    assert "rebuilt the full-text index" in output
+    # Opening embedded the turns already; the fact is left to embed.
+    assert "embedded 1 missing vector (turns and facts) and rebuilt the full-text index" in output
 
     with Memory(home, embedder=HashEmbedder()) as memory:
         assert [hit.id for hit in memory.search("quokka", user_id="ana", mode="fulltext")] == ["q"]
-        assert memory.info()["counts"]["vectors[hash-bow-384]"] == 1
+        assert memory.info()["counts"]["vectors[hash-bow-384]"] == 2
+        assert len(memory._store.cell_vectors("bob", "hash-bow-384")) == 1  # the fact, embedded by this model too
 
 
 def test_vacuum_rewrites_the_store_and_reports_its_size(home: Path) -> None:

@@ -654,23 +654,72 @@ def test_an_entity_retired_or_forgotten_takes_its_name_vector_with_it(store: Tie
     one = np.ones(3, dtype=np.float32)
     missing = store.entities_without_vectors("ana", MODEL, 9)
     store.save_entity_vectors(MODEL, {entity_id: one for entity_id, _ in missing})
-    assert _entity_vector_rows(storage_url) == 2
+    assert _rows(storage_url, "entity_vectors") == 2
     store.delete("t0", "ana")  # Zanzibar's only mention
     assert [name for _, name, _ in store.entity_vectors("ana", MODEL)] == ["Caroline"]
-    assert _entity_vector_rows(storage_url) == 1
+    assert _rows(storage_url, "entity_vectors") == 1
     store.forget(Scope("ana"))
-    assert _entity_vector_rows(storage_url) == 0
+    assert _rows(storage_url, "entity_vectors") == 0
 
 
-def _entity_vector_rows(storage_url: str) -> int:
-    """How many entity name vectors the database holds, for any user."""
+def test_fact_vectors_are_kept_per_model_and_read_for_current_facts(store: TierStore) -> None:
+    porto, lisbon = store.insert_turns(
+        [_turn("t0", "I live in Porto, I like jazz"), _turn("t1", "Lisbon now")], None, MODEL
+    )
+    later = T0 + timedelta(days=30)
+    store.add_cell(_cell("c1", "Porto"), porto, single_valued=True, supersede=[])
+    jazz = replace(_cell("c3", "jazz"), attribute="likes:jazz", content="I like jazz")
+    store.add_cell(jazz, porto, single_valued=False, supersede=[])
+    store.add_cell(_cell("c2", "Lisbon", valid_from=later, source="t1"), lisbon, single_valued=True, supersede=["c1"])
+    [bobs] = store.insert_turns([_turn("b0", "I live in Oslo", user_id="bob")], None, MODEL)
+    store.add_cell(replace(_cell("b1", "Oslo", source="b0"), user_id="bob"), bobs, single_valued=True, supersede=[])
+    # Current facts only (c1 was superseded), newest first.
+    assert [cell.id for cell in store.cells_without_vectors("ana", MODEL, 10)] == ["c2", "c3"]
+    assert [cell.id for cell in store.cells_without_vectors("ana", MODEL, 1)] == ["c2"]
+    east, west = np.array([1, 0, 0], dtype=np.float32), np.array([0, 1, 0], dtype=np.float32)
+    store.save_cell_vectors(MODEL, {"c2": east, "c1": east, "gone": east})  # an unknown id is skipped
+    assert [cell.id for cell in store.cells_without_vectors("ana", MODEL, 10)] == ["c3"]
+    assert [cell.id for cell in store.cells_without_vectors("ana", "other-model", 10)] == ["c2", "c3"]
+    [(seq, subject, vector)] = store.cell_vectors("ana", MODEL)  # c1 has one too, but is no longer current
+    [(found, _)] = store.derived_fulltext('"lisbon"', "ana", 10)
+    assert (seq, subject) == (found, "user") and vector.tolist() == [1.0, 0.0, 0.0]  # the seq search ranks the fact by
+    store.save_cell_vectors(MODEL, {"c2": west})  # replaced
+    assert store.cell_vectors("ana", MODEL)[0][2].tolist() == [0.0, 1.0, 0.0]
+    assert store.cell_vectors("ana", "other-model") == [] and store.cell_vectors("bob", MODEL) == []
+    assert [cell.id for cell in store.cells_without_vectors("bob", MODEL, 10)] == ["b1"]
+
+
+def test_a_fact_deleted_rehomed_or_forgotten_takes_its_vector_with_it(store: TierStore, storage_url: str) -> None:
+    first, again, jazz_turn = store.insert_turns(
+        [_turn("t0", "I live in Porto"), _turn("t1", "I live in Porto"), _turn("t2", "I like jazz")], None, MODEL
+    )
+    store.add_cell(_cell("c1", "Porto"), first, single_valued=True, supersede=[])
+    assert store.restate_cell("ana", "c1", again, "Porto", "I live in Porto")
+    jazz = replace(_cell("c3", "jazz", source="t2"), attribute="likes:jazz", content="I like jazz")
+    store.add_cell(jazz, jazz_turn, single_valued=False, supersede=[])
+    one = np.ones(3, dtype=np.float32)
+    store.save_cell_vectors(MODEL, {"c1": one, "c3": one})
+    assert _rows(storage_url, "cell_vectors") == 2
+    # The fact stays, said again by t1, but its vector was made from what t0 said: it goes, to be made again.
+    store.delete("t0", "ana")
+    assert [cell.id for cell in store.cells_without_vectors("ana", MODEL, 10)] == ["c1"]
+    assert _rows(storage_url, "cell_vectors") == 1
+    store.delete("t2", "ana")  # the jazz fact goes, and its vector with it
+    assert _rows(storage_url, "cell_vectors") == 0 and store.cell_vectors("ana", MODEL) == []
+    store.save_cell_vectors(MODEL, {"c1": one})
+    store.forget(Scope("ana"))
+    assert _rows(storage_url, "cell_vectors") == 0
+
+
+def _rows(storage_url: str, table: str) -> int:
+    """How many rows a table of the database holds, for any user."""
     if storage_url.startswith("sqlite:///"):
         with closing(sqlite3.connect(storage_url.removeprefix("sqlite:///"))) as connection:
-            return int(connection.execute("SELECT count(*) FROM entity_vectors").fetchone()[0])
+            return int(connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     import psycopg
 
     with psycopg.connect(storage_url) as connection:
-        row = connection.execute("SELECT count(*) FROM entity_vectors").fetchone()
+        row = connection.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert row is not None
         return int(row[0])
 

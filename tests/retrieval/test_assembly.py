@@ -250,3 +250,22 @@ def test_an_excerpt_abridging_would_not_shorten_leaves_the_whole_quote_to_the_ne
     context = assemble("q", "ana", offered, _tightest(offered))
     shown = {item.id: item.is_abridged for item in context.items}
     assert shown == {"t0": False, "t1": False, "t2": True, "t3": True}
+
+
+def test_a_fact_with_a_shorter_form_is_shown_in_it_when_its_turn_is() -> None:
+    episodes = _episodes(3)
+    found = Candidate(
+        "cell",
+        "cell",
+        "longterm",
+        "c0",
+        "Ana · allergy: peanuts — message 0 word word",
+        1.0,
+        ("t0",),
+        restates_sources=True,
+        shorter="Ana · allergy: peanuts",
+    )
+    context = assemble("q", "ana", {"episode": episodes, "cell": [found]}, 1000)
+    assert "- Ana · allergy: peanuts\n" in context.text and "peanuts — message" not in context.text
+    assert [item.text for item in context.items if item.id == "c0"] == ["Ana · allergy: peanuts"]
+    assert context.tokens == count_tokens(context.text) <= 1000

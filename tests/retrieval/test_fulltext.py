@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstrata.retrieval.fulltext import MAX_QUERY_TERMS, STOPWORDS, fts_query
+from memstrata.retrieval.fulltext import MAX_QUERY_TERMS, STOPWORDS, fts_query, term_coverage
 
 
 def _terms(expression: str | None) -> list[str]:
@@ -117,3 +117,12 @@ def test_any_text_gives_an_expression_fts5_accepts(fts: sqlite3.Connection, text
     for table in ("t", "p"):
         fts.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
         fts.execute(f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
+
+
+def test_term_coverage_is_the_largest_share_of_the_query_terms_one_text_holds() -> None:
+    query = "What did Caroline research about adoption agencies?"  # caroline, research, adoption, agencies
+    assert term_coverage(query, ["Caroline: I researched adoption agencies", "agencies"]) == 0.75
+    assert term_coverage(query, ["nothing here", "Adoption is hard"]) == 0.25
+    assert term_coverage(query, []) == 0.0
+    assert term_coverage("the of and", ["the of and"]) == 1.0  # stopwords alone are the terms then
+    assert term_coverage("?!", ["anything"]) == 0.0

@@ -122,3 +122,17 @@ def test_a_turn_said_on_the_day_the_query_names_rises() -> None:
         "a",
     ]
     assert [item.key for item in rerank("What did Ana bake?", fused, {}, signals, policy)] == ["a", "b"]
+
+
+def test_full_text_weighs_less_when_its_best_matches_hold_few_of_the_query_terms() -> None:
+    # "a" is full text's first, on one incidental word; "b" is the vectors' first.
+    rankings = {"fulltext": [("a", 3.0), ("b", 1.0)], "vector": [("b", 0.9), ("a", 0.5)]}
+    fused = fuse_scored(rankings)
+    signals = {key: TurnSignals("Ana", 4) for key in "ab"}
+    scores = {name: dict(found) for name, found in rankings.items()}
+    policy = RerankPolicy(fulltext_rank=1.5, vector_rank=0.5, lexical_floor=0.4)
+    strong = rerank("q", fused, scores, signals, policy, coverage=0.4)
+    weak = rerank("q", fused, scores, signals, policy, coverage=0.1)
+    assert [item.key for item in strong] == ["a", "b"] and [item.key for item in weak] == ["b", "a"]
+    off = RerankPolicy(fulltext_rank=1.5, vector_rank=0.5, lexical_floor=0.0)
+    assert [item.key for item in rerank("q", fused, scores, signals, off, coverage=0.0)] == ["a", "b"]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstrata.retrieval.speakers import mentioned_speaker, without_speakers
+from memstrata.retrieval.speakers import aliases, mentioned_speaker, without_speakers
 
 
 def test_a_named_speaker_is_found_as_a_whole_word_in_any_case() -> None:
@@ -75,3 +75,33 @@ def test_the_dense_query_is_the_query_without_the_speakers_words(words: list[str
     ]
     expected = " ".join(kept) if kept and len(kept) < len(words) else query
     assert without_speakers(query, speakers) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "speakers", "expected"),
+    [
+        ("What did Caroline research?", ["Caro", "Melanie"], {"Caroline": "Caro"}),  # a clipped display name
+        ("What did Melanie paint?", ["Caro", "Melanie Brown"], {"Melanie": "Melanie Brown"}),  # a full name
+        ("Where did Brown go?", ["Caro", "Melanie Brown"], {"Brown": "Melanie Brown"}),
+        ("what did mel paint?", ["Caro", "Melanie"], {"mel": "Melanie"}),  # a clip asked, lower case
+        ("Is Caroline's dog ok?", ["Caro"], {"Caroline": "Caro"}),
+        ("What did Melanie paint?", ["Melanie", "Mel"], {}),  # her own name: not an alias
+        ("Who is Carolineish?", ["Caroline"], {}),  # a long stored name is not a clip
+        ("What did Joan and John say?", ["Jo", "Joh"], {"John": "Joh"}),  # "Jo" is too short to clip
+        ("Did Sammy call Samantha?", ["Sam", "Samantha"], {"Sammy": "Sam"}),
+        ("what did caroline say?", ["Caro"], {"caroline": "Caro"}),
+        ("What did caroline say? Ask Caroline.", ["Caro"], {"Caroline": "Caro"}),  # not all lower case
+        ("What will Willow do?", ["Will"], {}),  # a common word is no name to clip
+        ("What did Caroline research?", [], {}),
+    ],
+)
+def test_a_speaker_called_by_another_form_of_the_name_is_found(
+    query: str, speakers: list[str], expected: dict[str, str]
+) -> None:
+    assert aliases(query, speakers) == expected
+
+
+def test_the_speaker_a_query_names_by_another_form_is_the_one_it_asks_about() -> None:
+    assert mentioned_speaker("What did Caroline research?", ["Caro", "Mel"]) == "Caro"
+    assert mentioned_speaker("Did Caroline meet Melanie?", ["Caro", "Mel"]) is None  # two
+    assert mentioned_speaker("What did Mel paint?", ["Caro", "Mel"]) == "Mel"  # her own name first

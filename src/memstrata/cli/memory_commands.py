@@ -337,16 +337,21 @@ def reindex(
     ] = False,
     home: HomeOption = None,
 ) -> None:
-    """Rebuild derived indexes from the store: missing vectors, and optionally full-text (turns, cells, summaries).
+    """Rebuild derived indexes from the store: missing vectors of turns and facts, and optionally full-text.
 
     Example: memstrata reindex --fulltext
     """
     with open_memory(home, run_jobs=False) as memory, Progress(console=console, transient=True) as progress:
         task = progress.add_task("embedding", total=None)
         done = memory.reindex(
-            lambda finished, total: progress.update(task, completed=finished, total=total), fulltext=fulltext
+            lambda finished, total: progress.update(task, completed=finished, total=total),
+            fulltext=fulltext,
+            facts=True,
         )
-    console.print(f"embedded {done} turns" + (" and rebuilt the full-text indexes" if fulltext else ""))
+    console.print(
+        f"embedded {done} missing vector{'' if done == 1 else 's'} (turns and facts)"
+        + (" and rebuilt the full-text indexes" if fulltext else "")
+    )
 
 
 def vacuum(home: HomeOption = None, as_json: JsonOption = False) -> None:

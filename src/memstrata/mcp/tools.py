@@ -56,8 +56,9 @@ CONTEXT_DESCRIPTION = """Get what the memory holds about a query as one block of
 The block lists the user's profile, habits, relevant facts (current ones; with include_superseded
 also what they replaced), related entities, summaries and dated conversation excerpts, in that
 order. The best excerpt is quoted word for word; when the budget is short, later ones are
-abridged (articles, "I", "is" left out) so more fit; verbatim=true quotes all of them whole. Call it before answering anything
-that may depend on what the user said earlier, and put the text in your reasoning."""
+abridged (articles, "I", "is" left out) so more fit; verbatim=true quotes all of them whole.
+Call it before answering anything that may depend on what the user said earlier, and put the
+text in your reasoning."""
 
 FORGET_DESCRIPTION = """Permanently delete the user's memories: all of them, or only one session's or one agent's.
 Irreversible, indexes included. Call it only when the user asks to be forgotten, and set

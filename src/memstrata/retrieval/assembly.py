@@ -6,12 +6,13 @@ conversation excerpts that change with every query), so a provider's prefix cach
 the head of the block. Each section may use up to its share of the budget first; the
 episodes take the rest; whatever is still free goes back to the other sections. A
 candidate marked as only restating its source turns (a fact quoting its turn) is left out
-when the block shows all of them, and its tokens go to further excerpts, so the block does
-not spend its budget on the same words twice (an abridged excerpt keeps every content word
-of its turn, so it counts as showing it). The best-ranked excerpt that fits is quoted word
-for word; those after it are abridged (``retrieval/abridge.py``), so more of them fit. Once
-the block is chosen, the tokens still free quote abridged excerpts whole again, best-ranked
-first: an excerpt is shown abridged only when the budget cannot hold it whole.
+when the block shows all of them (or shown in its shorter form, if it has one), and its
+tokens go to further excerpts, so the block does not spend its budget on the same words
+twice (an abridged excerpt keeps every content word of its turn, so it counts as showing
+it). The best-ranked excerpt that fits is quoted word for word; those after it are
+abridged (``retrieval/abridge.py``), so more of them fit. Once the block is chosen, the
+tokens still free quote abridged excerpts whole again, best-ranked first: an excerpt is
+shown abridged only when the budget cannot hold it whole.
 
 Every item is one line: line breaks inside stored text show as ``⏎``, so what someone
 said (or a tool returned) cannot start a line of its own that reads as a section, a date
@@ -62,7 +63,8 @@ class Candidate:
     restates_sources: bool = False
     #: Where a turn was stored (its seq): turns of one ``when`` (one ``add`` call) keep the order they were said.
     order: int | None = None
-    #: The same in fewer words (an excerpt abridged, ``retrieval/abridge.py``), shown when the policy abridges it.
+    #: The same in fewer words, shown when the policy abridges it (an excerpt, ``retrieval/abridge.py``) or,
+    #: for a fact that restates its sources, when the block shows them (the fact without its sentence).
     shorter: str | None = None
     #: ``text`` is the shorter form.
     is_abridged: bool = False
@@ -109,7 +111,13 @@ def assemble(
     rules = policy or AssemblyPolicy()
     # Each excerpt's abridged form, taken in its place once the first excerpts chosen are quoted whole.
     shorter = _shorter_forms(candidates.get("episode", ()), rules.verbatim_excerpts)
-    forms = [*(item for items in candidates.values() for item in items), *shorter.values()]
+    # A fact with a shorter form is shown in it, rather than left out, when its turn is shown.
+    brief = {
+        id(item): replace(item, text=item.shorter, shorter=None, restates_sources=False)
+        for item in candidates.get("cell", ())
+        if item.restates_sources and item.shorter
+    }
+    forms = [*(item for items in candidates.values() for item in items), *shorter.values(), *brief.values()]
     costs = {id(item): count_tokens(render_line(item)) + 1 for item in forms}
     stamps = {id(item): _day(item) for item in forms if item.section in DATED_SECTIONS}
     chosen: dict[str, list[Candidate]] = {section: [] for section in SECTION_ORDER}
@@ -150,10 +158,14 @@ def assemble(
         for section in SECTION_ORDER:
             for item in [i for i in chosen[section] if i.restates_sources and i.source_turn_ids]:
                 if set(item.source_turn_ids) <= shown:
+                    dropped = True
+                    if id(item) in brief:  # shown without the words the excerpt shows
+                        chosen[section][chosen[section].index(item)] = brief[id(item)]
+                        used -= costs[id(item)] - costs[id(brief[id(item)])]
+                        continue
                     chosen[section].remove(item)  # it stays in ``taken``: not offered again
                     used -= costs[id(item)] + (0 if chosen[section] else section_cost[section])
                     restated += 1
-                    dropped = True
         return dropped
 
     def fill() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from memstrata.models import Turn
 
@@ -60,6 +61,22 @@ def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms[:max_terms])
+
+
+def term_coverage(query: str, texts: Iterable[str]) -> float:
+    """The largest share of ``query``'s searchable terms that one of ``texts`` holds (0 to 1).
+
+    How strongly full text matched: a question's words are mostly in the turn that answers
+    it, while a remark that bears on an old one by meaning shares a word or two with many
+    turns ("funny", "online") and with none of them more.
+    """
+    terms = set((fts_query(query) or "").replace('"', "").split(" OR ")) - {""}
+    if not terms:
+        return 0.0
+    return max(
+        (len(terms.intersection(_lowered(word) for word in _WORD.findall(text))) / len(terms) for text in texts),
+        default=0.0,
+    )
 
 
 def _lowered(word: str) -> str:

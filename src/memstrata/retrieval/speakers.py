@@ -19,7 +19,53 @@ def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
     and not as the query's first word: "what will happen?" names no one.
     """
     found = {name for name in set(speakers) if re.search(r"\w", name) and _names(query, name.strip())}
+    if not found:
+        found = set(aliases(query, speakers).values())
     return found.pop() if len(found) == 1 else None
+
+
+#: A stored name this short may be a clipped form of the name a query uses ("Mel" for
+#: "Melanie", "Caro" for "Caroline"), and a query's name this short a clip of a stored one.
+CLIPPED_NAME_LETTERS = range(3, 6)
+_QUERY_WORD = re.compile(r"(?<![\w'’-])[^\W\d_][\w'’.-]*(?<![.'’-])")
+
+
+def aliases(query: str, speakers: Sequence[str]) -> dict[str, str]:
+    """The query's words that name one speaker by another form of the name, each with that speaker.
+
+    People are called by names that differ from the display name their turns carry: a
+    question about "Caroline" is about the speaker shown as "Caro" or "Caroline Smith", and
+    "Mel" is "Melanie". A word counts when it is one word of a speaker's longer name, or
+    when one of the two is the other's first 3 to 5 letters, and it fits only one speaker.
+    The word must look like a name (capitalised, unless the whole query is lower case),
+    and must not be a speaker's own name or a common word ("Will", "May").
+    """
+    names = {name.strip().casefold(): name for name in speakers if _is_distinctive(name.strip())}
+    if not names:
+        return {}
+    any_case = query == query.lower()
+    found: dict[str, str] = {}
+    for match in _QUERY_WORD.finditer(query):
+        word = re.sub(r"['’]s$", "", match.group(0))
+        folded = word.casefold()
+        if folded in names or not _is_distinctive(word) or len(word) < CLIPPED_NAME_LETTERS.start:
+            continue
+        if not (any_case or word[:1].isupper()):
+            continue
+        fits = {name for key, name in names.items() if _other_form(folded, key.split())}
+        if len(fits) == 1:
+            found[word] = fits.pop()
+    return found
+
+
+def _other_form(word: str, parts: list[str]) -> bool:
+    """Whether ``word`` (case-folded) names the speaker whose case-folded name has ``parts``."""
+    if len(parts) > 1:
+        return word in parts
+    name = parts[0]
+    if word.startswith(name):
+        return len(name) in CLIPPED_NAME_LETTERS and len(word) > len(name)
+    return name.startswith(word) and len(word) in CLIPPED_NAME_LETTERS
 
 
 def _names(query: str, name: str) -> bool:

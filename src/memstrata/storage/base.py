@@ -165,6 +165,14 @@ class Store(Protocol):
         """(id, tier, content, source turn ids) of derived items, by seq."""
         ...
 
+    def cell_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
+        """(search item seq, subject, vector) of a user's current cells that have a vector of ``model_id``, by seq.
+
+        The seq is the cell's derived item's, as ``derived_fulltext`` ranks it. A cell
+        without a vector of this model (not embedded yet, or by another model) is left out.
+        """
+        ...
+
     def counts(self) -> dict[str, int]:
         """Totals for ``info``: turns, users, sessions, vectors per model."""
         ...
@@ -414,6 +422,19 @@ class TierStore(Store, Protocol):
 
     def entity_mention_seqs(self, user_id: str, entity_ids: Sequence[int]) -> dict[int, list[int]]:
         """The seqs of the turns that mention each of a user's entities, by entity id (oldest first)."""
+        ...
+
+    def cells_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[Cell]:
+        """At most ``limit`` of a user's current cells with no vector of ``model_id``, newest first."""
+        ...
+
+    def save_cell_vectors(self, model_id: str, vectors: Mapping[str, Vectors]) -> None:
+        """Store vectors by cell id; a cell deleted meanwhile is skipped, a stored vector replaced.
+
+        A vector goes with its cell, and when the cell's own turn is deleted and a kept turn
+        that said it again becomes its source (``restate_cell``), since it was made from the
+        deleted turn's words.
+        """
         ...
 
     def unconsolidated_turns(self, user_id: str, limit: int, *, after_seq: int = 0) -> list[int]:

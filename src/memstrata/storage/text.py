@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from memstrata.models import Cell
@@ -26,6 +26,21 @@ def cell_text(cell: Cell) -> str:
     kind when nothing is left. The sentence is left out when it is empty or only the value.
     """
     return _cell_text(cell.kind, cell.subject, cell.attribute, cell.value, cell.content)
+
+
+def cell_gist(cell: Cell, speakers: Collection[str] = ()) -> str:
+    """What a cell's vector is made from: its subject, label and value as ``cell_text`` reads them; no sentence.
+
+    "allergy: peanuts", "Sara · instrument: violin". The subject is left out when it is the
+    user or one of ``speakers`` (the names the user's turns were said under): a query is
+    embedded without those names too, as they say whose turns, not what about. The sentence
+    is left out: it says the rest of its turn as well ("I moved to Lisbon in May and I'm
+    allergic to peanuts"), which that turn's own vector stands for.
+    """
+    head = f"{_label(cell.kind, cell.attribute, cell.value)}: {cell.value}"
+    subject = cell.subject.strip()
+    people = {"", "user", *(speaker.strip().casefold() for speaker in speakers)}
+    return head if subject.casefold() in people else f"{subject} · {head}"
 
 
 def cell_text_of(kind: str, subject: str, attribute: str, value: str, sentence: str) -> str:
@@ -67,10 +82,14 @@ def stale_cell_texts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str]]:
 
 
 def _cell_text(kind: str, subject: str, attribute: str, value: str, sentence: str) -> str:
+    said = f" — {sentence}" if sentence.strip() and sentence.strip() != value.strip() else ""
+    return f"{subject} · {_label(kind, attribute, value)}: {value}{said}"
+
+
+def _label(kind: str, attribute: str, value: str) -> str:
+    """The attribute's parts as words, less the trailing ones that only repeat the value's; the kind if none is left."""
     parts = [readable_key(part) for part in attribute.split(":")]
     value_words = set(_WORD.findall(value.casefold()))
     while len(parts) > 1 and set(_WORD.findall(parts[-1].casefold())) <= value_words:
         parts.pop()
-    label = " ".join(part for part in parts if part) or kind
-    said = f" — {sentence}" if sentence.strip() and sentence.strip() != value.strip() else ""
-    return f"{subject} · {label}: {value}{said}"
+    return " ".join(part for part in parts if part) or kind

@@ -38,11 +38,14 @@ from memstrata.policies.topics import (
 )
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.storage.base import Job, TierStore
+from memstrata.storage.text import cell_gist
 from memstrata.tiers.steps import MemorySteps, content_words
 
 CONSOLIDATION_BATCH = 1000
 NOVELTY_WINDOW = 50
 ENTITY_VECTORS_PER_JOB = 256  # entity names embedded in one job at most (about 2 s with the default embedder)
+CELL_VECTORS_PER_JOB = 256  # facts embedded in one job at most, newest first
+SPEAKERS_READ = 200  # speaker names read to leave out of the facts' embedded text, as search does of a query
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
 FOLLOWING_TURNS_READ = 8  # turns read after an exchange to find the one said next
 
@@ -149,6 +152,7 @@ class Hierarchy:
         if scores:
             self._store.set_importance(scores)
         self._embed_entities(user_id)
+        self.embed_cells(user_id)
         self._maybe_consolidate(user_id)
 
     def _embed_entities(self, user_id: str) -> None:
@@ -162,6 +166,22 @@ class Hierarchy:
         if missing:
             vectors = self._embedder.embed_documents([name for _, name in missing])
             self._store.save_entity_vectors(model, {entity_id: vectors[i] for i, (entity_id, _) in enumerate(missing)})
+
+    def embed_cells(self, user_id: str, limit: int = CELL_VECTORS_PER_JOB) -> int:
+        """Embed at most ``limit`` of the user's current facts that have no vector of this embedder yet; how many.
+
+        The newest first, each as ``cell_gist`` reads it. Each job does it after storing its
+        facts, so a store from before fact vectors (or one whose embedder changed) catches up
+        over the user's next jobs. A fact deleted meanwhile is skipped when the vectors are saved.
+        """
+        model = self._embedder.model_id
+        missing = self._store.cells_without_vectors(user_id, model, limit)
+        if not missing:
+            return 0
+        speakers = self._store.speakers(user_id, SPEAKERS_READ)
+        vectors = self._embedder.embed_documents([cell_gist(cell, speakers) for cell in missing])
+        self._store.save_cell_vectors(model, {cell.id: vectors[i] for i, cell in enumerate(missing)})
+        return len(missing)
 
     def _importance(self, user_id: str, seq: int, turn: Turn, entity_count: int, vector: Vectors | None) -> float:
         novelty = 1.0

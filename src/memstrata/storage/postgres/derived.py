@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from memstrata.storage.cell_vectors import DROP_CELL_VECTORS
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
 from memstrata.storage.text import PROFILE_CELLS, cell_text_of
@@ -108,6 +109,7 @@ def _rehome_restated(connection: Connection, seqs: list[int]) -> None:
         # The value it replaced held until the fact's first kept evidence: no gap between them.
         connection.execute("UPDATE cells SET valid_to = %s WHERE superseded_by = %s", (since, cell_id))
         connection.execute("DELETE FROM cell_restatements WHERE cell_id = %s AND turn_seq = %s", (cell_id, seq))
+        connection.execute(DROP_CELL_VECTORS, (cell_id,))  # made from the deleted turn's words
         item = connection.execute("SELECT seq FROM derived WHERE id = %s", (cell_id,)).fetchone()
         if item is not None:
             connection.execute(

@@ -10,6 +10,7 @@ import numpy as np
 
 from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
 from memstrata.storage.base import Vectors
+from memstrata.storage.cell_vectors import CELLS_WITHOUT_VECTORS, SAVE_CELL_VECTOR
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.rows import Connection, optional_utc, record_event, utc
@@ -412,6 +413,26 @@ class KnowledgeMixin(Connected):
         for entity_id, seq in rows:
             found.setdefault(int(entity_id), []).append(int(seq))
         return found
+
+    # -- fact vectors -------------------------------------------------------------------
+
+    def cells_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[Cell]:
+        """At most ``limit`` of a user's current cells with no vector of ``model_id``, newest first."""
+        query = CELLS_WITHOUT_VECTORS.format(columns=_CELL_COLUMNS)
+        rows = self._read(lambda connection: connection.execute(query, (user_id, model_id, limit)).fetchall())
+        return [_cell(row) for row in rows]
+
+    def save_cell_vectors(self, model_id: str, vectors: Mapping[str, Vectors]) -> None:
+        """Store vectors by cell id; a cell deleted meanwhile is skipped, a stored vector replaced."""
+        rows = [
+            (model_id, np.asarray(vector, dtype=np.float32).tobytes(), cell_id) for cell_id, vector in vectors.items()
+        ]
+
+        def work(connection: Connection) -> None:
+            with connection.cursor() as cursor:
+                cursor.executemany(SAVE_CELL_VECTOR, rows)
+
+        self._write(work)
 
     # -- audit and counts -------------------------------------------------------------
 

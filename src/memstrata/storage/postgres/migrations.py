@@ -589,6 +589,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         locks=("entities",),
     ),
+    # As SQLite's step 15: each current fact embedded once per model.
+    Migration(
+        18,
+        "fact vectors",
+        """
+        CREATE TABLE IF NOT EXISTS cell_vectors (
+            cell_id  text NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+            model_id text NOT NULL,
+            vector   bytea NOT NULL,
+            PRIMARY KEY (cell_id, model_id)
+        );
+        """,
+        locks=("cells",),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
@@ -598,6 +612,7 @@ LATEST_VERSION = MIGRATIONS[-1].version
 TABLES = (
     "api_keys",
     "cell_restatements",
+    "cell_vectors",
     "cells",
     "consolidation_turns",
     "consolidations",

@@ -11,7 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import numpy as np
+
 from memstrata.models import Cell, MemoryEvent, format_time
+from memstrata.storage.base import Vectors
+from memstrata.storage.cell_vectors import CELL_VECTORS, CELLS_WITHOUT_VECTORS, DROP_CELL_VECTORS, SAVE_CELL_VECTOR
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sqlite.focus import terms_of
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
@@ -92,6 +96,29 @@ class KnowledgeMixin:
             return result
 
         return dict(self._read(work))
+
+    # -- fact vectors -------------------------------------------------------------------
+
+    def cells_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[Cell]:
+        """At most ``limit`` of a user's current cells with no vector of ``model_id``, newest first."""
+        sql = _sqlite(CELLS_WITHOUT_VECTORS.format(columns=_CELL_COLUMNS))
+        rows = self._read(lambda connection: connection.execute(sql, (user_id, model_id, limit)).fetchall())
+        return [_cell(row) for row in rows]
+
+    def save_cell_vectors(self, model_id: str, vectors: Mapping[str, Vectors]) -> None:
+        """Store vectors by cell id; a cell deleted meanwhile is skipped, a stored vector replaced."""
+        rows = [
+            (model_id, np.asarray(vector, dtype=np.float32).tobytes(), cell_id) for cell_id, vector in vectors.items()
+        ]
+        self._write(lambda connection: connection.executemany(_sqlite(SAVE_CELL_VECTOR), rows))
+
+    def cell_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
+        """(search item seq, subject, vector) of a user's current cells that have a vector of ``model_id``, by seq."""
+        rows = self._read(lambda connection: connection.execute(_sqlite(CELL_VECTORS), (user_id, model_id)).fetchall())
+        return [
+            (int(seq), str(subject), np.frombuffer(vector, dtype=np.float32).copy())
+            for seq, subject, vector in sorted(rows, key=lambda row: int(row[0]))
+        ]
 
     # -- per-turn scores ----------------------------------------------------------------
 
@@ -442,6 +469,7 @@ def _rehome_restated(connection: sqlite3.Connection, marks: str, chunk: list[int
         # The value it replaced held until the fact's first kept evidence: no gap between them.
         connection.execute("UPDATE cells SET valid_to = ? WHERE superseded_by = ?", (since, cell_id))
         connection.execute("DELETE FROM cell_restatements WHERE cell_id = ? AND turn_seq = ?", (cell_id, seq))
+        connection.execute(_sqlite(DROP_CELL_VECTORS), (cell_id,))  # made from the deleted turn's words
         item = connection.execute("SELECT seq FROM derived WHERE id = ?", (cell_id,)).fetchone()
         if item is not None:
             connection.execute(
@@ -560,6 +588,11 @@ def rederive_cell_texts(connection: sqlite3.Connection) -> int:
         connection.executemany("UPDATE derived SET content = ? WHERE id = ?", stale)
         changed, after = changed + len(stale), str(rows[-1][0])
     return changed
+
+
+def _sqlite(statement: str) -> str:
+    """A statement both backends share (written with ``%s``) in SQLite's placeholders."""
+    return statement.replace("%s", "?")
 
 
 def _cell(row: Sequence[Any]) -> Cell:

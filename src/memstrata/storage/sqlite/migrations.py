@@ -469,6 +469,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    # Each current fact embedded once (per model), so a question that shares no word with a
+    # fact ("What should I cook for dinner?") still finds it by meaning ("allergy: peanuts").
+    Migration(
+        15,
+        "fact vectors",
+        """
+        CREATE TABLE IF NOT EXISTS cell_vectors (
+            cell_id  TEXT NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+            model_id TEXT NOT NULL,
+            vector   BLOB NOT NULL,
+            PRIMARY KEY (cell_id, model_id)
+        );
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

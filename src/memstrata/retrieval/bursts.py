@@ -1,0 +1,128 @@
+"""Message bursts: one thought sent as several messages in a row.
+
+People in chat apps split a thought over short messages ("so i finally did it", "signed
+up for the pottery class", "starts next week"). Each is stored as its own turn, but a
+search should not fill its top ten with pieces of one thought (:func:`one_per_burst`), and
+a context block should not show a piece that makes no sense alone (:func:`joined_bursts`).
+Turns are one burst when each follows the one before directly in the user's store, in the
+same session, from the same speaker (role, name and agent), less than :data:`BURST_GAP`
+after it, at most :data:`MAX_BURST` of them. Pure: turns in, bursts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import timedelta
+
+from memstrata.models import Hit, Turn
+
+#: Messages this far apart are separate thoughts, even from one speaker (chat exports often
+#: keep only the minute: pieces sent within it share their time).
+BURST_GAP = timedelta(minutes=1)
+#: The most messages a burst holds. A longer run from one speaker is many thoughts (a
+#: monologue, notes an app stored one by one), not one split up: each stands alone.
+MAX_BURST = 6
+#: A burst is looked for this many stored turns either side of a hit: enough to see a run
+#: of more than :data:`MAX_BURST`.
+BURST_REACH = MAX_BURST
+
+
+def burst_of(seq: int, turns: Mapping[int, Turn]) -> list[int]:
+    """The seqs of the burst the turn ``seq`` belongs to, in the order said (just ``[seq]`` when alone).
+
+    ``turns`` holds the user's turns around ``seq`` by seq; a seq missing from it (another
+    user's row, a deleted turn) ends the burst. A run longer than :data:`MAX_BURST` is no burst.
+    """
+    first = last = seq
+    while first - 1 in turns and seq - first <= MAX_BURST and _continues(turns[first - 1], turns[first]):
+        first -= 1
+    while last + 1 in turns and last - seq <= MAX_BURST and _continues(turns[last], turns[last + 1]):
+        last += 1
+    return list(range(first, last + 1)) if last - first < MAX_BURST else [seq]
+
+
+def _continues(before: Turn, after: Turn) -> bool:
+    """Whether ``after`` goes on with the message ``before`` in one burst."""
+    return (
+        before.session_id is not None
+        and before.session_id == after.session_id
+        and before.role == after.role
+        and before.name == after.name
+        and before.agent_id == after.agent_id
+        and timedelta(0) <= after.created_at - before.created_at < BURST_GAP
+    )
+
+
+def unread(hits: Sequence[Hit], turns: Mapping[int, Turn], tried: set[int]) -> list[int]:
+    """The seqs to read next so :func:`joined_bursts` sees each turn hit's whole burst.
+
+    A burst is followed through ``turns`` (the turns read so far); where it reaches a seq not
+    read yet (and not in ``tried``), that seq is wanted, up to :data:`BURST_REACH` from the
+    hit. Read them, add them to ``turns`` and ``tried``, and ask again until none are left:
+    turns that stand alone cost one read of their two neighbours.
+    """
+    wanted: set[int] = set()
+    for hit in hits:
+        if hit.turn is None or hit.seq is None:
+            continue
+        around = {**turns, hit.seq: hit.turn}
+        for step in (-1, 1):
+            seq = hit.seq
+            while seq + step in around and _continues(*_in_order(around[seq], around[seq + step], step)):
+                seq += step
+            edge = seq + step
+            if edge >= 1 and edge not in around and edge not in tried and abs(edge - hit.seq) <= BURST_REACH:
+                wanted.add(edge)
+    return sorted(wanted)
+
+
+def _in_order(turn: Turn, other: Turn, step: int) -> tuple[Turn, Turn]:
+    return (turn, other) if step > 0 else (other, turn)
+
+
+def joined_bursts(hits: Sequence[Hit], turns: Mapping[int, Turn]) -> list[Hit]:
+    """``hits`` with each burst found once, at its best hit's rank, standing for the whole burst.
+
+    The hit keeps its id, turn, score and ranks; its ``content`` is the burst's messages in
+    the order said, one a line, and its ``source_turn_ids`` are theirs. A later hit on the
+    same burst is left out. A turn alone is returned as it was.
+    """
+    result: list[Hit] = []
+    taken: set[int] = set()
+    for hit in hits:
+        if hit.turn is None or hit.seq is None:
+            result.append(hit)
+            continue
+        if hit.seq in taken:
+            continue
+        burst = burst_of(hit.seq, {**turns, hit.seq: hit.turn})
+        taken.update(burst)
+        if len(burst) == 1:
+            result.append(hit)
+            continue
+        members = [turns.get(seq, hit.turn) if seq != hit.seq else hit.turn for seq in burst]
+        result.append(
+            replace(
+                hit,
+                content="\n".join(turn.content for turn in members),
+                source_turn_ids=tuple(turn.id for turn in members),
+            )
+        )
+    return result
+
+
+def one_per_burst(hits: Sequence[Hit], turns: Mapping[int, Turn]) -> list[Hit]:
+    """``hits`` with the first of each burst in its place and the burst's later hits after all the others."""
+    first: list[Hit] = []
+    later: list[Hit] = []
+    taken: set[int] = set()
+    for hit in hits:
+        if hit.turn is None or hit.seq is None:
+            first.append(hit)
+        elif hit.seq in taken:
+            later.append(hit)
+        else:
+            taken.update(burst_of(hit.seq, {**turns, hit.seq: hit.turn}))
+            first.append(hit)
+    return first + later
