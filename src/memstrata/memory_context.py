@@ -417,7 +417,8 @@ def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> 
         hit.source_turn_ids or (turn.id,),
         said,
         order=hit.seq,
-        shorter=f"{speaker}: {abridge(content)}" if shorter else None,
+        # A burst's messages are abridged one by one: each keeps its own sentences.
+        shorter=f"{speaker}: {chr(10).join(abridge(line) for line in content.split(chr(10)))}" if shorter else None,
     )
 
 

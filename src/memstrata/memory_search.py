@@ -145,7 +145,9 @@ class SearchViews:
         today's date, and the day each turn was said. Query text is never parsed as search
         syntax, so quotes, ``*``, ``NEAR`` or SQL are just words. A fact hit that says "next
         month" or the like ends with what it meant when it was said ("[next month = June
-        2023]"), read in ``timezone``. Segments whose turns are found get a visit (their heat rises).
+        2023]"), read in ``timezone``. Messages one speaker sent in a row (a burst) count as one
+        thought: a burst's later pieces come after the other hits (``join_bursts`` setting).
+        Segments whose turns are found get a visit (their heat rises).
         """
         with self._activity:
             if mode not in SEARCH_MODES:
@@ -231,7 +233,7 @@ class SearchViews:
         dense_text = text
         query_vector: Vectors | None = None
         if mode != "fulltext" or (tiers and match is not None):
-            dense_text = without_speakers(text, [*speakers, *named])
+            dense_text = without_speakers(text, speakers)
         with contextlib.ExitStack() as pins:
             if mode != "fulltext":
                 if server_side is None:

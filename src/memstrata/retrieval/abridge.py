@@ -74,15 +74,16 @@ _HOLLOW = word_set(
 )
 _PAIRING = frozenset({"and", "or"})
 #: English function words rarely spelled alike in other languages that use the Latin script
-#: ("a", "no", "me", "in", "on", "do", "so" and "to" are words in Spanish, Portuguese,
-#: Italian, German, Dutch or Polish too). A sentence with none of them is not read as
-#: English, and the abridger, whose rules are English, leaves it whole.
+#: ("a", "no", "me", "in", "on", "do", "so", "to", "is", "was", "will", "had", "of", "for",
+#: "at" and a lower-case "i" are words in Spanish, Portuguese, Italian, German, Dutch,
+#: Danish or Polish too; "I" counts as written). A sentence with none of them is not read
+#: as English, and the abridger, whose rules are English, leaves it whole.
 ENGLISH_MARKERS = word_set(
     """
-    the and is are was were been it that this of you your we our they their i my
-    with for have has had be what just not but at will would can from there here about
+    the and are were been it that this you your we our they their my
+    with have has be what just not but would can from there here about
     these those how who why when where which some if than because
-    hey yeah yep wow really very totally
+    yeah yep really very totally
     """
 )
 # A time note as annotate() writes it or a double-quoted span (each with the marks after it), or
@@ -254,7 +255,7 @@ def _keep_unread_sentences(pieces: list[_Piece], dropped: list[bool]) -> None:
     start = 0
     english = False
     for index, piece in enumerate(pieces):
-        english = english or piece.folded.partition("'")[0] in ENGLISH_MARKERS
+        english = english or piece.folded.partition("'")[0] in ENGLISH_MARKERS or piece.core.partition("'")[0] == "I"
         if piece.ends_a_sentence or index == len(pieces) - 1:
             if not english:
                 dropped[start : index + 1] = [False] * (index + 1 - start)

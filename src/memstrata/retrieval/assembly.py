@@ -153,7 +153,13 @@ def assemble(
     def drop_restated() -> bool:
         """Leave out what only restates excerpts already chosen; whether anything was."""
         nonlocal used, restated
-        shown = {item.id for section in DATED_SECTIONS for item in chosen[section]}
+        # An excerpt of a message burst shows every message of it.
+        shown = {
+            turn
+            for section in DATED_SECTIONS
+            for item in chosen[section]
+            for turn in item.source_turn_ids or (item.id,)
+        }
         dropped = False
         for section in SECTION_ORDER:
             for item in [i for i in chosen[section] if i.restates_sources and i.source_turn_ids]:

@@ -28,18 +28,27 @@ MAX_BURST = 6
 BURST_REACH = MAX_BURST
 
 
-def burst_of(seq: int, turns: Mapping[int, Turn]) -> list[int]:
+def burst_of(seq: int, turns: Mapping[int, Turn], own: Turn | None = None) -> list[int]:
     """The seqs of the burst the turn ``seq`` belongs to, in the order said (just ``[seq]`` when alone).
 
-    ``turns`` holds the user's turns around ``seq`` by seq; a seq missing from it (another
-    user's row, a deleted turn) ends the burst. A run longer than :data:`MAX_BURST` is no burst.
+    ``turns`` holds the user's turns around ``seq`` by seq (``own`` is that turn, if it is
+    not among them); a seq missing from it (another user's row, a deleted turn) ends the
+    burst. A run longer than :data:`MAX_BURST` is no burst.
     """
+
+    def at(position: int) -> Turn | None:
+        return own if position == seq and own is not None else turns.get(position)
+
     first = last = seq
-    while first - 1 in turns and seq - first <= MAX_BURST and _continues(turns[first - 1], turns[first]):
+    while seq - first <= MAX_BURST and _follows(at(first - 1), at(first)):
         first -= 1
-    while last + 1 in turns and last - seq <= MAX_BURST and _continues(turns[last], turns[last + 1]):
+    while last - seq <= MAX_BURST and _follows(at(last), at(last + 1)):
         last += 1
     return list(range(first, last + 1)) if last - first < MAX_BURST else [seq]
+
+
+def _follows(before: Turn | None, after: Turn | None) -> bool:
+    return before is not None and after is not None and _continues(before, after)
 
 
 def _continues(before: Turn, after: Turn) -> bool:
@@ -66,19 +75,17 @@ def unread(hits: Sequence[Hit], turns: Mapping[int, Turn], tried: set[int]) -> l
     for hit in hits:
         if hit.turn is None or hit.seq is None:
             continue
-        around = {**turns, hit.seq: hit.turn}
+        own, start = hit.turn, hit.seq
         for step in (-1, 1):
-            seq = hit.seq
-            while seq + step in around and _continues(*_in_order(around[seq], around[seq + step], step)):
-                seq += step
+            seq, turn = start, own
+            while (nearby := turns.get(seq + step)) is not None and _continues(
+                *((turn, nearby) if step > 0 else (nearby, turn))
+            ):
+                seq, turn = seq + step, nearby
             edge = seq + step
-            if edge >= 1 and edge not in around and edge not in tried and abs(edge - hit.seq) <= BURST_REACH:
+            if edge >= 1 and edge not in turns and edge not in tried and abs(edge - start) <= BURST_REACH:
                 wanted.add(edge)
     return sorted(wanted)
-
-
-def _in_order(turn: Turn, other: Turn, step: int) -> tuple[Turn, Turn]:
-    return (turn, other) if step > 0 else (other, turn)
 
 
 def joined_bursts(hits: Sequence[Hit], turns: Mapping[int, Turn]) -> list[Hit]:
@@ -96,7 +103,7 @@ def joined_bursts(hits: Sequence[Hit], turns: Mapping[int, Turn]) -> list[Hit]:
             continue
         if hit.seq in taken:
             continue
-        burst = burst_of(hit.seq, {**turns, hit.seq: hit.turn})
+        burst = burst_of(hit.seq, turns, hit.turn)
         taken.update(burst)
         if len(burst) == 1:
             result.append(hit)
@@ -123,6 +130,6 @@ def one_per_burst(hits: Sequence[Hit], turns: Mapping[int, Turn]) -> list[Hit]:
         elif hit.seq in taken:
             later.append(hit)
         else:
-            taken.update(burst_of(hit.seq, {**turns, hit.seq: hit.turn}))
+            taken.update(burst_of(hit.seq, turns, hit.turn))
             first.append(hit)
     return first + later

@@ -179,7 +179,7 @@ def rerank(
     terms its best full-text matches hold (``fulltext.term_coverage``): below the policy's
     ``lexical_floor``, the full-text features weigh in proportion.
     """
-    speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker])
+    speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker], by_alias=True)
     weights = policy.weights()
     if policy.lexical_floor > 0 and coverage < policy.lexical_floor:
         lexical = max(0.0, coverage) / policy.lexical_floor

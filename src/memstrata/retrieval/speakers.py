@@ -12,14 +12,15 @@ from memstrata.models import Role
 COMMON_WORDS = CAPITALISED_STOPWORDS | frozenset(role.value for role in Role)
 
 
-def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
+def mentioned_speaker(query: str, speakers: Sequence[str], *, by_alias: bool = False) -> str | None:
     """The one speaker whose name the query contains as a word; ``None`` if none or several.
 
     A name that is also a common word ("Will", "May") counts only as written, capitalised,
-    and not as the query's first word: "what will happen?" names no one.
+    and not as the query's first word: "what will happen?" names no one. With ``by_alias``,
+    a query naming no speaker may name one by another form of the name (:func:`aliases`).
     """
     found = {name for name in set(speakers) if re.search(r"\w", name) and _names(query, name.strip())}
-    if not found:
+    if not found and by_alias:
         found = set(aliases(query, speakers).values())
     return found.pop() if len(found) == 1 else None
 
@@ -37,8 +38,10 @@ def aliases(query: str, speakers: Sequence[str]) -> dict[str, str]:
     question about "Caroline" is about the speaker shown as "Caro" or "Caroline Smith", and
     "Mel" is "Melanie". A word counts when it is one word of a speaker's longer name, or
     when one of the two is the other's first 3 to 5 letters, and it fits only one speaker.
-    The word must look like a name (capitalised, unless the whole query is lower case),
-    and must not be a speaker's own name or a common word ("Will", "May").
+    The word must look like a name (capitalised, unless the whole query is lower case, and
+    not the query's first word), and must not be a speaker's own name or a common word
+    ("Will", "May"). A guess, then: "Melbourne" may be taken for "Mel", so callers use an
+    alias only to add candidates and lift a speaker's turns, never to leave anything out.
     """
     names = {name.strip().casefold(): name for name in speakers if _is_distinctive(name.strip())}
     if not names:
@@ -46,6 +49,8 @@ def aliases(query: str, speakers: Sequence[str]) -> dict[str, str]:
     any_case = query == query.lower()
     found: dict[str, str] = {}
     for match in _QUERY_WORD.finditer(query):
+        if not query[: match.start()].strip():
+            continue  # the first word is capitalised anyway
         word = re.sub(r"['’]s$", "", match.group(0))
         folded = word.casefold()
         if folded in names or not _is_distinctive(word) or len(word) < CLIPPED_NAME_LETTERS.start:
