@@ -68,7 +68,8 @@ def test_one_conversation_report(tmp_path: Path) -> None:
         if record["answer_in_evidence"]:
             assert record["context"]["2000"]["answer_with_evidence_first"], record["question"]
     assert context["1000"]["overall"]["crs_questions"] == 6  # every fifth of 30 questions
-    assert context["2000"]["overall"]["evidence_in_context"] >= context["500"]["overall"]["evidence_in_context"]
+    # Quoted word for word need not grow with the budget: a bigger block packs more excerpts and
+    # has fewer tokens left to quote them whole. Shown, whole or abridged, does grow.
     assert context["2000"]["overall"]["evidence_shown"] > context["500"]["overall"]["evidence_shown"]
     ages = report["retrieval_by_evidence_age"]
     assert sum(bucket["questions"] for bucket in ages.values()) == 30
