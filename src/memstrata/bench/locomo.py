@@ -132,7 +132,7 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         bm25 = PlainBM25()
         bm25.add([(turn_id(t), t.conversation, t.speaker, t.text) for t in turns])
         dense = PlainDense(memory.embedder) if options.embedder_baseline else None
-        embed_seconds = _time_embedder(memory, turns, dense) if dense is not None else None
+        embed_seconds = time_embedder(memory, turns, dense) if dense is not None else None
         ingest_seconds = ingest_dialogue(memory, turns, console)
         records = _ask(
             memory, questions, turns, options, number_of, console, {"bm25_baseline": bm25, "dense_baseline": dense}
@@ -142,7 +142,7 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         return report, records
 
 
-def _time_embedder(memory: Memory, turns: list[DialogTurn], dense: PlainDense) -> float:
+def time_embedder(memory: Memory, turns: list[DialogTurn], dense: PlainDense) -> float:
     """Seconds the bare embedder takes for the texts memstrata embeds; keeps the vectors for the dense baseline."""
     started = time.perf_counter()
     texts = [f"{turn.speaker}: {turn.text}" for turn in turns]

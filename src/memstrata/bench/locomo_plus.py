@@ -21,15 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
 from memstrata import Memory
 from memstrata.bench.baselines import PlainBM25, PlainDense
-from memstrata.bench.datasets import DialogTurn, find_locomo, load_locomo
+from memstrata.bench.datasets import find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
-from memstrata.bench.locomo import ingest_dialogue, turn_id
+from memstrata.bench.locomo import ingest_dialogue, time_embedder, turn_id
 from memstrata.bench.locomo_plus_data import Placement, load_locomo_plus, load_speakers, parse_time_gap, place
 from memstrata.bench.metrics import hit_at, recall_at
 from memstrata.errors import InvalidInput
@@ -108,27 +107,12 @@ def run_locomo_plus(
         bm25 = PlainBM25()
         bm25.add([(turn_id(t), t.conversation, t.speaker, t.text) for t in stored])
         dense = PlainDense(memory.embedder)
-        embed_seconds = _embed(memory, stored, dense)
+        embed_seconds = time_embedder(memory, stored, dense)
         ingest_seconds = ingest_dialogue(memory, stored, console)
         asked = placements[: options.limit] if options.limit else placements
         records = _ask(memory, asked, options.budgets, bm25, dense, console)
         report = _report(memory, records, len(turns), len(cues), ingest_seconds, embed_seconds)
         return report, records
-
-
-def _embed(memory: Memory, turns: list[DialogTurn], dense: PlainDense) -> float:
-    """Give the dense baseline each turn's "speaker: text" vector, as run_locomo does; the seconds it took."""
-    started = time.perf_counter()
-    texts = [f"{turn.speaker}: {turn.text}" for turn in turns]
-    chunks = [memory.embedder.embed_documents(texts[start : start + 64]) for start in range(0, len(texts), 64)]
-    elapsed = time.perf_counter() - started
-    vectors = np.vstack(chunks) if chunks else np.zeros((0, memory.embedder.dimension), np.float32)
-    rows: dict[str, list[int]] = defaultdict(list)
-    for index, turn in enumerate(turns):
-        rows[turn.conversation].append(index)
-    for conversation, indexes in rows.items():
-        dense.add(conversation, [turn_id(turns[row]) for row in indexes], vectors[indexes])
-    return elapsed
 
 
 def _ask(

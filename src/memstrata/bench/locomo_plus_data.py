@@ -22,30 +22,13 @@ from typing import Any
 
 from memstrata.bench.datasets import DialogTurn
 from memstrata.errors import InvalidInput
+from memstrata.extraction.time_expressions import NUMBER_WORDS
 
 SOURCE = "data/locomo_plus.json of the public Locomo-Plus repository (github.com/xjtuleeyf/Locomo-Plus)"
 QUERY_DELAY = timedelta(days=7)  # the trigger comes a week after the conversation's last session
 UNIT_DAYS = {"week": 7, "month": 30, "year": 365}
 # The paper's words, plus three vague ones it reads as no gap at all (see parse_time_gap).
-COUNT_WORDS = {
-    "a couple of": 2,
-    "a few": 3,
-    "several": 3,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "an": 1,
-    "a": 1,
-}
+COUNT_WORDS = {**NUMBER_WORDS, "a few": 3, "several": 3}
 _GAP = re.compile(
     r"\b(\d+|" + "|".join(re.escape(word) for word in COUNT_WORDS) + r")[\s-]+(week|month|year)s?\b", re.IGNORECASE
 )
