@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import IdConflict, InvalidInput, ProviderError
 from memstrata.llms.base import ChatMessage
-from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
 from memstrata.prompts import render
-from memstrata.validation import check_identifier, check_text, check_timezone
+from memstrata.validation import check_budget, check_identifier, check_text, check_timezone
 
 if TYPE_CHECKING:
     from memstrata.config import Settings

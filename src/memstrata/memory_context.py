@@ -27,14 +27,12 @@ from memstrata.retrieval.entity_candidates import (
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.rerank import TurnSignals
 from memstrata.storage.text import cell_text, readable_key
-from memstrata.validation import check_text, check_timezone
+from memstrata.validation import check_budget, check_text, check_timezone
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
     from memstrata.storage.base import TierStore
 
-MIN_BUDGET = 50
-MAX_BUDGET = 1_000_000
 # LoCoMo turns average ~25 tokens; asking for budget/12 episodes leaves room to choose.
 TOKENS_PER_EPISODE_CANDIDATE = 12
 MAX_EPISODE_CANDIDATES = 300
@@ -42,15 +40,6 @@ SUMMARY_TIERS = ("scene", "midterm", "consolidation")
 CONTEXT_TIERS = ("longterm", *SUMMARY_TIERS)
 PATTERN_MIN_COUNT = 2
 _WORD = re.compile(r"\w+")
-
-
-def check_budget(value: object, name: str = "token_budget") -> int:
-    """Return ``value`` if it is a usable token budget; errors call it ``name`` (a CLI says ``--budget``)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{name} must be a whole number, not {type(value).__name__}")
-    if not MIN_BUDGET <= value <= MAX_BUDGET:
-        raise InvalidInput(f"{name} must be between {MIN_BUDGET} and {MAX_BUDGET:,}, not {value}")
-    return value
 
 
 class ContextViews:

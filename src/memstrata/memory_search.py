@@ -39,6 +39,7 @@ from memstrata.validation import (
     check_names,
     check_role,
     check_text,
+    check_tiers,
     check_timestamp,
     check_timezone,
 )
@@ -56,7 +57,6 @@ LEXICAL_TOP = 5
 #: Hits read beyond a search's limit, to take the place of the later pieces of a message burst.
 BURST_SPARES = 10
 SEARCH_MODES = ("hybrid", "fulltext", "vector")
-DERIVED_TIERS = ("longterm", "scene", "midterm", "consolidation")
 # Measured on LoCoMo (evidence recall@10 of the turns): turns alone 0.626, with cells 0.618,
 # with every summary 0.565 (a summary stands for many turns and crowds the evidence out).
 # So search ranks turns by default and the derived tiers are opt-in.
@@ -74,14 +74,6 @@ DATED_TURNS_LIMIT = 5_000
 #: At most this many of a user's speaker names (the first in name order) are taken out of the
 #: dense query; reading them costs an index seek each.
 MAX_SPEAKERS_STRIPPED = 200
-
-
-def check_tiers(names: Sequence[str]) -> tuple[str, ...]:
-    """``names`` without repeats, if each is a derived tier ``search`` can rank; InvalidInput names the others."""
-    unknown = [name for name in names if name not in DERIVED_TIERS]
-    if unknown:
-        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
-    return tuple(dict.fromkeys(names))
 
 
 class SearchViews:

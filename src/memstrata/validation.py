@@ -22,6 +22,11 @@ MAX_METADATA_DEPTH = 64
 #: Timestamps stay a day inside the calendar's ends, so every time zone can show them.
 EARLIEST_TIME = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
 LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+#: The token budgets ``context()`` takes.
+MIN_BUDGET = 50
+MAX_BUDGET = 1_000_000
+#: The derived tiers ``search(tiers=...)`` can rank beside the turns.
+DERIVED_TIERS = ("longterm", "scene", "midterm", "consolidation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,3 +282,20 @@ def _parse_message(item: object, index: int, max_bytes: int) -> MessageInput:
         id=check_identifier(item.get("id"), f"{where}.id", required=False),
         metadata=check_metadata(item.get("metadata"), f"{where}.metadata"),
     )
+
+
+def check_budget(value: object, name: str = "token_budget") -> int:
+    """Return ``value`` if it is a usable token budget; errors call it ``name`` (a CLI says ``--budget``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be a whole number, not {type(value).__name__}")
+    if not MIN_BUDGET <= value <= MAX_BUDGET:
+        raise InvalidInput(f"{name} must be between {MIN_BUDGET} and {MAX_BUDGET:,}, not {value}")
+    return value
+
+
+def check_tiers(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` without repeats, if each is a derived tier ``search`` can rank; InvalidInput names the others."""
+    unknown = [name for name in names if name not in DERIVED_TIERS]
+    if unknown:
+        raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
+    return tuple(dict.fromkeys(names))

@@ -13,10 +13,9 @@ from rich.text import Text
 from memstrata.errors import MemstrataError, ProviderError
 from memstrata.llms.none import HOW_TO_CONFIGURE
 from memstrata.memory import Memory
-from memstrata.memory_context import check_budget
 from memstrata.models import ChatReply
 from memstrata.terminal import visible
-from memstrata.validation import check_identifier
+from memstrata.validation import check_budget, check_identifier
 
 #: Every command with its help line, in the order ``/help`` lists them.
 COMMANDS: dict[str, str] = {

@@ -24,10 +24,10 @@ from memstrata.bench.datasets import synthetic_texts
 from memstrata.bench.ingest_search import machine
 from memstrata.bench.qa import answering_memory, latency_summary, mentions, prompt_records
 from memstrata.llms.base import ChatMessage
-from memstrata.memory_context import check_budget
 from memstrata.prompts import render
 from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.tokens import count_tokens
+from memstrata.validation import check_budget
 
 USER = "lcs-user"
 SESSION = "lcs"

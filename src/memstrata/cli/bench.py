@@ -100,7 +100,7 @@ def locomo(
     """
     from memstrata.bench.locomo import LocomoOptions, parse_conversations, run_locomo
     from memstrata.errors import InvalidInput
-    from memstrata.memory_search import check_tiers
+    from memstrata.validation import check_tiers
 
     try:
         chosen = parse_conversations(conversations)
@@ -368,7 +368,7 @@ def _locomo_qa(
 ) -> None:
     """``bench locomo --qa``: run the QA protocol, write its JSON, print its table."""
     from memstrata.bench.qa import QaOptions, run_qa
-    from memstrata.memory_context import check_budget
+    from memstrata.validation import check_budget
 
     options = QaOptions(
         data=data,
@@ -418,7 +418,7 @@ def lcs(
     Example: memstrata bench lcs --facts 20 --filler 200 --json results/lcs.json
     """
     from memstrata.bench.lcs import LcsOptions, run_lcs
-    from memstrata.memory_context import check_budget
+    from memstrata.validation import check_budget
 
     check_budget(budget, "--budget")
     report = run_lcs(

@@ -8,7 +8,7 @@ import typer
 
 from memstrata.agent.shell import ChatShell
 from memstrata.cli.common import HomeOption, SessionOption, console, open_memory
-from memstrata.memory_context import check_budget
+from memstrata.validation import check_budget
 
 PROMPT = "[bold green]you>[/] "
 

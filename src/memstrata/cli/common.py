@@ -31,7 +31,6 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memory import Memory
-from memstrata.memory_search import check_tiers
 from memstrata.models import Turn
 from memstrata.terminal import visible
 from memstrata.validation import (
@@ -41,6 +40,7 @@ from memstrata.validation import (
     check_offset,
     check_stored_time,
     check_text,
+    check_tiers,
     check_timezone,
     parse_messages,
 )

@@ -27,10 +27,9 @@ from memstrata.cli.common import (
     to_jsonable,
 )
 from memstrata.errors import StorageError
-from memstrata.memory_context import check_budget
 from memstrata.terminal import visible
 from memstrata.transfer import read_export_file
-from memstrata.validation import check_text
+from memstrata.validation import check_budget, check_text
 
 #: How long ``context`` waits for queued background work before it gives up.
 FLUSH_SECONDS = 60.0

@@ -20,8 +20,7 @@ from memstrata.mcp import views
 from memstrata.mcp.schemas import AddOut, ChatOut, ContextOut, ForgetOut, InspectOut, Output, SearchOut, structured
 from memstrata.mcp.scope import ServerScope
 from memstrata.memory import Memory
-from memstrata.memory_context import MAX_BUDGET, MIN_BUDGET
-from memstrata.validation import check_timezone
+from memstrata.validation import MAX_BUDGET, MIN_BUDGET, check_timezone
 
 T = TypeVar("T")
 MemoryContext = Context[Memory, Any]

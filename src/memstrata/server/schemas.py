@@ -12,8 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
-from memstrata.memory_context import MAX_BUDGET, MIN_BUDGET
-from memstrata.validation import MAX_IDENTIFIER_LENGTH
+from memstrata.validation import MAX_BUDGET, MAX_IDENTIFIER_LENGTH, MIN_BUDGET
 
 RoleName = Literal["user", "assistant", "system", "tool"]
 SearchMode = Literal["hybrid", "fulltext", "vector"]
