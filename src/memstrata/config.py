@@ -89,8 +89,8 @@ class Settings(BaseSettings):
     join_bursts: bool = Field(
         default=True,
         description="Messages one speaker sent in a row (a burst: one session, under a minute apart) count as one "
-        "thought: search() puts a burst's later pieces after its other hits, context() shows it as one excerpt; "
-        "false treats every message on its own.",
+        "thought: a later piece is also embedded with the pieces before it, search() puts a burst's later pieces "
+        "after its other hits, context() shows it as one excerpt; false treats every message on its own.",
     )
     midterm_capacity: int = Field(default=200, ge=1, description="Active mid-term segments per user before eviction.")
     promote_heat: float = Field(default=5.0, description="Segment heat that promotes it to a long-term scene.")

@@ -20,7 +20,7 @@ import numpy as np
 from memstrata import __version__
 from memstrata.config import Settings, load_settings
 from memstrata.embeddings import load_embedder
-from memstrata.embeddings.base import Embedder, Vectors
+from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
 from memstrata.errors import ConfigError, IdConflict, InvalidInput, NotFound, StorageError
 from memstrata.ids import IdGenerator
 from memstrata.llms import load_llm
@@ -33,6 +33,7 @@ from memstrata.memory_transfer import TransferViews
 from memstrata.models import Compaction, Deletion, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
+from memstrata.retrieval.bursts import MAX_BURST, burst_texts
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
@@ -308,10 +309,34 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
                 raise IdConflict(f"id {turn.id!r} {conflict}")
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
-            vectors = self._embed([indexed_text(t) for t in fresh], known=[known_vectors.get(t.id) for t in fresh])
+            vectors = self._embed_turns(fresh, self._burst_texts(fresh), [known_vectors.get(t.id) for t in fresh])
             self._insert_turns(fresh, vectors, self._embedder.model_id)
             self._after_enqueue()
         return [existing.get(turn.id, turn) for turn in turns], fresh
+
+    def _burst_texts(self, turns: Sequence[Turn]) -> list[str | None]:
+        """Each new turn's message burst up to it, as one text (``None`` for none; ``retrieval/bursts.py``)."""
+        if not self.settings.join_bursts:
+            return [None] * len(turns)
+        texts: dict[str, str | None] = {}
+        for user_id in dict.fromkeys(turn.user_id for turn in turns):
+            own = [turn for turn in turns if turn.user_id == user_id]
+            before: list[Turn] = []
+            if own[0].session_id is not None:  # a burst never spans sessions, and a turn without one is in none
+                before = self._store.history(Scope(user_id), limit=MAX_BURST - 1, newest_first=True)[::-1]
+            texts.update(zip((turn.id for turn in own), burst_texts(own, before), strict=True))
+        return [texts[turn.id] for turn in turns]
+
+    def _embed_turns(
+        self, turns: Sequence[Turn], bursts: Sequence[str | None], known: Sequence[Vectors | None] | None = None
+    ) -> Vectors:
+        """Each turn's vector: its text's, or for a burst's later piece the mean of its text's and its burst's."""
+        matrix = self._embed([indexed_text(turn) for turn in turns], known)
+        rows = [row for row, text in enumerate(bursts) if text is not None and (known is None or known[row] is None)]
+        if rows:
+            joined = self._embed([cast(str, bursts[row]) for row in rows])
+            matrix[rows] = normalize_rows(matrix[rows] + joined)
+        return matrix
 
     def _insert_turns(self, turns: list[Turn], vectors: Vectors, model_id: str) -> None:
         """Write new turns durably; their working set follows in the same transaction, or in Redis."""
@@ -361,7 +386,8 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         done = 0
         while total and (batch := self._store.turns_missing_vectors(model_id, 256)):
             seqs = [seq for seq, _ in batch]
-            self._store.put_vectors(model_id, seqs, self._embed([indexed_text(turn) for _, turn in batch]))
+            turns = [turn for _, turn in batch]
+            self._store.put_vectors(model_id, seqs, self._embed_turns(turns, self._reindex_bursts(batch)))
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))
@@ -374,6 +400,29 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
                     if progress is not None:
                         progress(done, max(total, done))
         return done
+
+    def _reindex_bursts(self, batch: Sequence[tuple[int, Turn]]) -> list[str | None]:
+        """Stored turns' message bursts up to them, as when they were added (see ``_burst_texts``)."""
+        if not self.settings.join_bursts:
+            return [None] * len(batch)
+        known = {seq: turn for seq, turn in batch}
+        wanted: dict[str, set[int]] = {}
+        for seq, turn in batch:
+            wanted.setdefault(turn.user_id, set()).update(
+                {seq - step for step in range(1, MAX_BURST) if seq - step >= 1} - known.keys()
+            )
+        for user_id, seqs in wanted.items():
+            known.update(self._store.get_by_seqs(sorted(seqs), user_id))
+        texts: list[str | None] = []
+        for seq, turn in batch:
+            before: list[Turn] = []
+            while len(before) < MAX_BURST - 1:
+                previous = known.get(seq - len(before) - 1)
+                if previous is None or previous.user_id != turn.user_id:
+                    break
+                before.insert(0, previous)
+            texts.append(burst_texts([turn], before)[0])
+        return texts
 
     # -- reading ----------------------------------------------------------------------
 

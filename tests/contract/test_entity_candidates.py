@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +47,11 @@ def travels(storage_url: str, tmp_path: Path) -> Iterator[Memory]:
         said[20] = SPAIN
         for n, text in enumerate(said):
             extra = f" Costco, Tuesday and Max{n} came up too." if n % 3 == 0 else ""
-            memory.add(
-                {"role": "user", "content": text + extra, "name": "Maria"}, user_id="maria", session_id=f"s{n // 10}"
+            memory.add(  # an hour apart: forty notes, not message bursts
+                {"role": "user", "content": text + extra, "name": "Maria"},
+                user_id="maria",
+                session_id=f"s{n // 10}",
+                timestamp=datetime(2025, 3, 1, tzinfo=UTC) + timedelta(hours=n),
             )
         memory.flush()
         yield memory

@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memstrata.models import Hit, Role, Turn
-from memstrata.retrieval.bursts import BURST_GAP, BURST_REACH, MAX_BURST, burst_of, joined_bursts, one_per_burst, unread
+from memstrata.retrieval.bursts import (
+    BURST_CONTEXT_CHARS,
+    BURST_GAP,
+    BURST_REACH,
+    MAX_BURST,
+    burst_of,
+    burst_texts,
+    joined_bursts,
+    one_per_burst,
+    unread,
+)
 
 START = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
 
@@ -80,3 +90,20 @@ def test_a_run_longer_than_a_burst_is_many_thoughts() -> None:
     assert burst_of(3, run) == list(range(1, MAX_BURST + 1))
     longer = {**run, MAX_BURST + 1: _turn(MAX_BURST + 1, "Bo", seconds=MAX_BURST + 1)}
     assert all(burst_of(seq, longer) == [seq] for seq in longer)
+
+
+def test_a_piece_is_embedded_after_the_earlier_pieces_of_its_burst() -> None:
+    turns = [_turn(1, "Bo"), _turn(2, "Bo", seconds=5), _turn(3, "Ana", seconds=9), _turn(4, "Ana", seconds=70)]
+    assert burst_texts(turns) == [None, "Bo: message 1\nmessage 2", None, None]
+    # The burst goes on from the messages stored before, and a new one starts after MAX_BURST pieces.
+    run = [_turn(seq, "Bo", seconds=seq) for seq in range(1, MAX_BURST + 3)]
+    texts = burst_texts(run[2:], before=run[:2])
+    assert texts[0] == "Bo: message 1\nmessage 2\nmessage 3"
+    assert str(texts[MAX_BURST - 3]).count("message") == MAX_BURST and texts[MAX_BURST - 2] is None
+    assert burst_texts([_turn(1, "Bo", session=None), _turn(2, "Bo", session=None)]) == [None, None]
+
+
+def test_a_long_burst_keeps_the_piece_itself_whole_and_leaves_out_the_oldest_pieces() -> None:
+    long = [Turn(f"t{n}", "u", Role.USER, f"{n}" * 400, START, "s", None, "Bo") for n in range(1, 5)]
+    text = str(burst_texts(long)[-1])
+    assert text.endswith("4" * 400) and "1" not in text and len(text) <= BURST_CONTEXT_CHARS + 400 + len("Bo: ")

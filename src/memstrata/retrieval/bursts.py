@@ -3,7 +3,9 @@
 People in chat apps split a thought over short messages ("so i finally did it", "signed
 up for the pottery class", "starts next week"). Each is stored as its own turn, but a
 search should not fill its top ten with pieces of one thought (:func:`one_per_burst`), and
-a context block should not show a piece that makes no sense alone (:func:`joined_bursts`).
+a context block should not show a piece that makes no sense alone (:func:`joined_bursts`),
+and a piece is embedded with the pieces before it, so its vector holds some of the
+thought (:func:`burst_texts`).
 Turns are one burst when each follows the one before directly in the user's store, in the
 same session, from the same speaker (role, name and agent), less than :data:`BURST_GAP`
 after it, at most :data:`MAX_BURST` of them. Pure: turns in, bursts out.
@@ -16,6 +18,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from memstrata.models import Hit, Turn
+from memstrata.retrieval.fulltext import indexed_text
 
 #: Messages this far apart are separate thoughts, even from one speaker (chat exports often
 #: keep only the minute: pieces sent within it share their time).
@@ -26,6 +29,41 @@ MAX_BURST = 6
 #: A burst is looked for this many stored turns either side of a hit: enough to see a run
 #: of more than :data:`MAX_BURST`.
 BURST_REACH = MAX_BURST
+#: The most characters of earlier pieces embedded with a message: the embedder reads a few
+#: hundred tokens, and the message itself must not be cut off.
+BURST_CONTEXT_CHARS = 1000
+
+
+def burst_texts(turns: Sequence[Turn], before: Sequence[Turn] = ()) -> list[str | None]:
+    """Each of ``turns``' burst so far, from its first piece to it, as one text; ``None`` for a first piece.
+
+    "starts next week" alone says nothing a query could find; after "so i finally did it"
+    and "signed up for the pottery class" it holds the thought. A piece is embedded both
+    ways, alone and so, and keeps the mean of the two: it is found by the thought, and a
+    "lol" after a long message does not become a copy of that message. ``turns`` are new
+    messages in the order said; ``before`` are the user's messages stored just before
+    them, oldest first. Full text still indexes each message alone.
+    """
+    chain: list[Turn] = []
+    texts: list[str | None] = []
+    for position, turn in enumerate([*before, *turns]):
+        chain = [*chain, turn] if chain and len(chain) < MAX_BURST and _continues(chain[-1], turn) else [turn]
+        if position >= len(before):
+            texts.append(_joined(chain) if len(chain) > 1 else None)
+    return texts
+
+
+def _joined(chain: Sequence[Turn]) -> str:
+    """The burst ``chain`` as one text for the embedder: the speaker once, then each piece, the last one whole."""
+    last = chain[-1]
+    earlier: list[str] = []
+    room = BURST_CONTEXT_CHARS
+    for turn in reversed(chain[:-1]):
+        room -= len(turn.content) + 1
+        if room < 0:
+            break
+        earlier.insert(0, turn.content)
+    return indexed_text(replace(last, content="\n".join([*earlier, last.content])))
 
 
 def burst_of(seq: int, turns: Mapping[int, Turn], own: Turn | None = None) -> list[int]:
