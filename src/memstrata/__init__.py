@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("memstrata")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
-
 from memstrata.config import Settings, load_settings
 from memstrata.errors import (
     ConfigError,
@@ -47,6 +40,7 @@ from memstrata.models import (
     Turn,
     UsedMemory,
 )
+from memstrata.version import __version__
 
 __all__ = [
     "Cell",

@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from memstrata.errors import ConfigError
-from memstrata.llms.prices import ModelPrice, default_prices
+from memstrata.prices import ModelPrice, default_prices
 from memstrata.validation import check_timezone
 
 CONFIG_FILE_NAME = "memstrata.toml"

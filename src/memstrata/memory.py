@@ -17,7 +17,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import numpy as np
 
-from memstrata import __version__
 from memstrata.config import Settings, load_settings
 from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
@@ -52,6 +51,7 @@ from memstrata.validation import (
     check_stored_time,
     parse_messages,
 )
+from memstrata.version import __version__
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` during long work."""

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata.config import CONFIG_FILE_NAME, DATABASE_FILE_NAME
 from memstrata.errors import InvalidInput, StorageError
-from memstrata.llms.costs import COST_LOG_FILE_NAME
 from memstrata.models import TransferReport, Turn
+from memstrata.remote.costs import COST_LOG_FILE_NAME
 from memstrata.transfer import end_line, header_line, read_export_file, turn_line
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import pytest
 from pydantic import SecretStr
 
 from memstrata.llms.anthropic import AnthropicLLM, AnthropicOptions
-from memstrata.llms.costs import CostLog
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
+from memstrata.remote.costs import CostLog
 from tests.llm_server import LLMServer
 
 SECRET = "sk-test-THIS-MUST-NEVER-LEAK-1234567890"

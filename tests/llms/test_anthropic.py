@@ -9,8 +9,8 @@ import pytest
 from memstrata.errors import ProviderError
 from memstrata.llms.anthropic import API_VERSION, AnthropicLLM
 from memstrata.llms.base import LLM, ChatMessage, Usage
-from memstrata.llms.costs import CostLog, read_costs
 from memstrata.llms.json_output import RETRY_PROMPT
+from memstrata.remote.costs import CostLog, read_costs
 from tests.llm_server import MESSAGES, LLMServer, Reply
 from tests.llms.conftest import SECRET
 

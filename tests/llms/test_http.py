@@ -18,9 +18,9 @@ from memstrata import load_settings
 from memstrata.errors import ConfigError, ProviderError
 from memstrata.llms import load_llm
 from memstrata.llms.anthropic import AnthropicLLM, AnthropicOptions
-from memstrata.llms.costs import CostLog, read_costs
-from memstrata.llms.http import RetryPolicy, parse_retry_after
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
+from memstrata.remote.costs import CostLog, read_costs
+from memstrata.remote.http import RetryPolicy, parse_retry_after
 from tests.llm_server import CHAT, MESSAGES, LLMServer, Reply
 from tests.llms.conftest import SECRET, Sleeps
 

@@ -10,9 +10,9 @@ import pytest
 
 from memstrata.errors import ProviderError
 from memstrata.llms.base import LLM, ChatMessage, Usage
-from memstrata.llms.costs import CostLog, read_costs
 from memstrata.llms.json_output import RETRY_PROMPT
 from memstrata.llms.openai_compat import OpenAICompatLLM
+from memstrata.remote.costs import CostLog, read_costs
 from tests.llm_server import CHAT, LLMServer, Reply
 from tests.llms.conftest import SECRET
 

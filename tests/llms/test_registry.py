@@ -15,9 +15,9 @@ from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.llms import LLMS, load_llm
 from memstrata.llms.anthropic import AnthropicLLM
 from memstrata.llms.base import LLM
-from memstrata.llms.costs import COST_LOG_FILE_NAME, CostLog, read_costs
 from memstrata.llms.none import NoLLM
 from memstrata.llms.openai_compat import OpenAICompatLLM
+from memstrata.remote.costs import COST_LOG_FILE_NAME, CostLog, read_costs
 from tests.llm_server import CHAT, MESSAGES, LLMServer
 from tests.llms.conftest import SECRET
 

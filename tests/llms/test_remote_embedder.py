@@ -152,7 +152,7 @@ def test_memory_uses_it_by_name(home: Path, llm_server: LLMServer) -> None:
 
 
 def test_each_request_is_in_the_cost_log(llm_server: LLMServer, tmp_path: Path) -> None:
-    from memstrata.llms.costs import CostLog, read_costs
+    from memstrata.remote.costs import CostLog, read_costs
 
     log = CostLog(tmp_path / "costs.jsonl")
     embedder = RemoteEmbedder(

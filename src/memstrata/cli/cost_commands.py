@@ -9,7 +9,7 @@ from rich.table import Table
 
 from memstrata.cli.common import HomeOption, JsonOption, console, print_json, shown
 from memstrata.config import load_settings
-from memstrata.llms.costs import COST_LOG_FILE_NAME, CostSummary, CostTotals, parse_since, summarize_costs
+from memstrata.remote.costs import COST_LOG_FILE_NAME, CostSummary, CostTotals, parse_since, summarize_costs
 
 
 def register(app: typer.Typer) -> None:

@@ -17,9 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from memstrata.embeddings.base import Vectors, normalize_rows
 from memstrata.errors import ConfigError, EmbeddingError
-from memstrata.llms.base import Usage
-from memstrata.llms.costs import CostLog
-from memstrata.llms.http import (
+from memstrata.remote.costs import CostLog
+from memstrata.remote.http import (
     JsonClient,
     RetryPolicy,
     SettingNames,
@@ -29,6 +28,7 @@ from memstrata.llms.http import (
     check_base_url,
     token_count,
 )
+from memstrata.remote.usage import Usage
 
 if TYPE_CHECKING:
     from memstrata.config import Settings

@@ -12,7 +12,7 @@ from memstrata.errors import ConfigError
 if TYPE_CHECKING:
     from memstrata.config import Settings
     from memstrata.llms.base import LLM
-    from memstrata.llms.costs import CostLog
+    from memstrata.remote.costs import CostLog
 
 #: name → "module:factory"; the factory takes (settings, cost_log=) and returns an LLM.
 LLMS: dict[str, str] = {

@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from memstrata.errors import ConfigError, ProviderError
 from memstrata.llms import required_model
 from memstrata.llms.base import ChatMessage, Completion, Usage
-from memstrata.llms.costs import CostLog
-from memstrata.llms.http import JsonClient, RetryPolicy, Sleep, as_object, check_api_key, check_base_url, token_count
 from memstrata.llms.json_output import complete_json, json_instruction
+from memstrata.remote.costs import CostLog
+from memstrata.remote.http import JsonClient, RetryPolicy, Sleep, as_object, check_api_key, check_base_url, token_count
 
 if TYPE_CHECKING:
     from memstrata.config import Settings

@@ -6,6 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from memstrata.remote.usage import Usage
+
+__all__ = ["LLM", "ChatMessage", "ChatRole", "Completion", "Usage"]
+
 ChatRole = Literal["user", "assistant"]
 
 
@@ -15,15 +19,6 @@ class ChatMessage:
 
     role: ChatRole
     content: str
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens a call used, as the provider reported them (``cached`` ⊆ ``input``)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from memstrata.llms.base import ChatMessage, Completion
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
-    from memstrata.llms.costs import CostLog
+    from memstrata.remote.costs import CostLog
 
 HOW_TO_CONFIGURE = (
     "set MEMSTRATA_LLM_PROVIDER (openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY "

@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from memstrata.errors import ConfigError, ProviderError
 from memstrata.llms import required_model
 from memstrata.llms.base import ChatMessage, Completion, Usage
-from memstrata.llms.costs import CostLog
-from memstrata.llms.http import (
+from memstrata.llms.json_output import complete_json, json_instruction
+from memstrata.remote.costs import CostLog
+from memstrata.remote.http import (
     HttpReply,
     JsonClient,
     RetryPolicy,
@@ -24,7 +25,6 @@ from memstrata.llms.http import (
     check_base_url,
     token_count,
 )
-from memstrata.llms.json_output import complete_json, json_instruction
 
 if TYPE_CHECKING:
     from memstrata.config import Settings

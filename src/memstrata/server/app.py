@@ -13,6 +13,7 @@ from memstrata import __version__
 from memstrata.config import Settings, load_settings
 from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
+from memstrata.server.auth import without_a_valid_key
 from memstrata.server.dependencies import Services
 from memstrata.server.errors import install_error_handlers
 from memstrata.server.gate import Gate
@@ -65,7 +66,7 @@ def create_app(
         generate_unique_id_function=_operation_id,
         redirect_slashes=False,  # "/v1/search/" is a JSON 404, not a redirect built from the Host header
     )
-    install_error_handlers(app)
+    install_error_handlers(app, without_a_valid_key)
     app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
     app.add_middleware(Gate, anonymous=chosen.server_allow_anonymous, host=chosen.server_host)  # outermost: first
     for module in (memories, search, tiers, admin):

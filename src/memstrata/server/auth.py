@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
 from memstrata.server.dependencies import Services, ServicesDep
-from memstrata.server.errors import Forbidden, Unauthorized
+from memstrata.server.errors import Forbidden, Unauthorized, forbidden, unauthorized
 from memstrata.server.keys import SECRET_PREFIX, find_key
 from memstrata.server.tenancy import LOCAL_TENANT, Tenant
 
@@ -51,3 +52,17 @@ def authenticate(request: Request, services: Services, secret: str | None) -> Te
 
 
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
+
+
+async def without_a_valid_key(request: Request) -> JSONResponse | None:
+    """The 401/403 response when the request's key would be refused; None when it would pass."""
+    services = getattr(request.app.state, "services", None)
+    if services is None:
+        return None
+    try:
+        authenticate(request, services, bearer_secret(request))
+    except Unauthorized as exc:
+        return await unauthorized(request, exc)
+    except Forbidden as exc:
+        return await forbidden(request, exc)
+    return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -31,6 +31,8 @@ from memstrata.errors import (
 logger = logging.getLogger("memstrata.server")
 
 _MAX_DETAILS = 20
+#: Answers a request whose key would be refused with its 401/403 response, else None (``auth.without_a_valid_key``).
+KeyCheck = Callable[[Request], Awaitable[JSONResponse | None]]
 
 
 class Unauthorized(Exception):
@@ -106,13 +108,18 @@ async def _memstrata_error(request: Request, error: Exception) -> JSONResponse:
     return error_response(status, code, _tenant_clean(request, message))
 
 
-async def _validation_error(request: Request, error: Exception) -> JSONResponse:
-    assert isinstance(error, RequestValidationError)
-    # FastAPI reads the body before the key is checked: a caller without a valid key gets
-    # 401/403 here too, never feedback on a body it may not send.
-    refused = await without_a_valid_key(request)
-    if refused is not None:
-        return refused
+def _validation_error(refuse: KeyCheck) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handle(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, RequestValidationError)
+        # FastAPI reads the body before the key is checked: a caller without a valid key gets
+        # 401/403 here too, never feedback on a body it may not send.
+        refused = await refuse(request)
+        return refused if refused is not None else _invalid_request(error)
+
+    return handle
+
+
+def _invalid_request(error: RequestValidationError) -> JSONResponse:
     unreadable = [item for item in error.errors() if item.get("type") == "json_invalid"]
     if unreadable:
         reason = str(unreadable[0].get("ctx", {}).get("error") or unreadable[0].get("msg", "invalid JSON"))
@@ -123,22 +130,6 @@ async def _validation_error(request: Request, error: Exception) -> JSONResponse:
     ]
     summary = "; ".join(f"{item['location']}: {item['message']}" for item in details[:3]) or "invalid request"
     return error_response(422, "invalid_request", summary, details=details)
-
-
-async def without_a_valid_key(request: Request) -> JSONResponse | None:
-    """The 401/403 response when the request's key would be refused; None when it would pass."""
-    from memstrata.server.auth import authenticate, bearer_secret  # auth raises this module's errors
-
-    services = getattr(request.app.state, "services", None)
-    if services is None:
-        return None
-    try:
-        authenticate(request, services, bearer_secret(request))
-    except Unauthorized as exc:
-        return await _unauthorized(request, exc)
-    except Forbidden as exc:
-        return await _forbidden(request, exc)
-    return None
 
 
 async def _http_error(request: Request, error: Exception) -> JSONResponse:
@@ -164,11 +155,13 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted(methods)
 
 
-async def _unauthorized(request: Request, error: Exception) -> JSONResponse:
+async def unauthorized(request: Request, error: Exception) -> JSONResponse:
+    """The 401 response to ``error``."""
     return error_response(401, "unauthorized", str(error), headers={"WWW-Authenticate": "Bearer"})
 
 
-async def _forbidden(request: Request, error: Exception) -> JSONResponse:
+async def forbidden(request: Request, error: Exception) -> JSONResponse:
+    """The 403 response to ``error``."""
     return error_response(403, "forbidden", str(error))
 
 
@@ -177,11 +170,11 @@ async def _unexpected(request: Request, error: Exception) -> JSONResponse:
     return error_response(500, "internal_error", "internal server error")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map every error a request can raise to its status, once."""
+def install_error_handlers(app: FastAPI, refuse: KeyCheck) -> None:
+    """Map every error a request can raise to its status, once; ``refuse`` answers an invalid body's unkeyed caller."""
     app.add_exception_handler(MemstrataError, _memstrata_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(RequestValidationError, _validation_error(refuse))
     app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(Unauthorized, _unauthorized)
-    app.add_exception_handler(Forbidden, _forbidden)
+    app.add_exception_handler(Unauthorized, unauthorized)
+    app.add_exception_handler(Forbidden, forbidden)
     app.add_exception_handler(Exception, _unexpected)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memstrata.server.errors import without_a_valid_key
+from memstrata.server.auth import without_a_valid_key
 from memstrata.server.limits import send_error
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

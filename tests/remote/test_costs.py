@@ -14,9 +14,9 @@ import pytest
 
 from memstrata import InvalidInput, load_settings
 from memstrata.config import CONFIG_FILE_NAME
-from memstrata.llms.base import Usage
-from memstrata.llms.costs import COST_LOG_FILE_NAME, CostLog, CostRecord, parse_since, read_costs, summarize_costs
-from memstrata.llms.prices import ModelPrice, default_prices, estimate_cost, find_price
+from memstrata.prices import ModelPrice, default_prices, estimate_cost, find_price
+from memstrata.remote.costs import COST_LOG_FILE_NAME, CostLog, CostRecord, parse_since, read_costs, summarize_costs
+from memstrata.remote.usage import Usage
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -165,8 +165,8 @@ WRITER = """
 import sys
 import time
 from pathlib import Path
-from memstrata.llms.base import Usage
-from memstrata.llms.costs import CostLog
+from memstrata.remote.usage import Usage
+from memstrata.remote.costs import CostLog
 
 log = CostLog(Path(sys.argv[1]))
 tag, count = sys.argv[2], int(sys.argv[3])

@@ -12,8 +12,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from memstrata.cli import app
-from memstrata.llms.base import Usage
-from memstrata.llms.costs import COST_LOG_FILE_NAME, CostLog
+from memstrata.remote.costs import COST_LOG_FILE_NAME, CostLog
+from memstrata.remote.usage import Usage
 
 runner = CliRunner()
 
