@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import IdConflict, InvalidInput, ProviderError
 from memstrata.llms.base import ChatMessage
-from memstrata.models import ChatReply, Context, ContextItem, Role, Scope, Turn, UsedMemory
+from memstrata.models import ChatReply, Context, ContextItem, ItemKind, Role, Scope, Turn, UsedMemory
 from memstrata.prompts import render
 from memstrata.validation import check_budget, check_identifier, check_text, check_timezone
 
@@ -20,7 +20,7 @@ EXTRACTIVE_HEADER = "Here is what I remember:"
 EXTRACTIVE_EMPTY = "I don't have anything stored about that yet."
 EXTRACTIVE_ITEMS = 5
 # Profile traits are in every context whatever the question, so they only fill spare places.
-_EXTRACTIVE_KINDS = ("cell", "consolidation", "scene", "midterm", "episode")
+_EXTRACTIVE_KINDS = (ItemKind.CELL, ItemKind.CONSOLIDATION, ItemKind.SCENE, ItemKind.MIDTERM, ItemKind.EPISODE)
 CONSOLIDATIONS_SCANNED = 100
 
 
@@ -197,7 +197,7 @@ def extractive_answer(context: Context, limit: int = EXTRACTIVE_ITEMS) -> str:
     # Earlier questions are stored too, but rarely hold what is asked for now: they go last.
     statements = [item for item in ranked if not item.text.rstrip().endswith("?")]
     questions = [item for item in ranked if item.text.rstrip().endswith("?")]
-    spare = [item for item in context.items if item.kind == "profile"]
+    spare = [item for item in context.items if item.kind == ItemKind.PROFILE]
     picked = (statements + spare + questions)[:limit]
     if not picked:
         return EXTRACTIVE_EMPTY

@@ -14,7 +14,7 @@ from memstrata.embeddings.base import Vectors
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, without_notes
 from memstrata.memory_search import MAX_SPEAKERS_STRIPPED, ItemKey, joined, today_in
-from memstrata.models import Cell, Context, Hit, Scope, SearchFilters, Turn
+from memstrata.models import Cell, Context, Hit, ItemKind, Scope, SearchFilters, Tier, Turn
 from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
 from memstrata.retrieval.entity_candidates import (
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 # LoCoMo turns average ~25 tokens; asking for budget/12 episodes leaves room to choose.
 TOKENS_PER_EPISODE_CANDIDATE = 12
 MAX_EPISODE_CANDIDATES = 300
-SUMMARY_TIERS = ("scene", "midterm", "consolidation")
-CONTEXT_TIERS = ("longterm", *SUMMARY_TIERS)
+SUMMARY_TIERS = (Tier.SCENE, Tier.MIDTERM, Tier.CONSOLIDATION)
+CONTEXT_TIERS = (Tier.LONGTERM, *SUMMARY_TIERS)
 PATTERN_MIN_COUNT = 2
 _WORD = re.compile(r"\w+")
 
@@ -127,7 +127,7 @@ class ContextViews:
                 built, episodes = self._build(text, scope, budget, include_superseded, leave_out, zone, verbatim)
                 if last_try or memory._index_reloads[user] == reloads:
                     break
-            included = {item.id for item in built.items if item.kind == "episode"}
+            included = {item.id for item in built.items if item.kind == ItemKind.EPISODE}
             memory._note_hit_visits(user, [hit for hit in episodes if hit.id in included])
             return built
 
@@ -174,7 +174,7 @@ class ContextViews:
         candidates: dict[str, list[Candidate]] = {
             "profile": self._profile(user),
             "pattern": [
-                Candidate("pattern", "pattern", "procedural", f"pattern:{p.key}", p.description, p.score)
+                Candidate("pattern", ItemKind.PATTERN, Tier.PROCEDURAL, f"pattern:{p.key}", p.description, p.score)
                 for p in memory.patterns(user_id=user, query=text, limit=8)
                 if p.count >= PATTERN_MIN_COUNT
             ],
@@ -284,14 +284,14 @@ class ContextViews:
         found by meaning (its seq in ``by_meaning``): the block then shows it without the
         sentence ("user · allergy: peanuts"), so a fact bearing on the query reads as a fact.
         """
-        hits = [hit for hit in derived if hit.tier == "longterm"]
+        hits = [hit for hit in derived if hit.tier == Tier.LONGTERM]
         said = self._facade._facts_said_on(hits, user, zone)
         quoting = _quoting(hits, {turn.id: turn for turn in showable})
         found = [
             Candidate(
                 "cell",
-                "cell",
-                "longterm",
+                ItemKind.CELL,
+                Tier.LONGTERM,
                 hit.id,
                 annotate(hit.content, said.get(hit.id)),
                 hit.score,
@@ -314,8 +314,8 @@ class ContextViews:
             replaced = [
                 Candidate(
                     "cell",
-                    "cell",
-                    "longterm",
+                    ItemKind.CELL,
+                    Tier.LONGTERM,
                     older.id,
                     f"{annotate(cell_text(older), older.valid_from.astimezone(zone))}"
                     f" (until {_date(older.valid_to, zone)}, then replaced)",
@@ -346,8 +346,8 @@ class ContextViews:
         return [
             Candidate(
                 "profile",
-                "profile",
-                "longterm",
+                ItemKind.PROFILE,
+                Tier.LONGTERM,
                 f"profile:{key}",
                 f"{speaker} · {readable_key(key)}: {value}" if named else f"{readable_key(key)}: {value}",
             )
@@ -358,7 +358,11 @@ class ContextViews:
         subgraph = self._facade.graph(user_id=user, query=text, limit=10)
         return [
             Candidate(
-                "graph", "graph", "graph", f"edge:{e.source}|{e.target}", f"{e.source} — {e.target} ({e.weight}×)"
+                "graph",
+                ItemKind.GRAPH,
+                Tier.GRAPH,
+                f"edge:{e.source}|{e.target}",
+                f"{e.source} — {e.target} ({e.weight}×)",
             )
             for e in subgraph.edges
         ]
@@ -376,8 +380,8 @@ def _recent(turns: Mapping[int, Turn], zone: tzinfo) -> list[Candidate]:
     return [
         Candidate(
             "recent",
-            "episode",
-            "working",
+            ItemKind.EPISODE,
+            Tier.WORKING,
             t.id,
             f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
             when=t.created_at.astimezone(zone),
@@ -398,8 +402,8 @@ def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> 
     content = annotate(hit.content if len(hit.source_turn_ids) > 1 else turn.content, said)
     return Candidate(
         section,
-        "episode",
-        "episodic",
+        ItemKind.EPISODE,
+        Tier.EPISODIC,
         turn.id,
         f"{speaker}: {content}",
         hit.score,

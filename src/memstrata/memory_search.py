@@ -16,7 +16,7 @@ import numpy as np
 
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, may_mention_relative_time, resolve_time_expressions
-from memstrata.models import Hit, Role, Scope, SearchFilters, Turn
+from memstrata.models import Hit, Role, Scope, SearchFilters, Tier, Turn
 from memstrata.retrieval.bursts import joined_bursts, one_per_burst, unread
 from memstrata.retrieval.cell_candidates import CellCandidatePolicy, about_whom_asked, closest_cells, with_cells
 from memstrata.retrieval.diversify import maximal_marginal_relevance
@@ -270,7 +270,7 @@ class SearchViews:
                     rankings[name] = [(("turn", seq), score) for seq, score in found]
         if pending is not None:
             rankings = {**pending.result(), **rankings}
-        if "longterm" in tiers and query_vector is not None:
+        if Tier.LONGTERM in tiers and query_vector is not None:
             closest = self._cells_by_meaning(user_id, query_vector, mentioned_speaker(text, speakers), speakers)
             if closest:
                 rankings["derived"] = with_cells(rankings.get("derived", []), closest, k=self.settings.rrf_k)
@@ -404,7 +404,9 @@ class SearchViews:
             kind, seq = item.key
             if kind == "turn" and seq in turns:
                 turn = turns[seq]
-                hits.append(Hit(turn.id, "episodic", turn.content, item.score, turn, (turn.id,), dict(item.ranks), seq))
+                hits.append(
+                    Hit(turn.id, Tier.EPISODIC, turn.content, item.score, turn, (turn.id,), dict(item.ranks), seq)
+                )
             elif kind == "derived" and seq in derived:
                 item_id, tier, content, sources = derived[seq]
                 hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks), seq))
@@ -415,7 +417,7 @@ class SearchViews:
         said = self._facts_said_on(hits, user_id, zone)
         return [
             replace(hit, content=annotate(hit.content, said[hit.id]))
-            if hit.tier == "longterm" and hit.id in said
+            if hit.tier == Tier.LONGTERM and hit.id in said
             else hit
             for hit in hits
         ]
@@ -429,7 +431,7 @@ class SearchViews:
         sources = {
             hit.id: hit.source_turn_ids[0]
             for hit in hits
-            if hit.tier == "longterm" and hit.source_turn_ids and may_mention_relative_time(hit.content)
+            if hit.tier == Tier.LONGTERM and hit.source_turn_ids and may_mention_relative_time(hit.content)
         }
         if not sources:
             return {}

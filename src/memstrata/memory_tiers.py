@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from memstrata.errors import InvalidInput, NotFound, StorageError
 from memstrata.extraction.entities import extract_entities
 from memstrata.extraction.patterns import key_topic_words, topic_words
-from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph, Turn
+from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph, Tier, Turn
 from memstrata.policies.importance import recency_decay
 from memstrata.validation import LARGEST_COUNT, check_identifier, check_limit, check_text
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from memstrata.tiers.worker import Worker
 
 PATTERN_HALF_LIFE_SECONDS = 30 * 24 * 3600.0
-PRUNABLE_TIERS = ("episodic", "midterm", "longterm")
+PRUNABLE_TIERS = (Tier.EPISODIC, Tier.MIDTERM, Tier.LONGTERM)
 
 
 class TierViews:
@@ -177,7 +177,7 @@ class TierViews:
         working = store.get_by_seqs(self._working_seqs(user), user)  # type: ignore[attr-defined]
         return Inspection(
             user_id=user,
-            counts={**store.tier_counts(user), "working": len(working)},
+            counts={**store.tier_counts(user), Tier.WORKING: len(working)},
             working=tuple(working[seq] for seq in sorted(working)),
             segments=tuple(store.segments(user, limit=limit)),
             profile=store.profile(user),
@@ -247,7 +247,7 @@ class TierViews:
         except OverflowError:  # older than the calendar: nothing is that old
             cutoff = datetime.min.replace(tzinfo=UTC)
         count = self._tiers.prune(user, tier, cutoff, keep_last)
-        if tier == "episodic" and count:
+        if tier == Tier.EPISODIC and count:
             self._index.drop(user)  # type: ignore[attr-defined]
             self._discard_deleted(user, None)  # type: ignore[attr-defined]
         return count

@@ -9,6 +9,32 @@ from enum import StrEnum
 from typing import Any
 
 
+class Tier(StrEnum):
+    """Where a memory lives in the hierarchy (a hit's or a context item's ``tier``)."""
+
+    WORKING = "working"  # this session's latest exchanges
+    EPISODIC = "episodic"  # every turn, verbatim
+    MIDTERM = "midterm"  # topic segments and their summaries
+    SCENE = "scene"  # segments promoted to long-term scenes
+    LONGTERM = "longterm"  # facts (cells) and the profile
+    CONSOLIDATION = "consolidation"  # what a sleep pass distilled from many turns
+    PROCEDURAL = "procedural"  # recurring patterns
+    GRAPH = "graph"  # the entity graph
+
+
+class ItemKind(StrEnum):
+    """What a context item is (``ContextItem.kind``)."""
+
+    PROFILE = "profile"
+    CELL = "cell"
+    PATTERN = "pattern"
+    GRAPH = "graph"
+    CONSOLIDATION = "consolidation"
+    SCENE = "scene"
+    MIDTERM = "midterm"  # a topic segment's summary
+    EPISODE = "episode"  # a turn, or a message burst
+
+
 class Role(StrEnum):
     """Who said a message, in the vocabulary chat APIs already use."""
 

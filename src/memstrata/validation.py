@@ -11,7 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memstrata.errors import InvalidInput
-from memstrata.models import Role
+from memstrata.models import Role, Tier
 
 MAX_IDENTIFIER_LENGTH = 256
 MESSAGE_KEYS = frozenset({"role", "content", "name", "id", "metadata"})
@@ -26,7 +26,7 @@ LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 MIN_BUDGET = 50
 MAX_BUDGET = 1_000_000
 #: The derived tiers ``search(tiers=...)`` can rank beside the turns.
-DERIVED_TIERS = ("longterm", "scene", "midterm", "consolidation")
+DERIVED_TIERS = (Tier.LONGTERM, Tier.SCENE, Tier.MIDTERM, Tier.CONSOLIDATION)
 
 
 @dataclass(frozen=True, slots=True)
