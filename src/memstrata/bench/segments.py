@@ -36,7 +36,7 @@ from memstrata.bench.datasets import DialogTurn, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine
 from memstrata.bench.locomo import TUNING_CONVERSATIONS
 from memstrata.bench.qa import answering_memory
-from memstrata.tiers.hierarchy import topic_thresholds
+from memstrata.tiers.midterm import topic_thresholds
 
 BLOCK_TURNS = (4, 12)
 STREAM_START = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import date
+from datetime import date, tzinfo
 from typing import TypeVar
 
 from memstrata.embeddings.base import Embedder, Vectors
@@ -33,6 +33,11 @@ log = logging.getLogger("memstrata.steps")
 Result = TypeVar("Result")
 KEYWORDS_PER_SEGMENT = 6
 _WORD_CHARACTERS = str.maketrans({character: " " for character in ".,;:!?()[]{}\"'`“”’*/\\"})
+
+
+def day_said(turn: Turn, zone: tzinfo) -> date:
+    """The day ``turn`` was said, in ``zone``: what its "yesterday" counts from."""
+    return turn.created_at.astimezone(zone).date()
 
 
 def keywords(

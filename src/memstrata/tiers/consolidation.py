@@ -1,0 +1,119 @@
+"""Consolidation ("sleep"): clusters of turns no sleep has looked at, each distilled into one summary."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from datetime import UTC, date, datetime
+
+import numpy as np
+
+from memstrata.embeddings.base import Embedder
+from memstrata.extraction.entities import entity_names
+from memstrata.ids import IdGenerator
+from memstrata.models import Consolidation, Turn
+from memstrata.policies.consolidation import dbscan, should_consolidate, token_efficiency
+from memstrata.retrieval.fulltext import indexed_text
+from memstrata.storage.base import TierStore
+from memstrata.tiers.policy import HierarchyPolicy
+from memstrata.tiers.steps import MemorySteps, day_said
+
+CONSOLIDATION_BATCH = 1000
+
+
+def without_labels(text: str, speakers: Collection[str]) -> str:
+    """``text`` less the "Name: " labels of ``speakers``' names, wherever one opens a line, a sentence or a word run."""
+    names = sorted((re.escape(name) for name in speakers if name.strip()), key=len, reverse=True)
+    if not names:
+        return text
+    return re.sub(rf"(?:(?<=^)|(?<=\s)|(?<=\]))(?:{'|'.join(names)}): ", "", text)
+
+
+class Sleep:
+    """Consolidates a user's turns in bounded batches, oldest first, once enough have come."""
+
+    def __init__(
+        self, store: TierStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self.steps = steps
+        self._ids = ids
+        self.policy = policy
+
+    def due(self, user_id: str) -> bool:
+        """Whether enough turns (or words) came since the user's last sleep for the next one.
+
+        Counted from the newest turn that sleep looked at (stored, so every process agrees),
+        not over every turn not consolidated: turns no cluster took would otherwise make
+        every later batch of new turns sleep again.
+        """
+        pending, words = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
+        return pending > 0 and should_consolidate(pending, words, self.policy.consolidation)
+
+    def backlog(self, user_id: str) -> list[Consolidation]:
+        """Sleep batch after batch until every turn there was when it started has been looked at."""
+        pending, _ = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
+        made = self.consolidate(user_id)
+        for _ in range(max(0, pending - 1) // CONSOLIDATION_BATCH):
+            made.extend(self.consolidate(user_id))
+        return made
+
+    def consolidate(self, user_id: str) -> list[Consolidation]:
+        """Cluster turns not yet consolidated and store one summary per cluster, with its TES."""
+        policy = self.policy.consolidation
+        # Bounded batches keep one sleep short (DBSCAN is quadratic). A batch takes the turns
+        # no sleep has looked at yet, oldest first, so a backlog is worked through in order.
+        seqs = self._store.unconsolidated_turns(
+            user_id, CONSOLIDATION_BATCH, after_seq=self._store.slept_through(user_id)
+        )
+        if not seqs:
+            return []
+        # Marked once the batch's clusters are stored: a sleep cut short (a crash, a storage
+        # error) leaves the mark where it was, so its retry looks at the same turns again.
+        looked_at = seqs[-1]
+        vectors = self._store.vectors_for(self._embedder.model_id, seqs)
+        seqs = [seq for seq in seqs if seq in vectors]
+        if len(seqs) < policy.min_samples:
+            self._store.mark_slept(user_id, looked_at)
+            return []
+        matrix = np.stack([vectors[seq] for seq in seqs])
+        labels = dbscan(matrix, eps=policy.eps, min_samples=policy.min_samples)
+        turns = self._store.get_by_seqs(seqs, user_id)
+        made: list[Consolidation] = []
+        groups: list[list[int]] = []
+        for label in sorted(set(labels) - {-1}):
+            members = [seq for seq, value in zip(seqs, labels, strict=True) if value == label and seq in turns]
+            size = self.policy.max_cluster_turns
+            groups.extend(members[start : start + size] for start in range(0, len(members), size))
+        for members in groups:
+            if len(members) < policy.min_samples:
+                continue
+            texts = [indexed_text(turns[seq]) for seq in members]
+            member_vectors = np.stack([vectors[seq] for seq in members])
+            cluster = f"the cluster from turn {turns[members[0]].id}"
+            said = [self._said(turns[seq]) for seq in members]
+            summary = self.steps.consolidation_summary(texts, member_vectors, label=cluster, said=said)
+            # Measured on what was said: the speaker labels the summary lends its sentences
+            # would count as entities it keeps, by construction.
+            speakers = {name for seq in members if (name := turns[seq].name)}
+            efficiency = token_efficiency(
+                [turns[seq].content for seq in members], without_labels(summary, speakers), entities=entity_names
+            )
+            consolidation = Consolidation(
+                id=self._ids.new(),
+                user_id=user_id,
+                summary=summary,
+                source_turn_ids=tuple(turns[seq].id for seq in members),
+                compression_ratio=efficiency.compression_ratio,
+                entity_preservation=efficiency.entity_preservation,
+                tes=efficiency.score,
+                created_at=datetime.now(UTC),
+            )
+            if self._store.add_consolidation(consolidation, members):
+                made.append(consolidation)
+        self._store.mark_slept(user_id, looked_at)
+        return made
+
+    def _said(self, turn: Turn) -> date:
+        return day_said(turn, self.policy.timezone)

@@ -1,0 +1,37 @@
+"""The entity graph: who and what each turn names, and the names' vectors."""
+
+from __future__ import annotations
+
+from memstrata.embeddings.base import Embedder
+from memstrata.extraction.entities import extract_entities
+from memstrata.models import Turn
+from memstrata.storage.base import TierStore
+
+ENTITY_VECTORS_PER_JOB = 256  # entity names embedded in one job at most (about 2 s with the default embedder)
+
+
+class Graph:
+    """Adds each new turn's entities to the user's graph and embeds names that have no vector yet."""
+
+    def __init__(self, store: TierStore, embedder: Embedder) -> None:
+        self._store = store
+        self._embedder = embedder
+
+    def observe(self, user_id: str, seq: int, turn: Turn) -> int:
+        """Store the entities ``turn`` names (the speaker counts as a known person); how many."""
+        found = extract_entities(turn.content, known_people=[turn.name] if turn.name else ())
+        if found:
+            self._store.add_entities(user_id, seq, [(e.name, e.kind.value) for e in found], turn.created_at)
+        return len(found)
+
+    def embed_names(self, user_id: str) -> None:
+        """Embed the names of the user's entities that have no vector of this embedder yet.
+
+        At most ``ENTITY_VECTORS_PER_JOB`` a job, the most mentioned first: a store from before
+        entity vectors (or one whose embedder changed) catches up over the next jobs.
+        """
+        model = self._embedder.model_id
+        missing = self._store.entities_without_vectors(user_id, model, ENTITY_VECTORS_PER_JOB)
+        if missing:
+            vectors = self._embedder.embed_documents([name for _, name in missing])
+            self._store.save_entity_vectors(model, {entity_id: vectors[i] for i, (entity_id, _) in enumerate(missing)})
