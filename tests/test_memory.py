@@ -17,7 +17,17 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memstrata import IdConflict, InvalidInput, Memory, MemstrataError, NotFound, Role, StorageError, Turn
+from memstrata import (
+    IdConflict,
+    InvalidInput,
+    Memory,
+    MemstrataError,
+    NotFound,
+    Role,
+    SearchFilters,
+    StorageError,
+    Turn,
+)
 from memstrata.config import DATABASE_FILE_NAME
 from memstrata.embeddings.base import normalize_rows
 from memstrata.embeddings.hashing import HashEmbedder
@@ -1441,3 +1451,37 @@ def test_a_piece_of_a_burst_is_found_by_meaning_through_the_pieces_before_it(hom
     texts = ["starts next week", "signed up for the pottery class\nstarts next week"]
     alone, joined = HashEmbedder().embed_documents(texts)
     assert np.allclose(added, normalize_rows((alone + joined)[None])[0])  # the mean of the piece's and the burst's
+
+
+def test_a_deleted_message_leaves_no_trace_in_the_vectors_of_its_bursts_later_pieces(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        secret = memory.add("my diagnosis is lymphoma", user_id="u", session_id="s", timestamp="2025-03-01T10:00:00Z")
+        memory.add("please keep it between us", user_id="u", session_id="s", timestamp="2025-03-01T10:00:20Z")
+        memory.add("see you", user_id="u", session_id="s", timestamp="2025-03-01T11:00:00Z")
+        before = memory._store.vectors_for(memory.embedder.model_id, [2])[2]
+        memory.delete(secret[0].id, user_id="u")
+        after = memory._store.vectors_for(memory.embedder.model_id, [2])[2]
+        alone = HashEmbedder().embed_documents(["please keep it between us"])[0]
+        assert not np.allclose(before, alone) and np.allclose(after, alone)
+        memory.add("a new burst", user_id="u", session_id="t", timestamp="2025-03-02T10:00:00Z")
+        memory.add("goes on", user_id="u", session_id="t", timestamp="2025-03-02T10:00:10Z")
+        assert memory.prune(user_id="u", tier="episodic", keep_last=1) == 3
+        kept = memory.history(user_id="u")
+        assert [turn.content for turn in kept] == ["goes on"]
+        (seq,) = [int(s) for s in memory._store.filtered_seqs("u", SearchFilters())]
+        vector = memory._store.vectors_for(memory.embedder.model_id, [seq])[seq]
+        assert np.allclose(vector, HashEmbedder().embed_documents(["goes on"])[0])
+
+
+def test_reindex_embeds_a_burst_as_add_did_with_another_users_messages_in_between(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False) as memory:
+        said = [("u", "signed up for pottery", 0), ("v", "hello there", 5), ("u", "starts soon", 10)]
+        for user, text, second in said:
+            memory.add(text, user_id=user, session_id="s", timestamp=f"2025-03-01T10:00:{second:02d}Z")
+        added = memory._store.vectors_for(memory.embedder.model_id, [3])[3]
+    other = HashEmbedder(dimension=256)
+    with Memory(home, embedder=other, background=False) as reindexed:  # another model: every turn embedded again
+        again = reindexed._store.vectors_for(other.model_id, [3])[3]
+    for embedder, vector in ((HashEmbedder(), added), (other, again)):
+        alone, joined = embedder.embed_documents(["starts soon", "signed up for pottery\nstarts soon"])
+        assert np.allclose(vector, normalize_rows((alone + joined)[None])[0])

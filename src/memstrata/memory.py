@@ -32,7 +32,7 @@ from memstrata.memory_transfer import TransferViews
 from memstrata.models import Compaction, Deletion, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
-from memstrata.retrieval.bursts import MAX_BURST, burst_texts
+from memstrata.retrieval.bursts import MAX_BURST, burst_texts, continues
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
@@ -57,6 +57,8 @@ Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` during long work."""
 
 EMBED_BATCH = 64
+#: Rows read before a turn to find its own earlier messages on a busy store (other users' rows skipped).
+BURST_LOOKBACK = 50
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
@@ -323,7 +325,7 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
             own = [turn for turn in turns if turn.user_id == user_id]
             before: list[Turn] = []
             if own[0].session_id is not None:  # a burst never spans sessions, and a turn without one is in none
-                before = self._store.history(Scope(user_id), limit=MAX_BURST - 1, newest_first=True)[::-1]
+                before = self._store.history(Scope(user_id), limit=MAX_BURST, newest_first=True)[::-1]
             texts.update(zip((turn.id for turn in own), burst_texts(own, before), strict=True))
         return [texts[turn.id] for turn in turns]
 
@@ -402,27 +404,50 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         return done
 
     def _reindex_bursts(self, batch: Sequence[tuple[int, Turn]]) -> list[str | None]:
-        """Stored turns' message bursts up to them, as when they were added (see ``_burst_texts``)."""
+        """Stored turns' message bursts up to them (see ``_burst_texts``): each after the user's turns stored before it.
+
+        A turn's own earlier turns are looked for among the :data:`BURST_LOOKBACK` rows stored
+        before it (other users' rows in between are skipped, as ``add`` never sees them).
+        """
         if not self.settings.join_bursts:
             return [None] * len(batch)
         known = {seq: turn for seq, turn in batch}
         wanted: dict[str, set[int]] = {}
         for seq, turn in batch:
-            wanted.setdefault(turn.user_id, set()).update(
-                {seq - step for step in range(1, MAX_BURST) if seq - step >= 1} - known.keys()
-            )
+            wanted.setdefault(turn.user_id, set()).update(range(max(1, seq - BURST_LOOKBACK), seq))
         for user_id, seqs in wanted.items():
-            known.update(self._store.get_by_seqs(sorted(seqs), user_id))
+            known.update(self._store.get_by_seqs(sorted(seqs - known.keys()), user_id))
         texts: list[str | None] = []
         for seq, turn in batch:
-            before: list[Turn] = []
-            while len(before) < MAX_BURST - 1:
-                previous = known.get(seq - len(before) - 1)
-                if previous is None or previous.user_id != turn.user_id:
-                    break
-                before.insert(0, previous)
-            texts.append(burst_texts([turn], before)[0])
+            earlier = [
+                known[before]
+                for before in range(seq - 1, max(0, seq - BURST_LOOKBACK - 1), -1)
+                if before in known and known[before].user_id == turn.user_id
+            ][:MAX_BURST]
+            texts.append(burst_texts([turn], earlier[::-1])[0])
         return texts
+
+    def _refresh_bursts(self, user_id: str, seqs: Sequence[int]) -> None:
+        """Embed these turns again from what is stored now: a deleted message leaves no trace in later vectors."""
+        if not self.settings.join_bursts or not seqs:
+            return
+        batch = sorted(self._store.get_by_seqs(list(seqs), user_id).items())
+        if batch:
+            vectors = self._embed_turns([turn for _, turn in batch], self._reindex_bursts(batch))
+            self._store.put_vectors(self._embedder.model_id, [seq for seq, _ in batch], vectors)
+            self._index.drop(user_id)
+
+    def _pieces_after(self, user_id: str, seq: int, deleted: Turn) -> list[int]:
+        """The seqs of the user's turns that went on the burst of ``deleted`` (stored at ``seq``) after it."""
+        after = self._store.get_by_seqs(list(range(seq + 1, seq + BURST_LOOKBACK + 1)), user_id)
+        pieces: list[int] = []
+        previous = deleted
+        for later in sorted(after):
+            if len(pieces) == MAX_BURST or not continues(previous, after[later]):
+                break
+            pieces.append(later)
+            previous = after[later]
+        return pieces
 
     # -- reading ----------------------------------------------------------------------
 
@@ -467,13 +492,14 @@ class Memory(SearchViews, TierViews, ContextViews, ChatViews, TransferViews):
         self._require_open()
         user = self._user(user_id)
         identifier = str(check_identifier(turn_id, "id"))
-        found = None
-        if self._shared_working is not None:  # which session's working set may hold it, read before it goes
-            found = self._store.get_by_ids([identifier], user).get(identifier)
+        # Read before it goes: which session's working set may hold it, and which burst it was in.
+        found = self._store.get_by_ids([identifier], user).get(identifier)
         seq = self._store.delete(identifier, user)
         if seq is None:
             raise NotFound(f"no memory with id {identifier!r} for user {user!r}")
         self._index.remove(user, np.array([seq], dtype=np.int64))
+        if found is not None:
+            self._refresh_bursts(user, self._pieces_after(user, seq, found))
         if self._shared_working is not None and found is not None:
             shared = self._shared_working
             self._clear_working(user, lambda: shared.discard_turns(user, found.session_id, [seq]))

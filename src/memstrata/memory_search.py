@@ -409,7 +409,7 @@ class SearchViews:
                 )
             elif kind == "derived" and seq in derived:
                 item_id, tier, content, sources = derived[seq]
-                hits.append(Hit(item_id, tier, content, item.score, None, sources, dict(item.ranks), seq))
+                hits.append(Hit(item_id, Tier(tier), content, item.score, None, sources, dict(item.ranks), seq))
         return hits[:count]
 
     def _dated_facts(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> list[Hit]:

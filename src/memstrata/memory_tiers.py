@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from memstrata.errors import InvalidInput, NotFound, StorageError
 from memstrata.extraction.entities import extract_entities
 from memstrata.extraction.patterns import key_topic_words, topic_words
-from memstrata.models import Cell, Consolidation, Inspection, Pattern, Subgraph, Tier, Turn
+from memstrata.models import Cell, Consolidation, Inspection, Pattern, SearchFilters, Subgraph, Tier, Turn
 from memstrata.policies.importance import recency_decay
+from memstrata.retrieval.bursts import MAX_BURST
 from memstrata.validation import LARGEST_COUNT, check_identifier, check_limit, check_text
 
 # Counting a user's queued jobs while waiting for them: attempts, and the pause between them.
@@ -250,6 +251,9 @@ class TierViews:
         if tier == Tier.EPISODIC and count:
             self._index.drop(user)  # type: ignore[attr-defined]
             self._discard_deleted(user, None)  # type: ignore[attr-defined]
+            # The oldest turns left may have been embedded with pruned messages of their burst.
+            oldest = sorted(int(seq) for seq in self._tiers.filtered_seqs(user, SearchFilters()))[: MAX_BURST - 1]
+            self._refresh_bursts(user, oldest)  # type: ignore[attr-defined]
         return count
 
 

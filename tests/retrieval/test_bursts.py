@@ -100,6 +100,7 @@ def test_a_piece_is_embedded_after_the_earlier_pieces_of_its_burst() -> None:
     texts = burst_texts(run[2:], before=run[:2])
     assert texts[0] == "Bo: message 1\nmessage 2\nmessage 3"
     assert str(texts[MAX_BURST - 3]).count("message") == MAX_BURST and texts[MAX_BURST - 2] is None
+    assert texts[MAX_BURST - 1] is None  # a run too long to be a burst: each later piece stands alone
     assert burst_texts([_turn(1, "Bo", session=None), _turn(2, "Bo", session=None)]) == [None, None]
 
 

@@ -35,34 +35,42 @@ BURST_CONTEXT_CHARS = 1000
 
 
 def burst_texts(turns: Sequence[Turn], before: Sequence[Turn] = ()) -> list[str | None]:
-    """Each of ``turns``' burst so far, from its first piece to it, as one text; ``None`` for a first piece.
+    """Each of ``turns``' burst so far, from its first piece to it, as one text; ``None`` for a turn that stands alone.
 
     "starts next week" alone says nothing a query could find; after "so i finally did it"
     and "signed up for the pottery class" it holds the thought. A piece is embedded both
     ways, alone and so, and keeps the mean of the two: it is found by the thought, and a
     "lol" after a long message does not become a copy of that message. ``turns`` are new
     messages in the order said; ``before`` are the user's messages stored just before
-    them, oldest first. Full text still indexes each message alone.
+    them, oldest first (:data:`MAX_BURST` of them tell whether a run is too long to be a
+    burst). A first piece, and every piece of a run longer than :data:`MAX_BURST`, stands
+    alone; the earlier pieces of a run that grows too long later keep their joined vectors.
+    Full text still indexes each message alone.
     """
-    chain: list[Turn] = []
+    run: list[Turn] = []
     texts: list[str | None] = []
     for position, turn in enumerate([*before, *turns]):
-        chain = [*chain, turn] if chain and len(chain) < MAX_BURST and _continues(chain[-1], turn) else [turn]
+        run = [*run[-MAX_BURST:], turn] if run and continues(run[-1], turn) else [turn]
         if position >= len(before):
-            texts.append(_joined(chain) if len(chain) > 1 else None)
+            texts.append(_joined(run) if 1 < len(run) <= MAX_BURST else None)
     return texts
 
 
-def _joined(chain: Sequence[Turn]) -> str:
-    """The burst ``chain`` as one text for the embedder: the speaker once, then each piece, the last one whole."""
-    last = chain[-1]
+def _joined(run: Sequence[Turn]) -> str | None:
+    """The burst ``run`` as one text for the embedder: the speaker once, then each piece, the last one whole.
+
+    ``None`` when no earlier piece fits in :data:`BURST_CONTEXT_CHARS` (the text would be the piece alone).
+    """
+    last = run[-1]
     earlier: list[str] = []
     room = BURST_CONTEXT_CHARS
-    for turn in reversed(chain[:-1]):
+    for turn in reversed(run[:-1]):
         room -= len(turn.content) + 1
         if room < 0:
             break
         earlier.insert(0, turn.content)
+    if not earlier:
+        return None
     return indexed_text(replace(last, content="\n".join([*earlier, last.content])))
 
 
@@ -86,10 +94,10 @@ def burst_of(seq: int, turns: Mapping[int, Turn], own: Turn | None = None) -> li
 
 
 def _follows(before: Turn | None, after: Turn | None) -> bool:
-    return before is not None and after is not None and _continues(before, after)
+    return before is not None and after is not None and continues(before, after)
 
 
-def _continues(before: Turn, after: Turn) -> bool:
+def continues(before: Turn, after: Turn) -> bool:
     """Whether ``after`` goes on with the message ``before`` in one burst."""
     return (
         before.session_id is not None
@@ -116,7 +124,7 @@ def unread(hits: Sequence[Hit], turns: Mapping[int, Turn], tried: set[int]) -> l
         own, start = hit.turn, hit.seq
         for step in (-1, 1):
             seq, turn = start, own
-            while (nearby := turns.get(seq + step)) is not None and _continues(
+            while (nearby := turns.get(seq + step)) is not None and continues(
                 *((turn, nearby) if step > 0 else (nearby, turn))
             ):
                 seq, turn = seq + step, nearby
