@@ -53,6 +53,13 @@ class LLMRequired(ConfigError):
     """The feature needs an LLM and none is configured (the message says how to configure one)."""
 
 
+#: How to configure an LLM, as the messages of :class:`LLMRequired` and the fronts say it.
+HOW_TO_CONFIGURE_LLM = (
+    "set MEMSTRATA_LLM_PROVIDER (openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY "
+    "(and MEMSTRATA_LLM_BASE_URL for Ollama, vLLM, llama.cpp or another OpenAI-compatible server)"
+)
+
+
 class StorageError(MemstrataError):
     """The store could not be opened, read or written."""
 

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from memstrata.errors import HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE
 from memstrata.errors import MemstrataError, ProviderError
-from memstrata.llms.none import HOW_TO_CONFIGURE
 from memstrata.memory import Memory
 from memstrata.models import ChatReply
 from memstrata.terminal import visible

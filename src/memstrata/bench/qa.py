@@ -34,9 +34,9 @@ from memstrata.bench.datasets import Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.bench.locomo import CATEGORIES, choose_conversations, dia_ids, ingest_dialogue, turn_id
 from memstrata.config import DATABASE_FILE_NAME, load_settings
+from memstrata.errors import HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE
 from memstrata.errors import InvalidInput
 from memstrata.llms.base import LLM, ChatMessage, Completion
-from memstrata.llms.none import HOW_TO_CONFIGURE
 from memstrata.prompts import render
 
 QA_PROMPTS = ("qa_system", "qa_question", "qa_judge")

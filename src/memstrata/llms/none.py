@@ -5,17 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstrata.errors import LLMRequired
+from memstrata.errors import HOW_TO_CONFIGURE_LLM, LLMRequired
 from memstrata.llms.base import ChatMessage, Completion
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
     from memstrata.remote.costs import CostLog
 
-HOW_TO_CONFIGURE = (
-    "set MEMSTRATA_LLM_PROVIDER (openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY "
-    "(and MEMSTRATA_LLM_BASE_URL for Ollama, vLLM, llama.cpp or another OpenAI-compatible server)"
-)
+HOW_TO_CONFIGURE = HOW_TO_CONFIGURE_LLM
 
 
 class NoLLM:
