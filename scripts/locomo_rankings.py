@@ -5,6 +5,11 @@
     memstrata bench locomo --details after.jsonl             # on the code after it
     python scripts/locomo_rankings.py diff before-rankings.jsonl after.jsonl
 
+``docs/benchmarks/locomo-rankings.jsonl.gz`` holds the rankings of the default run of all
+ten conversations (the run in docs/benchmarks.md): diff a new full run against it. Runs of
+fewer conversations rank differently (full-text statistics span the whole store), so
+compare them only with a run of the same conversations.
+
 ``keep`` reduces a details file to what a refactor must not change and nothing of the
 dataset's text: per question its conversation, category, ranked turn ids per search mode,
 and per budget whether the answer and evidence were in ``context()`` and its tokens.
@@ -15,6 +20,7 @@ differ, then a count; it exits 1 when any differ.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -38,8 +44,9 @@ def reduced(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    """A details or rankings file, reduced, one entry per question in the order asked."""
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """A details or rankings file (``.gz`` too), reduced, one entry per question in the order asked."""
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
     return [line if "ranked" in line else reduced(line) for line in lines]
 
 
