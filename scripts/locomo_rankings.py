@@ -8,7 +8,9 @@
 ``docs/benchmarks/locomo-rankings.jsonl.gz`` holds the rankings of the default run of all
 ten conversations (the run in docs/benchmarks.md): diff a new full run against it. Runs of
 fewer conversations rank differently (full-text statistics span the whole store), so
-compare them only with a run of the same conversations.
+compare them only with a run of the same conversations. Consolidation follows the
+background worker's timing, so a context's ``tokens`` and ``items`` may differ between two
+runs of the same code; ``ranked`` and ``answer_in_context`` should not.
 
 ``keep`` reduces a details file to what a refactor must not change and nothing of the
 dataset's text: per question its conversation, category, ranked turn ids per search mode,
