@@ -20,3 +20,16 @@ def write_json(path: Path | None, value: object) -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value, indent=2) + "\n")
+
+
+def chosen_conversations(conversations: str | None, limit: int | None) -> tuple[int, ...]:
+    """The LoCoMo conversations ``--conversations`` names (empty: all), ``--limit`` checked; InvalidInput else."""
+    from memstrata.bench.locomo import parse_conversations
+    from memstrata.errors import InvalidInput
+
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"--limit must be at least 1, not {limit}")
+    try:
+        return parse_conversations(conversations)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc

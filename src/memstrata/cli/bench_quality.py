@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstrata.cli.bench_options import DataOption, EmbedderOption, HomeOption, JsonOutOption, ThreadsOption, write_json
+from memstrata.cli.bench_options import (
+    DataOption,
+    EmbedderOption,
+    HomeOption,
+    JsonOutOption,
+    ThreadsOption,
+    chosen_conversations,
+    write_json,
+)
 from memstrata.cli.common import console, print_json
 
 app = typer.Typer()
@@ -43,16 +51,10 @@ def locomo(
 
     Example: memstrata bench locomo --conversations 1-5 --json results/locomo.json
     """
-    from memstrata.bench.locomo import LocomoOptions, parse_conversations, run_locomo
-    from memstrata.errors import InvalidInput
+    from memstrata.bench.locomo import LocomoOptions, run_locomo
     from memstrata.validation import check_tiers
 
-    try:
-        chosen = parse_conversations(conversations)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc
-    if limit is not None and limit < 1:
-        raise InvalidInput(f"--limit must be at least 1, not {limit}")
+    chosen = chosen_conversations(conversations, limit)
     wanted_tiers = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
     check_tiers(wanted_tiers)  # said now, not after the conversations are ingested
     if qa:
@@ -312,17 +314,10 @@ def robustness(
 
     Example: memstrata bench robustness --conversations 1-5 --json results/robustness.json
     """
-    from memstrata.bench.locomo import parse_conversations
     from memstrata.bench.perturb import DEFAULT_SEED, PERTURBATIONS, check_perturbations
     from memstrata.bench.robustness import ROW_CAPTION, ROW_HEADINGS, RobustnessOptions, run_robustness, summary_rows
-    from memstrata.errors import InvalidInput
 
-    try:
-        chosen = parse_conversations(conversations)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc
-    if limit is not None and limit < 1:
-        raise InvalidInput(f"--limit must be at least 1, not {limit}")
+    chosen = chosen_conversations(conversations, limit)
     wanted = check_perturbations(perturbations.split(",") if perturbations is not None else PERTURBATIONS)
     options = RobustnessOptions(
         data=data,
