@@ -6,7 +6,7 @@
 with the bundled model takes several minutes). The script prints the fitted
 ``RerankPolicy`` and evidence recall@10 of the shipped policy and the fitted one, per
 half and per category. It reads the same candidates ``Memory.search`` reads, through
-``Memory._rankings``, so the features are exactly those production computes.
+the retrieval pipeline (``Memory.parts.pipeline``), so the features are exactly those production computes.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from memstrata import Memory
 from memstrata.bench.datasets import find_locomo, load_locomo
 from memstrata.bench.locomo import ingest_dialogue, turn_id
 from memstrata.bench.metrics import recall_at
-from memstrata.memory_search import asked_periods, joined
-from memstrata.models import SearchFilters
 from memstrata.retrieval.fusion import fuse_scored
+from memstrata.retrieval.query import Query, asked_periods, joined, today_in
 from memstrata.retrieval.rerank import FEATURES, RerankPolicy, TurnSignals, rerank, rerank_features
 from memstrata.retrieval.speakers import mentioned_speaker
 
@@ -66,9 +65,11 @@ def main() -> None:
 def candidates(memory: Memory, query: str, user: str, evidence: set[str]) -> dict:  # type: ignore[type-arg]
     """The fused candidates of one question with their features, labels and what ``rerank`` needs."""
     depth = memory.settings.search_candidates
-    rankings = joined(memory._rankings(query, user, SearchFilters(), depth, "hybrid", ()))
+    zone = memory.settings.zone
+    asked = Query(text=query, user_id=user, depth=depth, today=today_in(zone), zone=zone)
+    rankings = joined(memory.parts.pipeline.rankings(asked).rankings)
     fused = fuse_scored(rankings, k=memory.settings.rrf_k)
-    turns = memory._turns(user, [seq for _, seq in (item.key for item in fused)], None)
+    turns = memory.parts.pipeline.turns(user, [seq for _, seq in (item.key for item in fused)])
     signals = {
         ("turn", seq): TurnSignals.of(turn.name, turn.content, turn.session_id, turn.created_at)
         for seq, turn in turns.items()

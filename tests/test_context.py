@@ -9,7 +9,9 @@ import pytest
 
 from memstrata import InvalidInput, Memory, StorageError
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.models import Context, Hit
 from memstrata.retrieval.assembly import AssemblyPolicy
+from memstrata.retrieval.context import ContextRequest
 from memstrata.retrieval.tokens import count_tokens
 
 
@@ -159,13 +161,13 @@ def test_flush_for_one_user_keeps_its_timeout_while_more_of_their_work_arrives(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory.add("first things first", user_id="ana")
-    store = memory._store
+    store = memory.parts.store
 
     def busy(job: object) -> None:  # as if another process kept adding Ana's turns
         time.sleep(0.05)
         store.enqueue_job("visit", "ana", {"searches": []})  # type: ignore[attr-defined]
 
-    monkeypatch.setattr(memory._worker, "_run", busy)
+    monkeypatch.setattr(memory.parts.worker, "_run", busy)
     started = time.monotonic()
     with pytest.raises(StorageError, match="did not finish in time"):
         memory.flush(user_id="ana", timeout=0.5)
@@ -347,7 +349,7 @@ def test_context_after_another_instance_deleted_a_turn_shows_what_is_left(home: 
             second.delete("old-3", user_id="u")
         block = first.context("old note 3", user_id="u", verbatim=True)
         # The stale index offered the deleted turn: it was noticed, and the block holds what is left.
-        assert first._index_reloads["u"] > 0
+        assert first.parts.pipeline.reloads("u") > 0
         assert "old note 3" not in block.text
         assert {item.id for item in block.items if item.kind == "episode"} == {f"old-{i}" for i in range(10) if i != 3}
 
@@ -357,17 +359,18 @@ def test_a_block_built_on_a_stale_index_is_built_once_more_at_most(
     memory: Memory, monkeypatch: pytest.MonkeyPatch, stale_tries: int, builds: int
 ) -> None:
     _seed(memory)
-    build = memory._build
+    contexts = memory.parts.contexts
+    build = contexts._build
     calls: list[bool] = []
 
-    def stale(*args: object, **kwargs: object) -> object:
+    def stale(request: ContextRequest) -> tuple[Context, list[Hit]]:
         calls.append(True)
-        found = build(*args, **kwargs)  # type: ignore[arg-type]
+        found = build(request)
         if len(calls) <= stale_tries:
-            memory._index_reloads["ana"] += 1  # as if a turn the index offered had gone meanwhile
+            memory.parts.pipeline.stale("ana")  # as if a turn the index offered had gone meanwhile
         return found
 
-    monkeypatch.setattr(memory, "_build", stale)
+    monkeypatch.setattr(contexts, "_build", stale)
     context = memory.context("where does Ana live?", user_id="ana", verbatim=True)
     assert len(calls) == builds
     assert "I live in Porto now." in context.text

@@ -31,8 +31,8 @@ from memstrata import (
 from memstrata.config import DATABASE_FILE_NAME
 from memstrata.embeddings.base import normalize_rows
 from memstrata.embeddings.hashing import HashEmbedder
-from memstrata.memory_search import asked_periods, joined
 from memstrata.retrieval.periods import Period, Span
+from memstrata.retrieval.query import asked_periods, joined
 from memstrata.storage import open_store
 from memstrata.validation import check_text
 from tests.inputs import nested
@@ -698,13 +698,13 @@ def test_an_export_that_fails_part_way_leaves_no_partial_file(
     memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _populate(memory)
-    stored = memory._store.iterate
+    stored = memory.parts.store.iterate
 
     def breaks_after_one(user_id: str | None) -> Any:
         yield next(iter(stored(user_id)))
         raise StorageError("the store went away")
 
-    monkeypatch.setattr(memory._store, "iterate", breaks_after_one)
+    monkeypatch.setattr(memory.parts.store, "iterate", breaks_after_one)
     (tmp_path / "out").mkdir()
     with pytest.raises(StorageError, match="went away"):
         memory.export(tmp_path / "out" / "e.jsonl")
@@ -1212,7 +1212,7 @@ def test_forget_drops_the_users_visits_not_yet_queued(tmp_path: Path) -> None:
         assert memory.search("sailing", user_id="ana")  # a visit, held until a batch is queued
         memory.forget(user_id="ana")
     with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
-        assert reopened._store.count_jobs("ana") == 0
+        assert reopened.parts.store.count_jobs("ana") == 0
 
 
 def test_forgetting_one_session_keeps_the_visits_to_the_rest(tmp_path: Path) -> None:
@@ -1223,13 +1223,13 @@ def test_forgetting_one_session_keeps_the_visits_to_the_rest(tmp_path: Path) -> 
         assert memory.search("sailing", user_id="ana")
         memory.forget(user_id="ana", session_id="s1")
     with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
-        assert reopened._store.count_jobs("ana") == 1  # the visit, queued on close
+        assert reopened.parts.store.count_jobs("ana") == 1  # the visit, queued on close
 
 
 def test_a_memory_that_fails_to_open_closes_the_store_it_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memstrata.memory as module
+    import memstrata.facade.parts as module
 
     opened: list[Any] = []
 
@@ -1268,7 +1268,7 @@ def test_with_record_visits_off_reads_never_change_the_memory(tmp_path: Path) ->
             assert memory.search("sailing", user_id="ana")
             assert memory.context("sailing", user_id="ana").items
     with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False) as reopened:
-        assert reopened._store.count_jobs("ana") == 0
+        assert reopened.parts.store.count_jobs("ana") == 0
 
 
 def test_forget_after_the_tier_work_leaves_no_row_of_the_user_but_the_audit_of_it(memory: Memory) -> None:
@@ -1332,7 +1332,7 @@ def test_users_unloaded_from_a_full_vector_index_are_found_again(tmp_path: Path)
             for user in ("ana", "bea", "cid"):
                 hits = memory.search("bees roof", user_id=user, mode="vector", limit=1)
                 assert [hit.content for hit in hits] == [f"{user} keeps bees on the roof"]
-                assert memory._index.rows() <= 300
+                assert memory.parts.index.rows() <= 300
 
 
 def test_searches_from_many_threads_find_their_users_while_the_vector_index_unloads_others(tmp_path: Path) -> None:
@@ -1372,10 +1372,10 @@ def test_a_segment_promoted_to_a_scene_outlives_pruning_so_forgetting_its_turns_
         memory.flush()
         memory.search("Porto PIN 4417 Xiomara", user_id="ana")  # visits warm the segment into a scene
         memory.flush()
-        segments = [segment.id for segment in memory._store.segments("ana")]
+        segments = [segment.id for segment in memory.parts.store.segments("ana")]
         with sqlite3.connect(home / DATABASE_FILE_NAME) as connection:
             assert connection.execute("SELECT COUNT(*) FROM scenes").fetchone() == (1,)
-        memory._store.archive_segments("ana", segments, {"heat": 0.0})  # as eviction would
+        memory.parts.store.archive_segments("ana", segments, {"heat": 0.0})  # as eviction would
         assert memory.prune(user_id="ana", tier="midterm", keep_last=0) == 0  # the promoted one stays
         assert memory.forget(user_id="ana", session_id="s1").turns == 4
     with sqlite3.connect(home / DATABASE_FILE_NAME) as connection:
@@ -1445,7 +1445,7 @@ def test_a_piece_of_a_burst_is_found_by_meaning_through_the_pieces_before_it(hom
             return next(hit.ranks["vector"] for hit in hits if hit.id == piece.id)
 
         assert rank_of_piece(memory) == 2  # after the piece that names it, before every other message
-        added = memory._store.vectors_for(memory.embedder.model_id, [2])[2]
+        added = memory.parts.store.vectors_for(memory.embedder.model_id, [2])[2]
     with Memory(home, embedder=HashEmbedder(dimension=256), background=False) as reindexed:  # another model: reindexed
         assert rank_of_piece(reindexed) == 2
     texts = ["starts next week", "signed up for the pottery class\nstarts next week"]
@@ -1458,9 +1458,9 @@ def test_a_deleted_message_leaves_no_trace_in_the_vectors_of_its_bursts_later_pi
         secret = memory.add("my diagnosis is lymphoma", user_id="u", session_id="s", timestamp="2025-03-01T10:00:00Z")
         memory.add("please keep it between us", user_id="u", session_id="s", timestamp="2025-03-01T10:00:20Z")
         memory.add("see you", user_id="u", session_id="s", timestamp="2025-03-01T11:00:00Z")
-        before = memory._store.vectors_for(memory.embedder.model_id, [2])[2]
+        before = memory.parts.store.vectors_for(memory.embedder.model_id, [2])[2]
         memory.delete(secret[0].id, user_id="u")
-        after = memory._store.vectors_for(memory.embedder.model_id, [2])[2]
+        after = memory.parts.store.vectors_for(memory.embedder.model_id, [2])[2]
         alone = HashEmbedder().embed_documents(["please keep it between us"])[0]
         assert not np.allclose(before, alone) and np.allclose(after, alone)
         memory.add("a new burst", user_id="u", session_id="t", timestamp="2025-03-02T10:00:00Z")
@@ -1468,8 +1468,8 @@ def test_a_deleted_message_leaves_no_trace_in_the_vectors_of_its_bursts_later_pi
         assert memory.prune(user_id="u", tier="episodic", keep_last=1) == 3
         kept = memory.history(user_id="u")
         assert [turn.content for turn in kept] == ["goes on"]
-        (seq,) = [int(s) for s in memory._store.filtered_seqs("u", SearchFilters())]
-        vector = memory._store.vectors_for(memory.embedder.model_id, [seq])[seq]
+        (seq,) = [int(s) for s in memory.parts.store.filtered_seqs("u", SearchFilters())]
+        vector = memory.parts.store.vectors_for(memory.embedder.model_id, [seq])[seq]
         assert np.allclose(vector, HashEmbedder().embed_documents(["goes on"])[0])
 
 
@@ -1478,10 +1478,10 @@ def test_reindex_embeds_a_burst_as_add_did_with_another_users_messages_in_betwee
         said = [("u", "signed up for pottery", 0), ("v", "hello there", 5), ("u", "starts soon", 10)]
         for user, text, second in said:
             memory.add(text, user_id=user, session_id="s", timestamp=f"2025-03-01T10:00:{second:02d}Z")
-        added = memory._store.vectors_for(memory.embedder.model_id, [3])[3]
+        added = memory.parts.store.vectors_for(memory.embedder.model_id, [3])[3]
     other = HashEmbedder(dimension=256)
     with Memory(home, embedder=other, background=False) as reindexed:  # another model: every turn embedded again
-        again = reindexed._store.vectors_for(other.model_id, [3])[3]
+        again = reindexed.parts.store.vectors_for(other.model_id, [3])[3]
     for embedder, vector in ((HashEmbedder(), added), (other, again)):
         alone, joined = embedder.embed_documents(["starts soon", "signed up for pottery\nstarts soon"])
         assert np.allclose(vector, normalize_rows((alone + joined)[None])[0])

@@ -299,3 +299,52 @@ def check_tiers(names: Sequence[str]) -> tuple[str, ...]:
     if unknown:
         raise InvalidInput(f"unknown tiers {unknown}; choose from {', '.join(DERIVED_TIERS)}")
     return tuple(dict.fromkeys(names))
+
+
+PRUNABLE_TIERS = (Tier.EPISODIC, Tier.MIDTERM, Tier.LONGTERM)
+SEARCH_MODES = ("hybrid", "fulltext", "vector")
+
+
+def check_flag(value: object, what: str) -> bool:
+    """``value`` if it is ``True`` or ``False`` (not a number or a string)."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be true or false")
+    return value
+
+
+def check_mode(value: object) -> str:
+    """A search mode: ``hybrid``, ``fulltext`` or ``vector``."""
+    if value not in SEARCH_MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, not {value!r}")
+    return str(value)
+
+
+def check_prefix(prefix: object) -> str:
+    """A user-id prefix: any start of a valid id, empty or blank included."""
+    if not isinstance(prefix, str) or len(prefix) > MAX_IDENTIFIER_LENGTH:
+        raise InvalidInput(f"prefix must be a string of at most {MAX_IDENTIFIER_LENGTH} characters")
+    _check_encodable(prefix, "prefix")
+    return prefix
+
+
+def check_timeout(value: object) -> float | None:
+    """A wait in seconds (≥ 0), or None to wait as long as it takes."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf
+    ):
+        raise InvalidInput("timeout must be a number of seconds ≥ 0, or None to wait as long as it takes")
+    return value
+
+
+def check_prune(tier: object, older_than: object, keep_last: object) -> tuple[str, timedelta | None, int | None]:
+    """A retention rule: a prunable tier, and an age (a ``timedelta`` ≥ 0), a count to keep, or both."""
+    if tier not in PRUNABLE_TIERS:
+        raise InvalidInput(f"tier must be one of {', '.join(PRUNABLE_TIERS)}, not {tier!r}")
+    if older_than is None and keep_last is None:
+        raise InvalidInput("give older_than, keep_last, or both")
+    if keep_last is not None and (isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0):
+        raise InvalidInput("keep_last must be a whole number ≥ 0")
+    if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
+        # A negative age would put the cutoff in the future and delete everything.
+        raise InvalidInput("older_than must be a timedelta ≥ 0, e.g. timedelta(days=90)")
+    return str(tier), older_than, None if keep_last is None else min(keep_last, LARGEST_COUNT)

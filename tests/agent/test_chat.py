@@ -9,8 +9,8 @@ import pytest
 
 from memstrata import ChatReply, IdConflict, InvalidInput, Memory, ProviderError, UsedMemory
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.facade.chat import EXTRACTIVE_EMPTY, EXTRACTIVE_HEADER, extractive_answer
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
-from memstrata.memory_chat import EXTRACTIVE_EMPTY, EXTRACTIVE_HEADER, extractive_answer
 from memstrata.models import Context, ContextItem
 from memstrata.prompts import render
 from tests.fakes import FakeLLM

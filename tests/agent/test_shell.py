@@ -136,10 +136,10 @@ def test_profile_and_inspect_finish_this_users_queued_work_only(memory: Memory) 
     shell, output = _shell(memory)
     memory.add("I live in Lisbon.", user_id="ana", session_id="s1")
     memory.add("I live in Oslo.", user_id="bob", session_id="s1")
-    waiting = memory._store.count_jobs("bob")
+    waiting = memory.parts.store.count_jobs("bob")
     assert "Lisbon" in _run(shell, output, "/profile")
     assert "memory of ana" in _run(shell, output, "/inspect")
-    assert memory._store.count_jobs("ana") == 0 and memory._store.count_jobs("bob") == waiting > 0
+    assert memory.parts.store.count_jobs("ana") == 0 and memory.parts.store.count_jobs("bob") == waiting > 0
 
 
 def test_session_new_moves_later_messages_to_a_new_session(memory: Memory) -> None:

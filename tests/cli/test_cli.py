@@ -338,7 +338,7 @@ def test_reindex_rebuilds_fulltext_and_missing_vectors(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder()) as memory:
         assert [hit.id for hit in memory.search("quokka", user_id="ana", mode="fulltext")] == ["q"]
         assert memory.info()["counts"]["vectors[hash-bow-384]"] == 2
-        assert len(memory._store.cell_vectors("bob", "hash-bow-384")) == 1  # the fact, embedded by this model too
+        assert len(memory.parts.store.cell_vectors("bob", "hash-bow-384")) == 1  # the fact, embedded by this model too
 
 
 def test_vacuum_rewrites_the_store_and_reports_its_size(home: Path) -> None:
@@ -513,7 +513,7 @@ def test_read_commands_leave_queued_tier_work_alone(home: Path) -> None:
 def test_failed_jobs_show_in_inspect_and_retry_jobs_runs_them(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Porto.", user_id="ana")
-        store = memory._store  # the job failed every attempt: parked, its facts missing
+        store = memory.parts.store  # the job failed every attempt: parked, its facts missing
         job = store.claim_job(60)  # type: ignore[attr-defined]
         store.fail_job(job.id, "RuntimeError: boom", retry=False, attempt=job.attempts)  # type: ignore[attr-defined]
     report = json.loads(ok(run_cli("inspect", "--user", "ana", "--json", home=home)))

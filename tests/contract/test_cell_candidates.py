@@ -115,18 +115,18 @@ def test_a_question_close_to_no_fact_adds_none(cook: Memory) -> None:
 
 
 def test_facts_are_embedded_by_the_tier_work_once_per_model(cook: Memory, storage_url: str, tmp_path: Path) -> None:
-    store = cook._store
+    store = cook.parts.store
     current = len(cook.cells(user_id="ana"))
     assert current >= 5 and len(store.cell_vectors("ana", "meaning-32")) == current
     assert store.cells_without_vectors("ana", "meaning-32", 10) == []  # type: ignore[attr-defined]
     cook.close()
     # Another model's vectors are never compared with this one's, though their sizes match.
     with _open(storage_url, tmp_path / "home", model="meaning-32-b") as other:
-        assert other._store.cell_vectors("ana", "meaning-32-b") == []
+        assert other.parts.store.cell_vectors("ana", "meaning-32-b") == []
         assert not _allergy_shown(other)
         other.add("Tomorrow I am off work", user_id="ana")  # the next tier job embeds them
         other.flush()
-        assert len(other._store.cell_vectors("ana", "meaning-32-b")) == len(other.cells(user_id="ana"))
+        assert len(other.parts.store.cell_vectors("ana", "meaning-32-b")) == len(other.cells(user_id="ana"))
         assert _allergy_shown(other)
     assert _vector_rows(storage_url, "meaning-32") == current  # the first model's stay, unused
 
@@ -152,11 +152,11 @@ def test_a_store_made_before_fact_vectors_gets_them_at_the_users_next_job(storag
         assert not _allergy_shown(upgraded)  # found by words only, as before
         upgraded.add("Tomorrow I am off work", user_id="ana")
         upgraded.flush()
-        assert len(upgraded._store.cell_vectors("ana", "meaning-32")) == len(upgraded.cells(user_id="ana"))
+        assert len(upgraded.parts.store.cell_vectors("ana", "meaning-32")) == len(upgraded.cells(user_id="ana"))
         assert _allergy_shown(upgraded)
-        assert upgraded._store.cell_vectors("bob", "meaning-32") == []  # bob has had no job since
+        assert upgraded.parts.store.cell_vectors("bob", "meaning-32") == []  # bob has had no job since
         assert upgraded.reindex(facts=True) == 1  # ... until a reindex embeds every user's facts
-        assert len(upgraded._store.cell_vectors("bob", "meaning-32")) == 1
+        assert len(upgraded.parts.store.cell_vectors("bob", "meaning-32")) == 1
         assert upgraded.reindex(facts=True) == 0
 
 

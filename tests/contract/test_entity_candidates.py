@@ -82,7 +82,7 @@ def test_other_questions_and_search_are_unchanged(travels: Memory) -> None:
 
 
 def test_entity_names_are_embedded_by_the_tier_work_and_forgotten_with_the_user(travels: Memory) -> None:
-    store = travels._store
+    store = travels.parts.store
     assert "Spain" in {name for _, name, _ in store.entity_vectors("maria", MODEL)}  # type: ignore[attr-defined]
     assert store.entities_without_vectors("maria", MODEL, 10) == []  # type: ignore[attr-defined]
     travels.forget(user_id="maria")

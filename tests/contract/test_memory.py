@@ -13,7 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, StorageError, memory_search
+from memstrata import ConfigError, IdConflict, InvalidInput, Memory, NotFound, Role, StorageError
+from memstrata.retrieval import pipeline
 from memstrata.storage.base import Job
 from tests.inputs import distinct_words
 
@@ -181,7 +182,7 @@ def test_a_date_the_query_names_brings_that_days_turns_forward(
     within = memory.context("Where did I go hiking on 9 November 2023?", user_id="ana", token_budget=100)
     assert walk.id in {item.id for item in within.items}
     # Dates that hold more turns than the limit are not searched on their own.
-    monkeypatch.setattr(memory_search, "DATED_TURNS_LIMIT", 0)
+    monkeypatch.setattr(pipeline, "DATED_TURNS_LIMIT", 0)
     broad = memory.search("Where did I go hiking on 9 November 2023?", user_id="ana", mode="fulltext", limit=5)
     assert walk.id not in {hit.id for hit in broad}
 
@@ -562,7 +563,7 @@ def test_a_restatement_of_a_fact_deleted_meanwhile_stores_the_fact_from_its_turn
     [first] = memory.add("I live in Porto.", user_id="ana")
     memory.flush()
     [again] = memory.add("I live in Porto.", user_id="ana")
-    store = memory._store
+    store = memory.parts.store
     original = store.restate_cell
 
     def deleted_first(user_id: str, cell_id: str, turn_seq: int, value: str, content: str) -> bool:
@@ -691,7 +692,7 @@ def test_flushing_one_user_runs_the_queue_only_as_far_as_that_users_work(open_me
 
 def test_a_passing_storage_error_does_not_end_a_flush(open_memory: Callable[..., Memory]) -> None:
     memory = open_memory(background=True, working_capacity=1)
-    store = memory._store
+    store = memory.parts.store
     counted = store.count_jobs
     failures = iter([StorageError("database is locked")])
 
@@ -721,7 +722,7 @@ def test_flushing_one_user_with_the_background_worker_runs_that_users_work_first
     open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory = open_memory(background=True, working_capacity=1)
-    run = memory._worker._run
+    run = memory.parts.worker._run
     started: list[str] = []
 
     def slow_for_bob(job: Job) -> None:  # Bob's backlog takes a while
@@ -730,9 +731,9 @@ def test_flushing_one_user_with_the_background_worker_runs_that_users_work_first
             time.sleep(0.3)
         run(job)
 
-    monkeypatch.setattr(memory._worker, "_run", slow_for_bob)
+    monkeypatch.setattr(memory.parts.worker, "_run", slow_for_bob)
     for _ in range(6):  # queued before Ana's work
-        memory._store.enqueue_job("visit", "bob", {"searches": []})  # type: ignore[attr-defined]
+        memory.parts.store.enqueue_job("visit", "bob", {"searches": []})
     _exchange(memory, "I live in Porto.")
     memory.flush(user_id="ana", timeout=60)
     assert memory.profile(user_id="ana").get("location") == "Porto"

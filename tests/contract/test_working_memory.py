@@ -102,7 +102,7 @@ def test_an_exchange_back_filled_turn_by_turn_pushes_out_no_newer_one_nor_joins_
     report = memory.inspect(user_id="ana")
     working = [turn.content for turn in report.working if turn.role.value == "user"]
     assert sorted(working) == ["live 1", "live 2", "live 3"]
-    store = memory._store
+    store = memory.parts.store
     filed = [
         sorted(turn.content for turn in store.get_by_seqs(store.segment_turn_seqs(segment.id), "ana").values())  # type: ignore[attr-defined]
         for segment in report.segments

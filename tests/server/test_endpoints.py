@@ -314,16 +314,16 @@ def test_failed_jobs_are_counted_and_retried_per_tenant(
     client: httpx.Client, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("memstrata.tiers.worker.FIRST_RETRY_DELAY_SECONDS", 0.01)
-    working = memory._worker._run
+    working = memory.parts.worker._run
 
     def outage(job: object) -> None:
         raise RuntimeError("the database is restarting")
 
-    memory._worker._run = outage  # type: ignore[method-assign]
+    memory.parts.worker._run = outage  # type: ignore[method-assign]
     add(client, "I live in Porto.")
     memory.add("I live in Faro.", user_id="globex/ana")
     memory.flush(timeout=30)
-    memory._worker._run = working  # type: ignore[method-assign]
+    memory.parts.worker._run = working  # type: ignore[method-assign]
     assert client.get("/v1/inspect", params={"user_id": "ana"}).json()["failed_jobs"] == 1
     retried = client.post("/v1/jobs/retry", json={"user_id": "ana"})
     assert retried.status_code == 200, retried.text

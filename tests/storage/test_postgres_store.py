@@ -884,7 +884,7 @@ def test_a_forget_racing_a_job_of_the_same_user_leaves_nothing_derived(postgres_
     _query(postgres_url, "CREATE TRIGGER slow AFTER INSERT ON derived FOR EACH ROW EXECUTE FUNCTION slow()")
     with Memory(tmp_path / "home", storage_url=postgres_url, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Paris and my name is Bob.", user_id="alice")
-        worker = threading.Thread(target=memory._worker.drain)
+        worker = threading.Thread(target=memory.parts.worker.drain)
         worker.start()
         time.sleep(0.5)  # the job is inside its slow transaction
         assert memory.forget(user_id="alice").turns == 1

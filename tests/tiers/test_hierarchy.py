@@ -73,8 +73,8 @@ def test_working_overflow_moves_every_turn_to_midterm(tiered: Memory) -> None:
 
 def test_an_exchange_filed_twice_at_once_lands_in_one_segment(tiered: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     _exchange(tiered, "We sailed to Cascais for the regatta.")
-    seqs = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
-    hierarchy, store = tiered._hierarchy, tiered._store
+    seqs = tiered.parts.store.working_seqs(USER)
+    hierarchy, store = tiered.parts.hierarchy, tiered.parts.store
     # Another worker files the same exchange right after this one read the segments.
     raced = after_first_read(monkeypatch, store, "active_segments", lambda: hierarchy.to_midterm(USER, seqs))
     hierarchy.to_midterm(USER, seqs)
@@ -87,8 +87,8 @@ def test_a_filing_that_read_a_segment_before_another_filing_changed_it_is_redone
     tiered: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _exchange(tiered, "We sailed to Cascais for the regatta.")
-    first = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
-    hierarchy, store = tiered._hierarchy, tiered._store
+    first = tiered.parts.store.working_seqs(USER)
+    hierarchy, store = tiered.parts.hierarchy, tiered.parts.store
     hierarchy.to_midterm(USER, first)
     _exchange(tiered, "The regatta in Cascais was windy, we sailed again.")
     _exchange(tiered, "Cascais regatta sailing: we won the second race.")
@@ -106,19 +106,19 @@ def test_a_filing_that_keeps_losing_races_fails_so_its_job_is_tried_again(
 ) -> None:
     _exchange(tiered, "We sailed to Cascais for the regatta.")
     monkeypatch.setattr("memstrata.tiers.midterm.FILING_PAUSE_SECONDS", 0.0)
-    monkeypatch.setattr(tiered._store, "save_segment", lambda *args, **kwargs: False)
+    monkeypatch.setattr(tiered.parts.store, "save_segment", lambda *args, **kwargs: False)
     with pytest.raises(StorageError, match="could not be filed"):
-        tiered._hierarchy.to_midterm(USER, tiered._store.working_seqs(USER))  # type: ignore[attr-defined]
+        tiered.parts.hierarchy.to_midterm(USER, tiered.parts.store.working_seqs(USER))
 
 
 def test_turns_in_an_archived_segment_are_not_filed_again(tiered: Memory) -> None:
     _exchange(tiered, "We sailed to Cascais for the regatta.")
-    seqs = tiered._store.working_seqs(USER)  # type: ignore[attr-defined]
-    tiered._hierarchy.to_midterm(USER, seqs)
-    [segment] = tiered._store.segments(USER, limit=100)
-    tiered._store.archive_segments(USER, [segment.id], {segment.id: 0.0})
-    tiered._hierarchy.to_midterm(USER, seqs)  # a late retry of the same job
-    assert [item.state for item in tiered._store.segments(USER, limit=100)] == ["archived"]
+    seqs = tiered.parts.store.working_seqs(USER)
+    tiered.parts.hierarchy.to_midterm(USER, seqs)
+    [segment] = tiered.parts.store.segments(USER, limit=100)
+    tiered.parts.store.archive_segments(USER, [segment.id], {segment.id: 0.0})
+    tiered.parts.hierarchy.to_midterm(USER, seqs)  # a late retry of the same job
+    assert [item.state for item in tiered.parts.store.segments(USER, limit=100)] == ["archived"]
 
 
 SAILING = [
@@ -135,7 +135,7 @@ TAXES = [
 
 def _filed(memory: Memory, user_id: str) -> list[list[str]]:
     """Each segment's turns, as their texts, in the order the segments were made."""
-    store = memory._store
+    store = memory.parts.store
     segments = sorted(store.segments(user_id, limit=100), key=lambda item: item.created_at)
     texts = []
     for segment in segments:
@@ -487,13 +487,13 @@ def test_a_sleep_is_due_after_enough_new_turns_not_after_every_turn(home: Path) 
     # Hash vectors of unrelated texts do not cluster: every turn stays unconsolidated.
     with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
         slept: list[str] = []
-        sleep = memory._hierarchy.sleep.consolidate
+        sleep = memory.parts.hierarchy.sleep.consolidate
 
         def counted(user_id: str) -> list[Consolidation]:
             slept.append(user_id)
             return sleep(user_id)
 
-        memory._hierarchy.sleep.consolidate = counted  # type: ignore[method-assign]
+        memory.parts.hierarchy.sleep.consolidate = counted  # type: ignore[method-assign]
         for n in range(12):
             memory.add(distinct_words(8, seed=n), user_id=USER)
             memory.flush()
@@ -510,15 +510,15 @@ def test_where_the_last_sleep_stopped_is_kept_across_processes(home: Path) -> No
 
     add(6, 0)  # a sleep looked at all six (stored before their jobs ran); no cluster took any
     with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
-        assert not memory._hierarchy.consolidation_due(USER)  # no new turn since, though six are unclustered
+        assert not memory.parts.hierarchy.consolidation_due(USER)  # no new turn since, though six are unclustered
     add(3, 6)
     with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=5) as memory:
         memory.add(distinct_words(8, seed=9), user_id=USER)
-        assert not memory._hierarchy.consolidation_due(USER)  # four new turns
+        assert not memory.parts.hierarchy.consolidation_due(USER)  # four new turns
         memory.add(distinct_words(8, seed=10), user_id=USER)
-        assert memory._hierarchy.consolidation_due(USER)  # the fifth
+        assert memory.parts.hierarchy.consolidation_due(USER)  # the fifth
         memory.forget(user_id=USER)
-        assert memory._store.slept_through(USER) == 0  # type: ignore[attr-defined]
+        assert memory.parts.store.slept_through(USER) == 0
 
 
 def test_consolidation_stores_summaries_with_tes(tiered: Memory) -> None:
@@ -553,7 +553,7 @@ def test_consolidating_on_demand_works_through_a_whole_backlog_oldest_first(
             for n in range(4):
                 _exchange(memory, topic.format(n=n), reply=f"Noted, {topic.split()[1]}.")
         memory.flush()
-        store = memory._store
+        store = memory.parts.store
         assert store.slept_through(USER) == 0 and store.unconsolidated_size(USER)[0] == 24  # type: ignore[attr-defined]
         made = memory.consolidate(user_id=USER)
         covered = {turn_id for item in made for turn_id in item.source_turn_ids}
@@ -566,7 +566,7 @@ def test_consolidating_on_demand_works_through_a_whole_backlog_oldest_first(
 def test_a_big_cluster_is_summarised_in_runs_of_consecutive_turns(home: Path) -> None:
     settings = {"consolidate_every": 1000, "consolidate_tokens": 10**6}  # only the sleep asked for
     with Memory(home, embedder=HashEmbedder(), background=False, **settings) as memory:
-        hierarchy = memory._hierarchy
+        hierarchy = memory.parts.hierarchy
         hierarchy.policy = replace(hierarchy.policy, max_cluster_turns=4)
         for n in range(5):
             _exchange(
@@ -586,7 +586,7 @@ def test_a_sleep_cut_short_is_done_again_by_the_retried_job(home: Path, monkeypa
     with Memory(home, embedder=HashEmbedder(), background=False, consolidate_every=10) as memory:
         for n in range(15):
             _exchange(memory, f"I love hiking in the Alps, trip {n}", f"Hiking in the Alps sounds great, trip {n}")
-        store = memory._store
+        store = memory.parts.store
         stored, failures = store.add_consolidation, []  # type: ignore[attr-defined]
 
         def fails_once(*args: object) -> bool:
@@ -598,7 +598,7 @@ def test_a_sleep_cut_short_is_done_again_by_the_retried_job(home: Path, monkeypa
         monkeypatch.setattr(store, "add_consolidation", fails_once)
         memory.flush(timeout=None)  # the job that slept fails once, and its retry sleeps again
         assert failures and store.tier_counts(USER)["consolidations"] > 0  # type: ignore[attr-defined]
-        assert not memory._hierarchy.consolidation_due(USER)
+        assert not memory.parts.hierarchy.consolidation_due(USER)
 
 
 def test_an_on_demand_sleep_waits_for_a_jobs_sleep_running_in_the_same_process(tiered: Memory) -> None:
@@ -606,7 +606,7 @@ def test_an_on_demand_sleep_waits_for_a_jobs_sleep_running_in_the_same_process(t
         _exchange(tiered, f"The garden shed roof leaks near the window, repair attempt {n} failed.")
     tiered.flush()
     finished = threading.Event()
-    with tiered._hierarchy._lock:  # a job (and its sleep) running in the background worker
+    with tiered.parts.hierarchy._lock:  # a job (and its sleep) running in the background worker
         sleeper = threading.Thread(target=lambda: (tiered.consolidate(user_id=USER), finished.set()))
         sleeper.start()
         assert not finished.wait(0.3), "the on-demand sleep ran beside the job's"
@@ -636,7 +636,7 @@ def test_a_visit_job_run_again_counts_its_visits_once_and_still_promotes(
         _exchange(memory, "The sailing regatta in Cascais starts at nine.")
         _exchange(memory, "Unrelated: buy printer toner.")
         memory.flush()
-        store = memory._store
+        store = memory.parts.store
         [segment] = [s for s in memory.inspect(user_id=USER).segments if "sailing" in s.summary]
         seqs = store.segment_turn_seqs(segment.id)  # type: ignore[attr-defined]
         store.enqueue_job("visit", USER, {"searches": [seqs, seqs[:1]]})  # type: ignore[attr-defined]
@@ -646,9 +646,9 @@ def test_a_visit_job_run_again_counts_its_visits_once_and_still_promotes(
         def dies(*_: object) -> None:
             raise RuntimeError("died")
 
-        monkeypatch.setattr(memory._hierarchy.steps, "scene", dies)
+        monkeypatch.setattr(memory.parts.hierarchy.steps, "scene", dies)
         with pytest.raises(RuntimeError, match="died"):
-            memory._hierarchy.run(job)  # counted, then the worker died before promoting
+            memory.parts.hierarchy.run(job)  # counted, then the worker died before promoting
         monkeypatch.undo()
         time.sleep(0.05)
         memory.flush()  # the lease expired: the same job runs again
@@ -761,20 +761,20 @@ def test_pending_jobs_survive_a_killed_process(home: Path) -> None:
 def test_a_job_that_fails_every_attempt_is_parked_until_retried(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("memstrata.tiers.worker.FIRST_RETRY_DELAY_SECONDS", 0.01)
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
-        working = memory._worker._run
+        working = memory.parts.worker._run
         calls: list[int] = []
 
         def outage(job: object) -> None:
             calls.append(1)
             raise RuntimeError("the database is restarting")
 
-        memory._worker._run = outage
+        memory.parts.worker._run = outage
         memory.add("I live in Porto.", user_id=USER)
         memory.flush(timeout=30)
         report = memory.inspect(user_id=USER)
         assert (len(calls), report.pending_jobs, report.failed_jobs) == (3, 0, 1)
         assert memory.profile(user_id=USER) == {}
-        memory._worker._run = working
+        memory.parts.worker._run = working
         assert memory.retry_failed_jobs(user_id="someone-else") == 0
         assert memory.retry_failed_jobs(user_id=USER) == 1
         memory.flush(timeout=30)
@@ -785,7 +785,7 @@ def test_a_job_that_fails_every_attempt_is_parked_until_retried(home: Path, monk
 def test_a_crashed_workers_lease_expires_and_the_job_runs_again(home: Path) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Porto.", user_id=USER)
-        store = memory._store  # the job is claimed and abandoned, as by a worker killed mid-job
+        store = memory.parts.store  # the job is claimed and abandoned, as by a worker killed mid-job
         job = store.claim_job(0.01)  # type: ignore[attr-defined]
         assert job is not None
         time.sleep(0.05)
@@ -797,10 +797,10 @@ def test_a_job_run_again_after_its_worker_died_counts_nothing_twice(home: Path) 
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         texts = ("Just give me the code, Caroline.", "Give me the code first please, Caroline.")
         memory.add([{"role": "user", "content": text} for text in texts], user_id=USER, session_id="s1")
-        store = memory._store
+        store = memory.parts.store
         job = store.claim_job(0.01)  # type: ignore[attr-defined]
         assert job is not None and job.kind == "process"
-        memory._hierarchy.run(job)  # the work was done, then the worker died before recording it
+        memory.parts.hierarchy.run(job)  # the work was done, then the worker died before recording it
         time.sleep(0.05)
         once = ([(p.key, p.count) for p in memory.patterns(user_id=USER)], memory.inspect(user_id=USER).counts)
         memory.flush()  # the lease expired: the same job runs again
@@ -814,9 +814,9 @@ def test_a_job_run_again_does_not_store_the_cells_it_stored_and_superseded(home:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         texts = ("I live in Porto.", "I moved, I live in Lisbon now.")
         memory.add([{"role": "user", "content": text} for text in texts], user_id=USER, session_id="s1")
-        job = memory._store.claim_job(0.01)  # type: ignore[attr-defined]
+        job = memory.parts.store.claim_job(0.01)
         assert job is not None and job.kind == "process"
-        memory._hierarchy.run(job)
+        memory.parts.hierarchy.run(job)
         time.sleep(0.05)
         once = sorted((cell.value, cell.is_current) for cell in memory.cells(user_id=USER, include_superseded=True))
         assert once == [("Lisbon", True), ("Porto", False)]
@@ -831,11 +831,11 @@ def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -
         day = datetime(2024, 1, 1, tzinfo=UTC)
         memory.add("I live in Porto.", user_id=USER, timestamp=day)
         memory.add("I live in Lisbon.", user_id=USER, timestamp=day + timedelta(days=30))
-        store = memory._store
+        store = memory.parts.store
         earlier = store.claim_job(60)  # type: ignore[attr-defined]
         later = store.claim_job(60)  # type: ignore[attr-defined]
-        memory._hierarchy.run(later)  # two workers: the newer turn's job finishes first
-        memory._hierarchy.run(earlier)
+        memory.parts.hierarchy.run(later)  # two workers: the newer turn's job finishes first
+        memory.parts.hierarchy.run(earlier)
         cells = memory.cells(user_id=USER, include_superseded=True)
         assert sorted((cell.value, cell.is_current) for cell in cells) == [("Lisbon", True), ("Porto", False)]
         porto = next(cell for cell in cells if cell.value == "Porto")
@@ -848,7 +848,7 @@ def test_a_turn_processed_after_a_newer_one_does_not_undo_its_fact(home: Path) -
 
 def _raced_by_another_process(monkeypatch: pytest.MonkeyPatch, memory: Memory, seqs: list[int]) -> list[bool]:
     """Another process's worker processes ``seqs`` after this one read a fact's slot, before it writes the fact."""
-    hierarchy = memory._hierarchy
+    hierarchy = memory.parts.hierarchy
     return after_first_read(monkeypatch, hierarchy._ids, "new", lambda: hierarchy.process(USER, seqs))
 
 
@@ -860,7 +860,7 @@ def test_two_workers_storing_one_fact_at_once_leave_one_current_value(
         day = datetime(2024, 1, 1, tzinfo=UTC)
         memory.add("I live in Porto.", user_id=USER, timestamp=day)
         memory.add("I live in Lisbon.", user_id=USER, timestamp=day + timedelta(days=30))
-        store, hierarchy = memory._store, memory._hierarchy
+        store, hierarchy = memory.parts.store, memory.parts.hierarchy
         porto_job = store.claim_job(60)  # type: ignore[attr-defined]
         lisbon_job = store.claim_job(60)  # type: ignore[attr-defined]
         assert porto_job is not None and lisbon_job is not None
@@ -879,7 +879,7 @@ def test_one_turn_processed_by_two_workers_at_once_stores_its_fact_once(
 ) -> None:
     with Memory(home, embedder=HashEmbedder(), background=False) as memory:
         memory.add("I live in Porto.", user_id=USER)
-        store, hierarchy = memory._store, memory._hierarchy
+        store, hierarchy = memory.parts.store, memory.parts.hierarchy
         job = store.claim_job(60)  # type: ignore[attr-defined]
         raced = _raced_by_another_process(monkeypatch, memory, job.payload["seqs"])
         hierarchy.run(job)
@@ -894,7 +894,7 @@ def test_two_workers_storing_late_facts_at_once_keep_validities_apart(
         day = datetime(2024, 1, 1, tzinfo=UTC)
         for n, city in enumerate(("Porto", "Lisbon", "Berlin")):
             memory.add(f"I live in {city}.", user_id=USER, timestamp=day + timedelta(days=10 * n))
-        store, hierarchy = memory._store, memory._hierarchy
+        store, hierarchy = memory.parts.store, memory.parts.hierarchy
         porto_job, lisbon_job, berlin_job = (store.claim_job(60) for _ in range(3))  # type: ignore[attr-defined]
         hierarchy.run(berlin_job)  # the newest value is stored first: the other two are late
         other = porto_job if same_turn else lisbon_job
@@ -917,10 +917,10 @@ def test_a_fact_whose_slot_keeps_changing_fails_so_its_job_is_tried_again(
 ) -> None:
     _exchange(tiered, "I live in Porto.")
     monkeypatch.setattr(longterm_module, "FILING_PAUSE_SECONDS", 0.0)
-    monkeypatch.setattr(tiered._store, "add_cell", lambda *args, **kwargs: False)  # another worker always wins
-    job = tiered._store.claim_job(60)  # type: ignore[attr-defined]
+    monkeypatch.setattr(tiered.parts.store, "add_cell", lambda *args, **kwargs: False)  # another worker always wins
+    job = tiered.parts.store.claim_job(60)
     with pytest.raises(StorageError, match="other workers kept changing"):
-        tiered._hierarchy.run(job)
+        tiered.parts.hierarchy.run(job)
 
 
 DAY = datetime(2024, 5, 2, tzinfo=UTC)
@@ -930,9 +930,9 @@ def _cities_processed_in_order(memory: Memory, order: str) -> dict[str, Cell]:
     """Paris, Rome and Berlin said a day apart, their jobs run in ``order`` ("RBP": Rome, Berlin, Paris)."""
     for n, city in enumerate(("Paris", "Rome", "Berlin")):
         memory.add(f"I live in {city}.", user_id=USER, timestamp=DAY + timedelta(days=n))
-    jobs = {city[0]: memory._store.claim_job(60) for city in ("Paris", "Rome", "Berlin")}  # type: ignore[attr-defined]
+    jobs = {city[0]: memory.parts.store.claim_job(60) for city in ("Paris", "Rome", "Berlin")}
     for letter in order:
-        memory._hierarchy.run(jobs[letter])
+        memory.parts.hierarchy.run(jobs[letter])
     cells = {cell.value: cell for cell in memory.cells(user_id=USER, include_superseded=True)}
     assert (cells["Paris"].valid_to, cells["Paris"].superseded_by) == (DAY + timedelta(days=1), cells["Rome"].id)
     assert (cells["Rome"].valid_to, cells["Rome"].superseded_by) == (DAY + timedelta(days=2), cells["Berlin"].id)

@@ -265,7 +265,7 @@ def test_a_segment_summary_extends_the_summary_of_every_turn_filed_so_far(
     ]
     llm = FakeLLM({"segment_summary": replies})
     with _open(home, llm, working_capacity=100, segment_similarity=-1.0) as memory:
-        store, hierarchy = memory._store, memory._hierarchy
+        store, hierarchy = memory.parts.store, memory.parts.hierarchy
         _exchange(memory, "We sailed to Cascais for the regatta.")
         first = store.working_seqs(USER)
         hierarchy.to_midterm(USER, first)
@@ -494,10 +494,10 @@ def test_a_late_fact_is_history_at_once_without_asking_the_model(home: Path) -> 
         day = datetime(2024, 1, 1, tzinfo=UTC)
         memory.add("I live in Porto.", user_id=USER, timestamp=day)
         memory.add("I live in Lisbon.", user_id=USER, timestamp=day + timedelta(days=30))
-        earlier = memory._store.claim_job(60)  # type: ignore[attr-defined]
-        later = memory._store.claim_job(60)  # type: ignore[attr-defined]
-        memory._hierarchy.run(later)  # two workers: the newer turn's job finishes first
-        memory._hierarchy.run(earlier)
+        earlier = memory.parts.store.claim_job(60)
+        later = memory.parts.store.claim_job(60)
+        memory.parts.hierarchy.run(later)  # two workers: the newer turn's job finishes first
+        memory.parts.hierarchy.run(earlier)
         history = memory.cells(user_id=USER, attribute="location", include_superseded=True)
     assert [(cell.value, cell.is_current) for cell in history] == [("Lisbon", True), ("Porto", False)]
     assert history[1].superseded_by == history[0].id and history[1].valid_to == day + timedelta(days=30)

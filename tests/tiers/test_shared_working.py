@@ -164,14 +164,14 @@ def test_deletes_skip_a_redis_that_just_failed(
     settings: dict[str, Any] = {"background": False, "working_url": redis_url}
     with Memory(tmp_path / "home", embedder=HashEmbedder(), **settings) as memory:
         stored = [memory.add(text, user_id="ana", session_id="s")[0] for text in ("one", "two", "three")]
-        assert memory._shared_working is not None
+        assert memory.parts.shared_working is not None
         calls: list[Any] = []
 
         def stalled(*args: Any) -> None:
             calls.append(args)
             raise StorageError("the Redis working set timed out")  # after its timeout, in real life
 
-        monkeypatch.setattr(memory._shared_working._working, "discard", stalled)
+        monkeypatch.setattr(memory.parts.shared_working._working, "discard", stalled)
         with caplog.at_level(logging.WARNING, logger="memstrata.memory"):
             for turn in stored[:2]:
                 memory.delete(turn.id, user_id="ana")
@@ -310,7 +310,8 @@ def test_forgetting_one_agents_turns_leaves_the_other_agents_exchanges_in_the_se
         memory.flush()
         memory.forget(user_id="ana", agent_id="planner", session_id="s")
         assert [turn.content for turn in memory.inspect(user_id="ana").working] == [turn.content for turn in kept]
-        assert _redis_held(memory, "ana") == {"s": memory._working_seqs("ana")}  # the planner's place is free
+        working = memory.parts.episodic.working_seqs("ana")
+        assert _redis_held(memory, "ana") == {"s": working}  # the planner's place is free
         memory.forget(user_id="ana", session_id="s")
         assert memory.inspect(user_id="ana").working == () and _redis_held(memory, "ana") == {}
 
@@ -329,9 +330,8 @@ def test_deleted_turns_give_up_their_places_so_live_exchanges_stay_longer(tmp_pa
         assert filed == [] and _redis_held(memory, "ana") == {"s": working}
         # Pruning episodic memory frees places the same way.
         assert memory.prune(user_id="ana", tier="episodic", keep_last=1) == 1
-        assert (
-            _redis_held(memory, "ana") == {"s": memory._working_seqs("ana")} and len(memory._working_seqs("ana")) == 1
-        )
+        working = memory.parts.episodic.working_seqs("ana")
+        assert _redis_held(memory, "ana") == {"s": working} and len(working) == 1
 
 
 def test_an_add_between_a_forgets_two_steps_keeps_its_place_in_working_memory(
@@ -344,14 +344,14 @@ def test_an_add_between_a_forgets_two_steps_keeps_its_place_in_working_memory(
         Memory(home, embedder=HashEmbedder(), **settings) as other,
     ):
         memory.add("an old note", user_id="ana", session_id="s")
-        deleting, late = memory._store.forget, []
+        deleting, late = memory.parts.store.forget, []
 
         def another_process_adds_in_between(scope: Any) -> int:
             count = deleting(scope)
             late.extend(other.add("I moved to Lisbon", user_id="ana", session_id="s"))
             return count
 
-        monkeypatch.setattr(memory._store, "forget", another_process_adds_in_between)
+        monkeypatch.setattr(memory.parts.store, "forget", another_process_adds_in_between)
         assert memory.forget(user_id="ana", session_id="s").turns == 1
         assert [turn.id for turn in memory.inspect(user_id="ana").working] == [turn.id for turn in late]
         other.flush()
@@ -521,7 +521,7 @@ def test_two_processes_overflowing_one_session_at_once_move_every_exchange_exact
         writer_order = [ids[seq][0] for seq in every]
         assert sum(a != b for a, b in itertools.pairwise(writer_order)) >= 2  # they did overlap
         queued = [int(seq) for payload in payloads for seq in payload["seqs"]]
-        working = memory._working_seqs("ana", "shared")
+        working = memory.parts.episodic.working_seqs("ana", "shared")
         assert sorted(queued + working) == every
         assert len({ids[seq].rsplit("-", 1)[0] for seq in working}) == 2  # two whole exchanges stay
         for payload in payloads:  # exchanges leave whole: a question never leaves without its answer
@@ -546,7 +546,7 @@ def _working_and_filed(memory: Memory, user: str) -> tuple[list[int], list[int]]
     """(turn seqs in working memory, turn seqs in mid-term segments, with repeats)."""
     store: Any = open_store(memory.settings.resolved_storage_url)
     try:
-        working = memory._working_seqs(user)
+        working = memory.parts.episodic.working_seqs(user)
         filed = [seq for segment in store.segments(user, limit=10_000) for seq in store.segment_turn_seqs(segment.id)]
         return working, sorted(filed)
     finally:
@@ -555,8 +555,8 @@ def _working_and_filed(memory: Memory, user: str) -> tuple[list[int], list[int]]
 
 def _redis_held(memory: Memory, user: str) -> dict[str, list[int]]:
     """What Redis itself holds for the user, deleted turns included (reads hide those)."""
-    assert memory._shared_working is not None
-    return memory._shared_working._working.sessions(user)
+    assert memory.parts.shared_working is not None
+    return memory.parts.shared_working._working.sessions(user)
 
 
 def _all_seqs(home: Path, user: str) -> list[int]:

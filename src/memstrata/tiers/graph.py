@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from memstrata.embeddings.base import Embedder
 from memstrata.extraction.entities import extract_entities
-from memstrata.models import Turn
+from memstrata.models import Subgraph, Turn
 from memstrata.storage.base import TierStore
 
 ENTITY_VECTORS_PER_JOB = 256  # entity names embedded in one job at most (about 2 s with the default embedder)
 
 
 class Graph:
-    """Adds each new turn's entities to the user's graph and embeds names that have no vector yet."""
+    """Adds each new turn's entities to the user's graph, embeds names that have no vector yet, reads subgraphs."""
 
     def __init__(self, store: TierStore, embedder: Embedder) -> None:
         self._store = store
@@ -35,3 +35,13 @@ class Graph:
         if missing:
             vectors = self._embedder.embed_documents([name for _, name in missing])
             self._store.save_entity_vectors(model, {entity_id: vectors[i] for i, (entity_id, _) in enumerate(missing)})
+
+    def subgraph(self, user_id: str, query: str, limit: int) -> Subgraph:
+        """The entities ``query`` mentions, their neighbours, and the edges between them."""
+        names = {entity.name for entity in extract_entities(query)}
+        names |= {word.strip(".,?!'\"").lower() for word in query.split() if len(word) > 2}
+        matched = self._store.entities(user_id, names=sorted(names), limit=limit)
+        edges = self._store.neighbours(user_id, [node.name for node in matched], limit)
+        wanted = {node.name for node in matched} | {e.source for e in edges} | {e.target for e in edges}
+        nodes = self._store.entities(user_id, names=sorted(wanted), limit=limit * 2)
+        return Subgraph(tuple(nodes), tuple(edges))

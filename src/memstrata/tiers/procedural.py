@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from memstrata.extraction.patterns import observe_patterns
-from memstrata.models import Turn
+from datetime import datetime
+
+from memstrata.extraction.patterns import key_topic_words, observe_patterns, topic_words
+from memstrata.models import Pattern, Turn
+from memstrata.policies.importance import recency_decay
 from memstrata.storage.base import TierStore
+
+PATTERN_HALF_LIFE_SECONDS = 30 * 24 * 3600.0
 
 
 class Procedural:
-    """Counts the patterns each new user turn shows (a habit, a preference for a format)."""
+    """Counts the patterns each new user turn shows (a habit, a preference for a format), and ranks them."""
 
     def __init__(self, store: TierStore) -> None:
         self._store = store
@@ -20,3 +25,21 @@ class Procedural:
             self._store.observe_pattern(
                 user_id, seq, pattern.key, pattern.description, pattern.evidence, turn.created_at
             )
+
+    def patterns(self, user_id: str, query: str | None, limit: int, now: datetime) -> list[Pattern]:
+        """The user's patterns by frequency × recency at ``now``; those sharing a topic word with ``query`` first."""
+        words = topic_words(query or "")
+        found = [
+            Pattern(
+                key,
+                description,
+                count,
+                first,
+                last,
+                count * recency_decay((now - last).total_seconds(), PATTERN_HALF_LIFE_SECONDS),
+                evidence,
+            )
+            for key, description, count, first, last, evidence in self._store.pattern_rows(user_id)
+        ]
+        found.sort(key=lambda p: (-(len(words & key_topic_words(p.key)) > 0), -p.score, p.key))
+        return found[:limit]

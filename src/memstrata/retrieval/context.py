@@ -1,19 +1,17 @@
-"""The context half of the Memory API: one memory block for a prompt, under a token budget."""
+"""The context builder: one memory block for a prompt, under a token budget."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
-from datetime import date, datetime, tzinfo
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, tzinfo
 
 import numpy as np
 
+from memstrata.config import Settings
 from memstrata.embeddings.base import Vectors
-from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate, without_notes
-from memstrata.memory_search import MAX_SPEAKERS_STRIPPED, ItemKey, joined, today_in
 from memstrata.models import Cell, Context, Hit, ItemKind, Scope, SearchFilters, Tier, Turn
 from memstrata.retrieval.abridge import abridge
 from memstrata.retrieval.assembly import AssemblyPolicy, Candidate, assemble
@@ -25,13 +23,12 @@ from memstrata.retrieval.entity_candidates import (
     placed,
 )
 from memstrata.retrieval.fusion import Fused, fuse_scored
-from memstrata.retrieval.rerank import TurnSignals
+from memstrata.retrieval.pipeline import MAX_SPEAKERS_STRIPPED, Pipeline, Signals
+from memstrata.retrieval.query import ItemKey, Query, Rankings, joined, today_in
+from memstrata.storage.base import TierStore
 from memstrata.storage.text import cell_text, readable_key
-from memstrata.validation import check_budget, check_text, check_timezone
-
-if TYPE_CHECKING:
-    from memstrata.config import Settings
-    from memstrata.storage.base import TierStore
+from memstrata.tiers.graph import Graph
+from memstrata.tiers.procedural import Procedural
 
 # LoCoMo turns average ~25 tokens; asking for budget/12 episodes leaves room to choose.
 TOKENS_PER_EPISODE_CANDIDATE = 12
@@ -42,146 +39,114 @@ PATTERN_MIN_COUNT = 2
 _WORD = re.compile(r"\w+")
 
 
-class ContextViews:
-    """Mixed into Memory: ``context()``."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContextRequest:
+    """One checked ``context()`` call: the query, whose memory, the budget, and what to leave out or show."""
 
-    settings: Settings
-    assembly_policy: AssemblyPolicy = AssemblyPolicy()
-    entity_policy: EntityCandidatePolicy = EntityCandidatePolicy()
+    text: str
+    scope: Scope
+    budget: int
+    zone: tzinfo
+    include_superseded: bool = False
+    #: Seqs of turns never offered as excerpts (a chat sends them as messages instead).
+    leave_out: frozenset[int] = frozenset()
+    #: Quote every excerpt whole; None: the ``abridge_excerpts`` setting decides.
+    verbatim: bool | None = None
 
-    def context(
+
+class ContextBuilder:
+    """Builds the memory block: the ranked turns of the pipeline plus profile, habits, facts, graph and summaries."""
+
+    def __init__(
         self,
-        query: str,
         *,
-        user_id: str,
-        token_budget: int = 1000,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        include_superseded: bool = False,
-        timezone: str | None = None,
-        verbatim: bool | None = None,
-    ) -> Context:
-        """Assemble what ``user_id``'s memory holds about ``query`` into one block of at most ``token_budget`` tokens.
+        pipeline: Pipeline,
+        store: TierStore,
+        model_id: str,
+        settings: Settings,
+        procedural: Procedural,
+        graph: Graph,
+        working_seqs: Callable[[str, str | None], list[int]],
+    ) -> None:
+        self._pipeline = pipeline
+        self._store = store
+        self._model_id = model_id
+        self._settings = settings
+        self._procedural = procedural
+        self._graph = graph
+        self._working_seqs = working_seqs
+        #: How candidates are packed into the budget (``retrieval/assembly.py``); replaceable.
+        self.assembly_policy = AssemblyPolicy()
+        #: Which entities' turns a "which books/places…" question lifts (``retrieval/entity_candidates.py``).
+        self.entity_policy = EntityCandidatePolicy()
 
-        The block packs the profile, habits (procedural patterns), relevant facts (current
-        cells; with ``include_superseded`` also what they replaced), related entities,
-        summaries, and verbatim conversation excerpts with their dates, in that order —
-        the stable parts first, so a provider's prompt cache keeps the head. With a
-        ``session_id``, that session's recent exchanges (its working memory) come last;
-        retrieval always spans the user's whole memory (or one ``agent_id``'s turns; the
-        profile, habits and entities, which are the user's, stay, and facts and summaries
-        are left out). The result
-        reports the tokens used and every item included. Dates (excerpts' date lines,
-        "yesterday" in the query) are read in ``timezone``, an IANA name, default the
-        ``timezone`` setting. The best-ranked excerpt is quoted word for word; when the budget
-        cannot hold later ones whole, they are abridged (articles, "I", "is" … left out of
-        English sentences; each item says whether it was), so more fit;
-        ``verbatim=True`` quotes every excerpt whole (default: the ``abridge_excerpts``
-        setting, on). Never calls an LLM.
+    def build(self, request: ContextRequest) -> tuple[Context, list[Hit]]:
+        """The block, and the excerpt hits it shows (for visits).
+
+        If the vector index turned out stale (another process deleted turns), the block is
+        built once more, reloaded.
         """
-        zone = check_timezone(timezone)
-        if verbatim is not None and not isinstance(verbatim, bool):
-            raise InvalidInput("verbatim must be true or false")
-        return self._context(
-            query,
-            user_id,
-            token_budget,
-            agent_id,
-            session_id,
-            include_superseded,
-            frozenset(),
-            zone,
-            verbatim=verbatim,
-        )
+        user = request.scope.user_id
+        for last_try in (False, True):
+            reloads = self._pipeline.reloads(user)
+            built, episodes = self._build(request)
+            if last_try or self._pipeline.reloads(user) == reloads:
+                break
+        included = {item.id for item in built.items if item.kind == ItemKind.EPISODE}
+        return built, [hit for hit in episodes if hit.id in included]
 
-    def _context(
-        self,
-        query: str,
-        user_id: str,
-        token_budget: int,
-        agent_id: str | None,
-        session_id: str | None,
-        include_superseded: bool,
-        leave_out: frozenset[int],
-        zone: tzinfo | None = None,
-        *,
-        verbatim: bool | None = None,
-    ) -> Context:
-        """``context()``, with the turns whose seqs are in ``leave_out`` never offered as excerpts.
-
-        Dates are read in ``zone`` (an already checked ``timezone``), else the setting's. If
-        the vector index turned out stale (another process deleted turns), the block is built
-        once more, reloaded, before any visit is noted.
-        """
-        memory = self._facade
-        with memory._activity:
-            memory._require_open()
-            scope = memory._scope(user_id, agent_id, session_id)
-            text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
-            budget = check_budget(token_budget)
-            if not isinstance(include_superseded, bool):
-                raise InvalidInput("include_superseded must be true or false")
-            user = scope.user_id
-            for last_try in (False, True):
-                reloads = memory._index_reloads[user]
-                built, episodes = self._build(text, scope, budget, include_superseded, leave_out, zone, verbatim)
-                if last_try or memory._index_reloads[user] == reloads:
-                    break
-            included = {item.id for item in built.items if item.kind == ItemKind.EPISODE}
-            memory._note_hit_visits(user, [hit for hit in episodes if hit.id in included])
-            return built
-
-    def _build(
-        self,
-        text: str,
-        scope: Scope,
-        budget: int,
-        include_superseded: bool,
-        leave_out: frozenset[int],
-        zone: tzinfo | None,
-        verbatim: bool | None,
-    ) -> tuple[Context, list[Hit]]:
-        """One try at the block of checked arguments, with the excerpt hits it was offered."""
-        memory = self._facade
+    def _build(self, request: ContextRequest) -> tuple[Context, list[Hit]]:
+        """One try at the block, with the excerpt hits it was offered."""
+        scope, zone, budget = request.scope, request.zone, request.budget
         user = scope.user_id
         filters = SearchFilters(agent_id=scope.agent_id)
         wanted = min(
-            MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
+            MAX_EPISODE_CANDIDATES, max(self._settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
         )
-        tiers = CONTEXT_TIERS if filters.is_empty else ()
-        zone = zone or self.settings.zone
-        today = today_in(zone)  # read once, for both the candidates and the reranks
-        query_vectors: list[Vectors] = []
-        by_meaning: set[int] = set()
-        rankings = memory._rankings(
-            text, user, filters, wanted, "hybrid", tiers, today, zone, query_vectors, by_meaning
+        query = Query(
+            text=request.text,
+            user_id=user,
+            depth=wanted,
+            today=today_in(zone),  # read once, for both the candidates and the reranks
+            zone=zone,
+            filters=filters,
+            tiers=CONTEXT_TIERS if filters.is_empty else (),
         )
+        found = self._pipeline.rankings(query)
+        rankings = found.rankings
         loaded: dict[int, Turn] = {}
-        order = self._episode_order(text, rankings, user, loaded, today, zone)
-        if filters.is_empty and query_vectors:
-            order = self._with_entity_turns(text, user, order, query_vectors[0])
-        order = [item for item in order if item.key[1] not in leave_out]
+        order = self._episode_order(query, rankings, loaded)
+        if filters.is_empty and found.query_vector is not None:
+            order = self._with_entity_turns(query, order, found.query_vector)
+        order = [item for item in order if item.key[1] not in request.leave_out]
         # A message burst is one excerpt, its pieces one a line (``retrieval/bursts.py``).
-        episodes = memory._bursts(memory._load_hits(order, wanted, user, loaded), user, loaded, join=True)
-        derived = memory._load_hits(
-            fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
+        pipeline = self._pipeline
+        episodes = pipeline.bursts(pipeline.load_hits(order, wanted, user, loaded), user, loaded, join=True)
+        derived = pipeline.load_hits(
+            fuse_scored({"derived": rankings.get("derived", [])}, k=self._settings.rrf_k), wanted, user
         )
         recent = self._recent_turns(user, scope.session_id, scope.agent_id)
         # Summaries carry the dates of their relative phrases as read in the setting's zone
         # when they were made; in another zone those notes could contradict the excerpts.
-        dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
-        quote_all = not self.settings.abridge_excerpts if verbatim is None else verbatim
+        dated = (lambda text: text) if str(zone) == str(self._settings.zone) else without_notes
+        quote_all = not self._settings.abridge_excerpts if request.verbatim is None else request.verbatim
+        patterns = self._procedural.patterns(user, request.text, 8, datetime.now(UTC))
         candidates: dict[str, list[Candidate]] = {
             "profile": self._profile(user),
             "pattern": [
                 Candidate("pattern", ItemKind.PATTERN, Tier.PROCEDURAL, f"pattern:{p.key}", p.description, p.score)
-                for p in memory.patterns(user_id=user, query=text, limit=8)
+                for p in patterns
                 if p.count >= PATTERN_MIN_COUNT
             ],
             "cell": self._cells(
-                derived, user, include_superseded, zone, [*loaded.values(), *recent.values()], by_meaning
+                derived,
+                user,
+                request.include_superseded,
+                zone,
+                [*loaded.values(), *recent.values()],
+                found.by_meaning,
             ),
-            "graph": self._graph(text, user),
+            "graph": self._edges(request.text, user),
             "summary": [
                 Candidate("summary", hit.tier, hit.tier, hit.id, dated(hit.content), hit.score, hit.source_turn_ids)
                 for hit in derived
@@ -191,27 +156,11 @@ class ContextViews:
             "recent": _recent(recent, zone),
         }
         policy = replace(self.assembly_policy, verbatim_excerpts=None) if quote_all else self.assembly_policy
-        return assemble(text, user, candidates, budget, policy), episodes
+        return assemble(request.text, user, candidates, budget, policy), episodes
 
     # -- helpers ----------------------------------------------------------------------
 
-    @property
-    def _facade(self) -> _Facade:
-        return self  # type: ignore[return-value]
-
-    @property
-    def _store_tiers(self) -> TierStore:
-        return self._store  # type: ignore[attr-defined, no-any-return]
-
-    def _episode_order(
-        self,
-        text: str,
-        rankings: Rankings,
-        user: str,
-        loaded: dict[int, Turn],
-        today: date | None = None,
-        zone: tzinfo | None = None,
-    ) -> list[Fused[ItemKey]]:
+    def _episode_order(self, query: Query, rankings: Rankings, loaded: dict[int, Turn]) -> list[Fused[ItemKey]]:
         """Turns ranked as ``search`` ranks them, then the deeper candidates after them.
 
         The head fuses and reranks each retriever's top ``search_candidates`` exactly as
@@ -219,47 +168,40 @@ class ContextViews:
         full lists.
         """
         turn_lists = {name: ranking for name, ranking in rankings.items() if name != "derived"}
-        depth = self.settings.search_candidates
-        memory = self._facade
-        head_lists = joined(turn_lists, depth)
+        k = self._settings.rrf_k
+        head_lists = joined(turn_lists, self._settings.search_candidates)
         turn_lists = joined(turn_lists)
         # Every candidate turn in one read (the head's are in the tail too), and their signals once.
-        memory._turns(
-            user,
+        self._pipeline.turns(
+            query.user_id,
             sorted({seq for ranking in turn_lists.values() for (kind, seq), _ in ranking if kind == "turn"}),
             loaded,
         )
-        signals: dict[ItemKey, TurnSignals] = {}
-        head = memory._rerank(
-            text, fuse_scored(head_lists, k=self.settings.rrf_k), head_lists, user, loaded, today, zone, signals
-        )
+        signals: Signals = {}
+        head = self._pipeline.rerank(query, fuse_scored(head_lists, k=k), head_lists, loaded, signals)
         seen = {item.key for item in head}
-        tail = memory._rerank(
-            text, fuse_scored(turn_lists, k=self.settings.rrf_k), turn_lists, user, loaded, today, zone, signals
-        )
+        tail = self._pipeline.rerank(query, fuse_scored(turn_lists, k=k), turn_lists, loaded, signals)
         return head + [item for item in tail if item.key not in seen]
 
     def _with_entity_turns(
-        self, text: str, user: str, order: list[Fused[ItemKey]], query_vector: Vectors
+        self, query: Query, order: list[Fused[ItemKey]], query_vector: Vectors
     ) -> list[Fused[ItemKey]]:
         """``order`` with the turns naming the entities of the kind a question asks for moved up
         (``retrieval/entity_candidates.py``); unchanged for any other question."""
-        policy = self.entity_policy
+        policy, text, user = self.entity_policy, query.text, query.user_id
         if policy.entities <= 0 or not asks_for_kind(text):
             return order
-        memory = self._facade
-        model = memory._embedder.model_id
-        entities = self._store_tiers.entity_vectors(user, model)
+        entities = self._store.entity_vectors(user, self._model_id)
         if len(entities) < 2:
             return order
         cosines = np.stack([vector for _, _, vector in entities]) @ np.asarray(query_vector, dtype=np.float32)
-        speakers = self._store_tiers.speakers(user, MAX_SPEAKERS_STRIPPED)
+        speakers = self._store.speakers(user, MAX_SPEAKERS_STRIPPED)
         picked = closest_entities(text, [name for _, name, _ in entities], cosines, speakers, policy)
         if not picked:
             return order
-        by_id = self._store_tiers.entity_mention_seqs(user, [entities[index][0] for index in picked])
+        by_id = self._store.entity_mention_seqs(user, [entities[index][0] for index in picked])
         mentions = {index: by_id.get(entities[index][0], []) for index in picked}
-        stored = self._store_tiers.vectors_for(model, sorted({seq for seqs in mentions.values() for seq in seqs}))
+        stored = self._store.vectors_for(self._model_id, sorted({seq for seqs in mentions.values() for seq in seqs}))
         closeness = {seq: float(vector @ query_vector) for seq, vector in stored.items()}
         added = [("turn", seq) for seq in entity_turns(picked, mentions, closeness, policy)]
         by_key = {item.key: item for item in order}
@@ -285,7 +227,7 @@ class ContextViews:
         sentence ("user · allergy: peanuts"), so a fact bearing on the query reads as a fact.
         """
         hits = [hit for hit in derived if hit.tier == Tier.LONGTERM]
-        said = self._facade._facts_said_on(hits, user, zone)
+        said = self._pipeline.facts_said_on(hits, user, zone)
         quoting = _quoting(hits, {turn.id: turn for turn in showable})
         found = [
             Candidate(
@@ -303,7 +245,7 @@ class ContextViews:
         ]
         if not include_superseded or not found:
             return found
-        every = self._store_tiers.cells(user, include_superseded=True, limit=100_000)
+        every = self._store.cells(user, include_superseded=True, limit=100_000)
         by_id = {cell.id: cell for cell in every}
         history: list[Candidate] = []
         for candidate in found:
@@ -340,7 +282,7 @@ class ContextViews:
         # As cells name them: the speaker as said, "user" for a turn without a name. Only two or more names
         # make a group: one person named in some turns and not in others is still one person.
         traits = [
-            (key, value, (name or "").strip() or "user") for key, value, name in self._store_tiers.profile_entries(user)
+            (key, value, (name or "").strip() or "user") for key, value, name in self._store.profile_entries(user)
         ]
         named = len({speaker.casefold() for _, _, speaker in traits if speaker != "user"}) > 1
         return [
@@ -354,8 +296,8 @@ class ContextViews:
             for key, value, speaker in traits
         ]
 
-    def _graph(self, text: str, user: str) -> list[Candidate]:
-        subgraph = self._facade.graph(user_id=user, query=text, limit=10)
+    def _edges(self, text: str, user: str) -> list[Candidate]:
+        subgraph = self._graph.subgraph(user, text, 10)
         return [
             Candidate(
                 "graph",
@@ -371,7 +313,7 @@ class ContextViews:
         """This session's working set (of ``agent_id``, if given), by seq."""
         if session_id is None:
             return {}
-        found = self._store_tiers.get_by_seqs(self._working_seqs(user, session_id), user)  # type: ignore[attr-defined]
+        found = self._store.get_by_seqs(self._working_seqs(user, session_id), user)
         return {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
 
 
@@ -443,8 +385,3 @@ def _same_slot(older: Cell, current: Cell) -> bool:
 
 def _date(moment: datetime | None, zone: tzinfo) -> str:
     return moment.astimezone(zone).strftime("%Y-%m-%d") if moment is not None else "?"
-
-
-if TYPE_CHECKING:
-    from memstrata.memory import Memory as _Facade
-    from memstrata.memory_search import ItemKey, Rankings

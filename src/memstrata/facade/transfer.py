@@ -1,4 +1,4 @@
-"""The moving half of the Memory API: export to JSONL and import from it."""
+"""Export to JSONL and import from it: the moving half of the Memory API."""
 
 from __future__ import annotations
 
@@ -9,34 +9,33 @@ import shutil
 import tempfile
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TextIO
 
-from memstrata.config import CONFIG_FILE_NAME, DATABASE_FILE_NAME
+from memstrata.config import CONFIG_FILE_NAME, DATABASE_FILE_NAME, Settings
+from memstrata.embeddings.base import Embedder
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.models import TransferReport, Turn
 from memstrata.remote.costs import COST_LOG_FILE_NAME
+from memstrata.storage.base import Store
+from memstrata.tiers.episodic import Episodic
 from memstrata.transfer import end_line, header_line, read_export_file, turn_line
 
-if TYPE_CHECKING:
-    from memstrata.config import Settings
-    from memstrata.memory import Memory
+EXPORT_PAGE = 500
 
 
-class TransferViews:
-    """Mixed into Memory: ``export()`` and ``import_()``."""
+class Transfer:
+    """Writes a store's turns (with or without vectors) to a JSONL file atomically, and reads one back."""
 
-    settings: Settings
+    def __init__(self, *, store: Store, embedder: Embedder, episodic: Episodic, settings: Settings) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._episodic = episodic
+        self._settings = settings
 
-    def export(
-        self, path: str | os.PathLike[str], *, user_id: str | None = None, embeddings: bool = False
-    ) -> TransferReport:
-        """Write turns (of one user, or all) to JSONL; atomic: the file appears complete or not at all."""
-        memory = self._transfer_memory
-        memory._require_open()
-        user = memory._user(user_id) if user_id is not None else None
+    def export(self, path: object, user_id: str | None, *, embeddings: bool) -> TransferReport:
+        """Write turns (of one user, or all) to JSONL; the file appears complete or not at all."""
         given = _path(path, "the export path")
-        target = _export_target(given, _own_files(memory.settings.data_dir, memory._store.location))
-        model_id = memory._embedder.model_id
+        target = _export_target(given, _own_files(self._settings.data_dir, self._store.location))
         turns = vectors = 0
         temporary: Path | None = None
         try:
@@ -45,14 +44,15 @@ class TransferViews:
             descriptor, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
             temporary = Path(name)
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                handle.write(header_line(model_id))
+                handle.write(header_line(self._embedder.model_id))
                 page: list[tuple[int, Turn]] = []
-                for item in memory._store.iterate(user):
+                for item in self._store.iterate(user_id):
                     page.append(item)
-                    if len(page) == 500:
-                        turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
-                        page = []
-                turns, vectors = self._write_page(handle, page, embeddings, turns, vectors)
+                    if len(page) == EXPORT_PAGE:
+                        vectors += self._write_page(handle, page, embeddings)
+                        turns, page = turns + len(page), []
+                vectors += self._write_page(handle, page, embeddings)
+                turns += len(page)
                 handle.write(end_line(turns))
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -69,29 +69,11 @@ class TransferViews:
         _sync_directory(target.parent)
         return TransferReport(str(given), turns, vectors)
 
-    def _write_page(
-        self, handle: Any, page: list[tuple[int, Turn]], embeddings: bool, turns: int, vectors: int
-    ) -> tuple[int, int]:
-        memory = self._transfer_memory
-        model_id = memory._embedder.model_id
-        stored = memory._store.vectors_for(model_id, [seq for seq, _ in page]) if embeddings else {}
-        for seq, turn in page:
-            vector = stored.get(seq)
-            handle.write(turn_line(turn, model_id=model_id if vector is not None else None, vector=vector))
-            vectors += vector is not None
-        return turns + len(page), vectors
-
-    def import_(self, path: str | os.PathLike[str]) -> TransferReport:
-        """Load a JSONL export; all of it is stored or, on any bad line, none of it.
-
-        Turns keep their ids and times; ones already present unchanged are skipped.
-        Vectors from the same model are reused, the rest are embedded.
-        """
-        memory = self._transfer_memory
-        memory._require_open()
+    def import_(self, path: object) -> TransferReport:
+        """Load a JSONL export; all of it is stored or, on any bad line, none of it."""
         source = _path(path, "the file to import")
-        items = read_export_file(source, max_bytes=self.settings.max_text_bytes)
-        model_id, dimension = memory._embedder.model_id, memory._embedder.dimension
+        items = read_export_file(source, max_bytes=self._settings.max_text_bytes)
+        model_id, dimension = self._embedder.model_id, self._embedder.dimension
         known = {
             item.turn.id: item.vector
             for item in items
@@ -101,7 +83,7 @@ class TransferViews:
         # One transaction for the whole file: conflicts are checked before anything is written.
         # A line is already present only if it is the stored turn as exported: same message,
         # time and metadata (an import restores memories; it never edits one).
-        _, fresh = memory._store_turns(
+        _, fresh = self._episodic.store_turns(
             turns,
             known,
             f"in {source} names a different message than the stored one (its text, speaker, scope, time"
@@ -112,9 +94,14 @@ class TransferViews:
             str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
         )
 
-    @property
-    def _transfer_memory(self) -> Memory:
-        return self  # type: ignore[return-value]
+    def _write_page(self, handle: TextIO, page: list[tuple[int, Turn]], embeddings: bool) -> int:
+        """Write one page of turns; how many vectors went with them."""
+        model_id = self._embedder.model_id
+        stored = self._store.vectors_for(model_id, [seq for seq, _ in page]) if embeddings else {}
+        for seq, turn in page:
+            vector = stored.get(seq)
+            handle.write(turn_line(turn, model_id=model_id if vector is not None else None, vector=vector))
+        return len(stored)
 
 
 def _same_turn(stored: Turn, imported: Turn) -> bool:

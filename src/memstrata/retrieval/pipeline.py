@@ -1,0 +1,394 @@
+"""The retrieval pipeline: candidates → fusion → rerank → diversity → hits, for one ``Query``."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, tzinfo
+
+import numpy as np
+
+from memstrata.config import Settings
+from memstrata.embeddings.base import Embedder
+from memstrata.extraction.time_expressions import annotate, may_mention_relative_time
+from memstrata.models import Hit, SearchFilters, Tier, Turn
+from memstrata.retrieval.bursts import joined_bursts, one_per_burst, unread
+from memstrata.retrieval.cell_candidates import CellCandidatePolicy, about_whom_asked, closest_cells, with_cells
+from memstrata.retrieval.diversify import maximal_marginal_relevance
+from memstrata.retrieval.fulltext import fts_query, indexed_text, term_coverage
+from memstrata.retrieval.fusion import Fused, fuse_scored
+from memstrata.retrieval.periods import covering_window
+from memstrata.retrieval.query import DATED, ItemKey, Query, Rankings, asked_periods, joined, narrowed
+from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
+from memstrata.retrieval.speakers import aliases, mentioned_speaker, without_speakers
+from memstrata.retrieval.vectors import VectorIndex
+from memstrata.storage.base import Seqs, ServerSideVectors, Store, Vectors
+
+#: How many of the best full-text matches tell how strongly full text matched (``term_coverage``).
+LEXICAL_TOP = 5
+#: Hits read beyond a search's limit, to take the place of the later pieces of a message burst.
+BURST_SPARES = 10
+#: Dates holding more of a user's turns than this are not searched on their own: a second
+#: pass over that many turns costs more than it narrows (at 100k turns it doubled search time).
+DATED_TURNS_LIMIT = 5_000
+#: At most this many of a user's speaker names (the first in name order) are taken out of the
+#: dense query; reading them costs an index seek each.
+MAX_SPEAKERS_STRIPPED = 200
+
+Signals = dict[ItemKey, TurnSignals]
+"""Rerank signals of turns already read, kept across the reranks of one call."""
+
+
+@dataclass(slots=True)
+class Found:
+    """What the retrievers found for a query: their rankings, the query's vector, the facts found by meaning."""
+
+    rankings: Rankings
+    query_vector: Vectors | None = None
+    by_meaning: set[int] = field(default_factory=set)
+
+
+class Pipeline:
+    """Ranks one user's memory for a ``Query``; built once per Memory, safe to share between threads.
+
+    A turn the index offers that the store no longer has was deleted by another process: the
+    user's vector index is then unloaded and ``reloads(user)`` goes up, so a caller can run once more.
+    """
+
+    def __init__(self, *, store: Store, embedder: Embedder, index: VectorIndex, settings: Settings) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._index = index
+        self._settings = settings
+        #: How fused candidates are rescored (``retrieval/rerank.py``); replaceable.
+        self.rerank_policy: RerankPolicy = DEFAULT_RERANK
+        #: Which facts a query reaches by meaning (``retrieval/cell_candidates.py``); ``cells=0`` turns it off.
+        self.cell_policy = CellCandidatePolicy()
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        # Per user, bumped when a deletion by another process left the user's vector index stale.
+        self._reloads: Counter[str] = Counter()
+
+    def close(self) -> None:
+        """Stop the full-text thread, if one started."""
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def reloads(self, user_id: str) -> int:
+        """How often ``user_id``'s vector index was found stale and unloaded."""
+        return self._reloads[user_id]
+
+    def stale(self, user_id: str) -> None:
+        """Unload ``user_id``'s vector index, found stale: the next search reads it again."""
+        self._index.drop(user_id)
+        self._reloads[user_id] += 1
+
+    def search(self, query: Query, count: int, diversity: float = 0.0) -> list[Hit]:
+        """The ``count`` best hits for ``query``, once more if the vector index turned out stale."""
+        hits: list[Hit] = []
+        for _ in range(2):
+            reloads = self.reloads(query.user_id)
+            rankings = joined(self.rankings(query).rankings)
+            loaded: dict[int, Turn] = {}
+            fused = self.rerank(query, fuse_scored(rankings, k=self._settings.rrf_k), rankings, loaded)
+            if diversity > 0:
+                fused = self.diversify(fused, diversity, count)
+            # A burst's later pieces go after the other hits: read spares for them to make way for.
+            found = self.load_hits(fused, count + BURST_SPARES, query.user_id, loaded)
+            hits = self.dated_facts(self.bursts(found, query.user_id, loaded)[:count], query.user_id, query.zone)
+            if self.reloads(query.user_id) == reloads:
+                break
+        return hits
+
+    def rankings(self, query: Query) -> Found:
+        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
+
+        When the query names dates (``retrieval/periods.py``), each turn retriever also looks
+        inside them, under ``fulltext:dated`` and ``vector:dated``, for ``joined`` to fold in.
+        """
+        user_id, text, filters, mode, tiers = query.user_id, query.text, query.filters, query.mode, query.tiers
+        found = Found({})
+        # Speakers' names say whose turns, not what about: the dense retriever and the derived
+        # items (whose text starts with their subject) read the rest. Read before the
+        # full-text search starts, which would hold the store meanwhile.
+        speakers = self._store.speakers(user_id, MAX_SPEAKERS_STRIPPED)
+        # A speaker called by another form of the name ("Caroline" for "Caro") is searched by
+        # the name the turns carry too.
+        named = aliases(text, speakers)
+        match = fts_query(" ".join([text, *sorted(set(named.values()))])) if mode != "vector" else None
+        dated = narrowed(filters, covering_window(asked_periods(text, query.today), query.zone))
+        inside = None if dated is None else self._store.filtered_seqs(user_id, dated, DATED_TURNS_LIMIT + 1)
+        if inside is not None and not 0 < len(inside) <= DATED_TURNS_LIMIT:
+            # Nothing said then, or dates spanning so much of the memory that they narrow little
+            # (the reranker still lifts what was said then).
+            dated = inside = None
+        server_side = self._server_vectors()
+        searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
+        dense_text = text
+        if mode != "fulltext" or (tiers and match is not None):
+            dense_text = without_speakers(text, speakers)
+        with contextlib.ExitStack() as pins:
+            if mode != "fulltext":
+                if server_side is None:
+                    # Held until the scan: another user's load must not unload this user in between.
+                    pins.enter_context(self._index.pinned(user_id))
+                    self._sync_index(user_id)
+                searches["vector"] = None if filters.is_empty else self._store.filtered_seqs(user_id, filters)
+                if inside is not None:
+                    searches[f"vector{DATED}"] = inside
+            # Derived items by the query's words without the names; by the whole query when only names,
+            # stopwords or words for saying are left ("Who is Caroline?", "What did Caroline say?").
+            derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
+            # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
+            # this thread embeds the query and scans the vectors: latency is the slower of the two.
+            pending = (
+                self._background().submit(self._fulltext_candidates, match, query, dated, derived_match or match)
+                if match is not None
+                else None
+            )
+            if searches:
+                found.query_vector = self._embedder.embed_query(dense_text)
+                found.rankings.update(self._vector_lists(query, found.query_vector, searches, server_side))
+        if pending is not None:
+            found.rankings = {**pending.result(), **found.rankings}
+        if Tier.LONGTERM in tiers and found.query_vector is not None:
+            asked = mentioned_speaker(text, speakers)
+            closest = self._cells_by_meaning(user_id, found.query_vector, asked, speakers)
+            if closest:
+                found.rankings["derived"] = with_cells(
+                    found.rankings.get("derived", []), closest, k=self._settings.rrf_k
+                )
+                found.by_meaning.update(seq for (_, seq), _ in closest)
+        return found
+
+    def rerank(
+        self,
+        query: Query,
+        fused: list[Fused[ItemKey]],
+        rankings: Rankings,
+        loaded: dict[int, Turn],
+        signals: Signals | None = None,
+    ) -> list[Fused[ItemKey]]:
+        """Rescore fused candidates with the reranker (``retrieval/rerank.py``), best first.
+
+        The turns read here are added to ``loaded``, and their signals to ``signals`` so a
+        second rerank of the same call reuses them.
+        """
+        text = query.text
+        turns = self.turns(query.user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
+        known = signals if signals is not None else {}
+        for seq, turn in turns.items():
+            if ("turn", seq) not in known:
+                when = turn.created_at.astimezone(query.zone)
+                known["turn", seq] = TurnSignals.of(turn.name, turn.content, turn.session_id, when)
+        scores = {name: dict(ranking) for name, ranking in rankings.items() if name != "derived"}
+        # Derived items keep their fused score, so turns are scored with the same constant.
+        coverage = 1.0
+        if self.rerank_policy.lexical_floor > 0:
+            best = [seq for (kind, seq), _ in rankings.get("fulltext", [])[:LEXICAL_TOP] if kind == "turn"]
+            coverage = term_coverage(text, (indexed_text(turns[seq]) for seq in best if seq in turns))
+        return rerank(
+            text,
+            fused,
+            scores,
+            {("turn", seq): known["turn", seq] for seq in turns},
+            self.rerank_policy,
+            k=self._settings.rrf_k,
+            periods=asked_periods(text, query.today),
+            coverage=coverage,
+        )
+
+    def diversify(self, fused: list[Fused[ItemKey]], diversity: float, count: int) -> list[Fused[ItemKey]]:
+        """The candidates in maximal-marginal-relevance order (``retrieval/diversify.py``), by stored vectors.
+
+        Turns another process deleted meanwhile simply have no vector; ``load_hits`` skips them.
+        """
+        stored = self._store.vectors_for(
+            self._embedder.model_id, [seq for kind, seq in (i.key for i in fused) if kind == "turn"]
+        )
+        vectors = {("turn", seq): vector for seq, vector in stored.items()}
+        by_key = {item.key: item for item in fused}
+        order = maximal_marginal_relevance(
+            [item.key for item in fused], [item.score for item in fused], vectors, diversity=diversity, limit=count + 8
+        )
+        return [by_key[key] for key in order]
+
+    def turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None = None) -> dict[int, Turn]:
+        """Turns by seq, reading from the store only those not in ``loaded`` (which is updated).
+
+        A turn missing from the store leaves the index stale (see the class).
+        """
+        known = loaded if loaded is not None else {}
+        missing = [seq for seq in seqs if seq not in known]
+        if missing:
+            known.update(self._store.get_by_seqs(missing, user_id))
+            if any(seq not in known for seq in missing):
+                self.stale(user_id)
+        return {seq: known[seq] for seq in seqs if seq in known}
+
+    def bursts(
+        self, hits: list[Hit], user_id: str, loaded: dict[int, Turn] | None = None, *, join: bool = False
+    ) -> list[Hit]:
+        """``hits`` with each message burst found once (``retrieval/bursts.py``): its later hits moved
+        after the others, or with ``join`` folded into the first, which then stands for the whole burst."""
+        if not self._settings.join_bursts:
+            return hits
+        around = dict(loaded or {})
+        tried: set[int] = set()
+        while wanted := unread(hits, around, tried):
+            tried.update(wanted)
+            around.update(self._store.get_by_seqs(wanted, user_id))
+        return joined_bursts(hits, around) if join else one_per_burst(hits, around)
+
+    def load_hits(
+        self, fused: Sequence[Fused[ItemKey]], count: int, user_id: str, loaded: dict[int, Turn] | None = None
+    ) -> list[Hit]:
+        """Read the top ``count`` fused items from the store as hits (turns in ``loaded`` are not read again)."""
+        # A few spares cover turns deleted meanwhile (by another process: the index then reloads).
+        wanted = fused[: count + 8]
+        turns = self.turns(user_id, [seq for kind, seq in (i.key for i in wanted) if kind == "turn"], loaded)
+        derived = self._store.derived_items(
+            [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], user_id
+        )
+        hits: list[Hit] = []
+        for item in wanted:
+            kind, seq = item.key
+            if kind == "turn" and seq in turns:
+                turn = turns[seq]
+                hits.append(
+                    Hit(
+                        id=turn.id,
+                        tier=Tier.EPISODIC,
+                        content=turn.content,
+                        score=item.score,
+                        turn=turn,
+                        source_turn_ids=(turn.id,),
+                        ranks=dict(item.ranks),
+                        seq=seq,
+                    )
+                )
+            elif kind == "derived" and seq in derived:
+                item_id, tier, content, sources = derived[seq]
+                hits.append(
+                    Hit(
+                        id=item_id,
+                        tier=Tier(tier),
+                        content=content,
+                        score=item.score,
+                        turn=None,
+                        source_turn_ids=sources,
+                        ranks=dict(item.ranks),
+                        seq=seq,
+                    )
+                )
+        return hits[:count]
+
+    def dated_facts(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> list[Hit]:
+        """``hits`` with each fact's relative phrases resolved against the day its turn was said, in ``zone``."""
+        said = self.facts_said_on(hits, user_id, zone)
+        return [
+            replace(hit, content=annotate(hit.content, said[hit.id]))
+            if hit.tier == Tier.LONGTERM and hit.id in said
+            else hit
+            for hit in hits
+        ]
+
+    def facts_said_on(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> dict[str, datetime]:
+        """When the turn behind each fact (a ``longterm`` hit) that says "next month" or the like was said.
+
+        A fact quotes its sentence ("going camping next month"); read later, the phrase is
+        wrong unless it is resolved against that date, as excerpts are.
+        """
+        sources = {
+            hit.id: hit.source_turn_ids[0]
+            for hit in hits
+            if hit.tier == Tier.LONGTERM and hit.source_turn_ids and may_mention_relative_time(hit.content)
+        }
+        if not sources:
+            return {}
+        turns = self._store.get_by_ids(sorted(set(sources.values())), user_id)
+        return {
+            fact_id: turns[turn_id].created_at.astimezone(zone)
+            for fact_id, turn_id in sources.items()
+            if turn_id in turns
+        }
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _vector_lists(
+        self, query: Query, vector: Vectors, searches: dict[str, Seqs | None], server_side: ServerSideVectors | None
+    ) -> Rankings:
+        """One list per entry of ``searches``: the nearest turns among the seqs it allows (None: all)."""
+        model_id, user_id, depth = self._embedder.model_id, query.user_id, query.depth
+        if server_side is not None:
+            lists = [server_side.nearest(model_id, user_id, vector, depth, allowed) for allowed in searches.values()]
+        else:  # one scan of the vectors serves every list
+            # A search narrowed to an agent or a session ranks turns by their own vectors: the
+            # blend reads the turns around each one, which may lie outside that scope.
+            scoped = query.filters.agent_id is not None or query.filters.session_id is not None
+            lists = self._index.search_within(user_id, vector, depth, list(searches.values()), own_only=scoped)
+        return {
+            name: [(("turn", seq), score) for seq, score in found] for name, found in zip(searches, lists, strict=True)
+        }
+
+    def _cells_by_meaning(
+        self, user_id: str, query_vector: Vectors, asked: str | None, speakers: Sequence[str]
+    ) -> list[tuple[ItemKey, float]]:
+        """The user's current facts whose vectors stand out as closest to the query's, closest first
+        (``retrieval/cell_candidates.py``). Of the speakers, only the facts of the one the query names."""
+        if self.cell_policy.cells <= 0:
+            return []
+        stored = self._store.cell_vectors(user_id, self._embedder.model_id)
+        stored = [stored[index] for index in about_whom_asked([subject for _, subject, _ in stored], asked, speakers)]
+        if not stored:
+            return []
+        cosines = np.stack([vector for _, _, vector in stored]) @ np.asarray(query_vector, dtype=np.float32)
+        return [
+            (("derived", stored[index][0]), float(cosines[index])) for index in closest_cells(cosines, self.cell_policy)
+        ]
+
+    def _server_vectors(self) -> ServerSideVectors | None:
+        """The store's own vector index, when settings ask for it (``vector_search="server"``)."""
+        if self._settings.vector_search == "server" and isinstance(self._store, ServerSideVectors):
+            return self._store
+        return None
+
+    def _fulltext_candidates(
+        self, match: str, query: Query, dated: SearchFilters | None, derived_match: str
+    ) -> Rankings:
+        """Full-text candidates: turns by ``match`` (and inside ``dated``), derived items by ``derived_match``.
+
+        ``derived_match`` is the query without the speakers' names: a cell's text names its
+        subject, so a name would match every fact about that person alike.
+        """
+        user_id, depth = query.user_id, query.depth
+        turns = self._store.fulltext(match, user_id, query.filters, depth)
+        found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns]}
+        if dated is not None:
+            inside = self._store.fulltext(match, user_id, dated, depth)
+            found[f"fulltext{DATED}"] = [(("turn", seq), score) for seq, score in inside]
+        if query.tiers:
+            derived = self._store.derived_fulltext(derived_match, user_id, depth, query.tiers)
+            found["derived"] = [(("derived", seq), score) for seq, score in derived]
+        return found
+
+    def _background(self) -> ThreadPoolExecutor:
+        """One worker thread for the full-text half of a search, started on first use."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstrata-search")
+            return self._executor
+
+    def _sync_index(self, user_id: str) -> None:
+        """Load vectors other writers (or this one) stored since the index last looked."""
+        generation = self._index.generation(user_id)
+        after = self._index.high_water(user_id) or 0
+        batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
+        if len(batch.seqs) or self._index.high_water(user_id) is None:
+            self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
