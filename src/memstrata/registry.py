@@ -38,7 +38,7 @@ class Kind:
     by_scheme: bool = False
     """Chosen by the scheme of a URL, which is also the factory's first argument."""
     also: tuple[str, ...] = ()
-    """Names the caller resolves itself (the embedder's ``auto``), listed first among the known names."""
+    """Names the caller resolves itself (the embedder's ``auto``), listed first among the names; never a plugin."""
     note: str = ""
     """Said after the known names."""
 
@@ -189,7 +189,7 @@ def plugins(kind: Kind) -> Mapping[str, Entry]:
     found: dict[str, Entry] = {}
     for point in entry_points(group=kind.group):
         name = _normal(kind, point.name)
-        if name not in taken and name not in found:
+        if name not in taken and name not in kind.also and name not in found:
             found[name] = _plugin_entry(kind, name, point)
     return MappingProxyType(found)
 
@@ -226,6 +226,8 @@ def load(kind: Kind, key: str, *arguments: Any, **offered: Any) -> Any:
 
 def _find_plugin(kind: Kind, name: str) -> Entry | None:
     """The first entry point of ``kind`` called ``name``, if a package registers one."""
+    if name in kind.also:
+        return None
     for point in entry_points(group=kind.group):
         if _normal(kind, point.name) == name:
             return _plugin_entry(kind, name, point)
