@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memstrata.config import Settings, load_settings
+from memstrata.embeddings.base import Embedder
 from memstrata.errors import (
     ConfigError,
     EmbeddingError,
@@ -16,6 +17,7 @@ from memstrata.errors import (
     SchemaTooNew,
     StorageError,
 )
+from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.memory import Memory
 from memstrata.models import (
     Cell,
@@ -42,17 +44,22 @@ from memstrata.models import (
     Turn,
     UsedMemory,
 )
+from memstrata.retrieval.tokens import count_tokens
 from memstrata.version import __version__
 
 __all__ = [
+    "LLM",
     "Cell",
+    "ChatMessage",
     "ChatReply",
     "Compaction",
+    "Completion",
     "ConfigError",
     "Consolidation",
     "Context",
     "ContextItem",
     "Deletion",
+    "Embedder",
     "EmbeddingError",
     "EntityEdge",
     "EntityNode",
@@ -82,5 +89,6 @@ __all__ = [
     "Turn",
     "UsedMemory",
     "__version__",
+    "count_tokens",
     "load_settings",
 ]

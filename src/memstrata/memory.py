@@ -41,7 +41,7 @@ from memstrata.retrieval.context import ContextRequest
 from memstrata.retrieval.entity_candidates import EntityCandidatePolicy
 from memstrata.retrieval.query import Query, today_in
 from memstrata.retrieval.rerank import RerankPolicy
-from memstrata.storage.base import Store
+from memstrata.storage.base import TierStore
 from memstrata.tiers.episodic import Progress
 from memstrata.validation import (
     LARGEST_COUNT,
@@ -93,7 +93,7 @@ class Memory:
         path: str | os.PathLike[str] | None = None,
         *,
         settings: Settings | None = None,
-        store: Store | None = None,
+        store: TierStore | None = None,
         embedder: Embedder | str | None = None,
         llm: LLM | None = None,
         **overrides: Any,

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from memstrata.embeddings.base import Vectors
 from memstrata.errors import InvalidInput
-from memstrata.models import Turn, format_time
+from memstrata.models import Turn, Vectors, format_time
 from memstrata.validation import (
     check_identifier,
     check_importance,

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memstrata.embeddings.base import Embedder, Vectors
+from memstrata import Embedder
+from memstrata.models import Vectors
 from memstrata.retrieval.fulltext import fts_query
 
 

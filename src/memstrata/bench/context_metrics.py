@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memstrata.embeddings.base import Embedder
-from memstrata.retrieval.tokens import count_tokens
+from memstrata import Embedder, count_tokens
 
 FUNCTION_WORDS = frozenset(
     [

@@ -19,14 +19,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memstrata import InvalidInput, Memory, ProviderError
+from memstrata import ChatMessage, InvalidInput, Memory, ProviderError, count_tokens
 from memstrata.bench.datasets import synthetic_texts
 from memstrata.bench.ingest_search import machine
 from memstrata.bench.qa import answering_memory, latency_summary, mentions, prompt_records
-from memstrata.llms.base import ChatMessage
 from memstrata.prompts import render
 from memstrata.retrieval.abridge import abridge
-from memstrata.retrieval.tokens import count_tokens
 from memstrata.validation import check_budget
 
 USER = "lcs-user"

@@ -28,7 +28,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from memstrata import ConfigError, Memory, ProviderError
+from memstrata import LLM, ChatMessage, Completion, ConfigError, Memory, ProviderError
 from memstrata.bench.context_metrics import normalize_answer
 from memstrata.bench.datasets import Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine, percentile
@@ -36,7 +36,6 @@ from memstrata.bench.locomo import CATEGORIES, choose_conversations, dia_ids, in
 from memstrata.config import DATABASE_FILE_NAME, load_settings
 from memstrata.errors import HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE
 from memstrata.errors import InvalidInput
-from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.prompts import render
 
 QA_PROMPTS = ("qa_system", "qa_question", "qa_judge")

@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from memstrata import Memory
+from memstrata import Embedder, Memory
 from memstrata.bench.context_metrics import answer_in_context
 from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine
@@ -36,7 +36,6 @@ from memstrata.bench.locomo import (
     turn_id,
 )
 from memstrata.bench.perturb import DEFAULT_SEED, PERTURBATIONS, Perturbed, check_perturbations, unchanged
-from memstrata.embeddings.base import Embedder
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
 from memstrata.retrieval.assembly import one_line

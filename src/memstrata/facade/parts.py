@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 from memstrata.config import Settings
 from memstrata.embeddings import load_embedder
@@ -20,7 +19,7 @@ from memstrata.retrieval.context import ContextBuilder
 from memstrata.retrieval.pipeline import Pipeline
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
-from memstrata.storage.base import Job, ServerSideVectors, Store, TierStore
+from memstrata.storage.base import Job, ServerSideVectors, TierStore
 from memstrata.tiers.episodic import Episodic
 from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
 from memstrata.tiers.visits import VisitRecorder
@@ -53,7 +52,7 @@ class Parts:
     contexts: ContextBuilder
 
 
-def open_parts(settings: Settings, *, store: Store | None, embedder: Embedder | None, llm: LLM | None) -> Parts:
+def open_parts(settings: Settings, *, store: TierStore | None, embedder: Embedder | None, llm: LLM | None) -> Parts:
     """Open what is not given (embedder, store, LLM), then build the rest over them.
 
     Anything opened here is closed again if a later step fails. Raises ConfigError for
@@ -69,15 +68,13 @@ def open_parts(settings: Settings, *, store: Store | None, embedder: Embedder | 
             f"vector_search = 'server' needs a store with its own vector index (PostgreSQL + pgvector), "
             f"not {opened.location}; use vector_search = 'memory'"
         )
-    # Every backend implements the tier roles too (the contract suite runs both on each).
-    tiered = cast(TierStore, opened)
     closers: list[Callable[[], None]] = [opened.close] if store is None else []
     try:
         model = llm or load_llm(settings)
         close = getattr(model, "close", None)
         if llm is None and callable(close):  # a model client built here; one passed in is the caller's
             closers.append(close)
-        return _build(settings, tiered, embedder, model, closers)
+        return _build(settings, opened, embedder, model, closers)
     except BaseException:
         # Nothing half-open stays behind: what was opened here is closed again.
         for close in reversed(closers):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from memstrata.registry import STORE, WORKING_SET, load, targets
 
 if TYPE_CHECKING:
-    from memstrata.storage.base import Store, WorkingSet
+    from memstrata.storage.base import TierStore, WorkingSet
 
 #: URL scheme → "module:factory" of the built-in backends; the factory takes (url, busy_timeout_seconds=).
 BACKENDS: Mapping[str, str] = targets(STORE)
@@ -17,9 +17,9 @@ BACKENDS: Mapping[str, str] = targets(STORE)
 WORKING_BACKENDS: Mapping[str, str] = targets(WORKING_SET)
 
 
-def open_store(url: str, *, busy_timeout_seconds: float = 30.0) -> Store:
-    """Open the backend named by ``url``'s scheme (``sqlite:///path/to/file.db``)."""
-    store: Store = load(STORE, url, busy_timeout_seconds=busy_timeout_seconds)
+def open_store(url: str, *, busy_timeout_seconds: float = 30.0) -> TierStore:
+    """Open the backend named by ``url``'s scheme (``sqlite:///path/to/file.db``): every role of ``storage/base.py``."""
+    store: TierStore = load(STORE, url, busy_timeout_seconds=busy_timeout_seconds)
     return store
 
 
