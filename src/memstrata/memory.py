@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from memstrata.config import Settings, load_settings
+from memstrata.config import Settings
 from memstrata.embeddings.base import Embedder
-from memstrata.errors import InvalidInput, NotFound, StorageError
-from memstrata.facade.chat import ChatParts, ChatRequest, ChatResponder
-from memstrata.facade.parts import Parts, open_parts
-from memstrata.facade.tiers import Tiers
-from memstrata.facade.transfer import Transfer
+from memstrata.errors import InvalidInput, NotFound
+from memstrata.facade.chat import ChatRequest
+from memstrata.facade.parts import Forwarded, Parts, open_parts, settings_for
 from memstrata.llms.base import LLM
 from memstrata.models import (
     Cell,
@@ -39,7 +34,7 @@ from memstrata.retrieval.assembly import AssemblyPolicy
 from memstrata.retrieval.cell_candidates import CellCandidatePolicy
 from memstrata.retrieval.context import ContextRequest
 from memstrata.retrieval.entity_candidates import EntityCandidatePolicy
-from memstrata.retrieval.query import Query, today_in
+from memstrata.retrieval.query import DEFAULT_SEARCH_TIERS, Query, today_in
 from memstrata.retrieval.rerank import RerankPolicy
 from memstrata.storage.base import TierStore
 from memstrata.tiers.episodic import Progress
@@ -66,15 +61,8 @@ from memstrata.validation import (
     check_timezone,
     parse_messages,
 )
-from memstrata.version import __version__
 
 __all__ = ["DEFAULT_SEARCH_TIERS", "Memory", "Progress"]
-
-# Measured on LoCoMo (evidence recall@10 of the turns): turns alone 0.626, with cells 0.618,
-# with every summary 0.565 (a summary stands for many turns and crowds the evidence out).
-# So search ranks turns by default and the derived tiers are opt-in.
-DEFAULT_SEARCH_TIERS: tuple[str, ...] = ()
-_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 class Memory:
@@ -100,46 +88,11 @@ class Memory:
     ) -> None:
         if isinstance(embedder, str):  # the setting's name, not an Embedder object
             overrides["embedder"], embedder = embedder, None
-        if path is not None:
-            location = Path(path).expanduser()
-            if location.suffix in _DATABASE_SUFFIXES or location.is_file():
-                overrides.setdefault("home", location.parent)
-                overrides.setdefault("storage_url", f"sqlite:///{location.resolve()}")
-            else:
-                overrides.setdefault("home", location)
-        if settings is None:
-            settings = load_settings(**overrides)
-        elif overrides:
-            settings = load_settings(**{**settings.model_dump(exclude_unset=True), **overrides})
+        settings = settings_for(path, settings, overrides)
         self.settings = settings
-        parts = open_parts(settings, store=store, embedder=embedder, llm=llm)
-        self._parts = parts
-        self._owns_llm = llm is None
-        self._closed = False
-        self._tiers = Tiers(
-            store=parts.store,
-            hierarchy=parts.hierarchy,
-            worker=parts.worker,
-            visits=parts.visits,
-            episodic=parts.episodic,
-            settings=settings,
-        )
-        self._transfer = Transfer(
-            store=parts.store, embedder=parts.embedder, episodic=parts.episodic, settings=settings
-        )
-        self._chat = ChatResponder(
-            ChatParts(
-                store=parts.store,
-                llm=parts.llm,
-                settings=settings,
-                context=self._build_context,
-                remember=self._remember,
-                working_seqs=parts.episodic.working_seqs,
-                consolidation_due=parts.hierarchy.consolidation_due,
-            )
-        )
+        self._parts = open_parts(settings, store=store, embedder=embedder, llm=llm)
         if settings.background:
-            parts.worker.start()
+            self._parts.worker.start()
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Memory:
@@ -150,27 +103,12 @@ class Memory:
 
     def close(self) -> None:
         """Release the store; the Memory cannot be used afterwards."""
-        if self._closed:
-            return
-        parts = self._parts
-        parts.visits.queue()
-        parts.worker.stop()
-        self._closed = True
-        parts.pipeline.close()
-        parts.index.drop()
-        if parts.shared_working is not None:
-            parts.shared_working.close()
-        parts.store.close()
-        closer = getattr(parts.llm, "close", None)
-        if self._owns_llm and callable(closer):  # a model client built here; one passed in is the caller's
-            closer()
+        self._parts.close()
 
     def __enter__(self) -> Memory:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
@@ -191,43 +129,11 @@ class Memory:
         """
         return self._parts
 
-    # -- retrieval policies: value objects, replaceable per instance --------------------
-
-    @property
-    def rerank_policy(self) -> RerankPolicy:
-        """How fused candidates are rescored (``retrieval/rerank.py``)."""
-        return self._parts.pipeline.rerank_policy
-
-    @rerank_policy.setter
-    def rerank_policy(self, policy: RerankPolicy) -> None:
-        self._parts.pipeline.rerank_policy = policy
-
-    @property
-    def cell_policy(self) -> CellCandidatePolicy:
-        """Which facts a query reaches by meaning; ``cells=0`` turns it off."""
-        return self._parts.pipeline.cell_policy
-
-    @cell_policy.setter
-    def cell_policy(self, policy: CellCandidatePolicy) -> None:
-        self._parts.pipeline.cell_policy = policy
-
-    @property
-    def assembly_policy(self) -> AssemblyPolicy:
-        """How ``context()`` packs its candidates into the budget."""
-        return self._parts.contexts.assembly_policy
-
-    @assembly_policy.setter
-    def assembly_policy(self, policy: AssemblyPolicy) -> None:
-        self._parts.contexts.assembly_policy = policy
-
-    @property
-    def entity_policy(self) -> EntityCandidatePolicy:
-        """Which entities' turns a question about a kind of thing lifts in ``context()``."""
-        return self._parts.contexts.entity_policy
-
-    @entity_policy.setter
-    def entity_policy(self, policy: EntityCandidatePolicy) -> None:
-        self._parts.contexts.entity_policy = policy
+    # Retrieval policies: value objects, replaceable per instance (docs/python-api.md).
+    rerank_policy = Forwarded[RerankPolicy]("pipeline", "How fused candidates are rescored.")
+    cell_policy = Forwarded[CellCandidatePolicy]("pipeline", "Which facts a query reaches by meaning.")
+    assembly_policy = Forwarded[AssemblyPolicy]("contexts", "How ``context()`` packs its candidates into the budget.")
+    entity_policy = Forwarded[EntityCandidatePolicy]("contexts", "Whose turns a kind-of-thing question lifts.")
 
     # -- writing ----------------------------------------------------------------------
 
@@ -389,7 +295,7 @@ class Memory:
             include_superseded=include_superseded,
             verbatim=verbatim,
         )
-        return self._build_context(request)
+        return self._parts.build_context(request)
 
     def chat(
         self,
@@ -430,7 +336,7 @@ class Memory:
             message_id=message_id,
             reply_id=reply_id,
         )
-        return self._chat.reply(request)
+        return self._parts.chat.reply(request)
 
     # -- deleting ---------------------------------------------------------------------
 
@@ -449,17 +355,9 @@ class Memory:
         return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
 
     def vacuum(self) -> Compaction:
-        """Rewrite the store so deleted memories leave its files; its size before and after.
-
-        Writers wait meanwhile, so run it at a quiet time.
-        """
+        """Rewrite the store so deleted memories leave its files (writers wait); its size before and after."""
         self._require_open()
-        store = self._parts.store
-        started = time.perf_counter()
-        before = store.size_bytes()
-        complete = store.vacuum()
-        after = store.size_bytes()
-        return Compaction(before, after, round(time.perf_counter() - started, 3), complete)
+        return self._parts.vacuum()
 
     def prune(
         self,
@@ -469,14 +367,10 @@ class Memory:
         older_than: timedelta | None = None,
         keep_last: int | None = None,
     ) -> int:
-        """Retention: delete a tier's items older than ``older_than`` or beyond the newest ``keep_last``; how many.
-
-        ``episodic`` deletes turns (and what was derived from them), ``midterm`` archived
-        segments, ``longterm`` superseded cells; each deletion is in the audit log.
-        """
+        """Retention: delete a tier's items older than ``older_than`` or beyond the newest ``keep_last``; how many."""
         user = self._user(user_id)
         tier, older_than, keep_last = check_prune(tier, older_than, keep_last)
-        return self._tiers.prune(user, tier, older_than, keep_last)
+        return self._parts.tiers.prune(user, tier, older_than, keep_last)
 
     # -- moving -----------------------------------------------------------------------
 
@@ -486,7 +380,7 @@ class Memory:
         """Write turns (of one user, or all) to JSONL; atomic: the file appears complete or not at all."""
         self._require_open()
         user = self._user(user_id) if user_id is not None else None
-        return self._transfer.export(path, user, embeddings=embeddings)
+        return self._parts.transfer.export(path, user, embeddings=embeddings)
 
     def import_(self, path: str | os.PathLike[str]) -> TransferReport:
         """Load a JSONL export; all of it is stored or, on any bad line, none of it.
@@ -495,7 +389,7 @@ class Memory:
         from the same model are reused, the rest are embedded.
         """
         self._require_open()
-        return self._transfer.import_(path)
+        return self._parts.transfer.import_(path)
 
     # -- the derived tiers ------------------------------------------------------------
 
@@ -506,7 +400,7 @@ class Memory:
         """
         self._require_open()
         user = self._user(user_id) if user_id is not None else None
-        self._tiers.flush(check_timeout(timeout), user)
+        self._parts.tiers.flush(check_timeout(timeout), user)
 
     def consolidate(self, *, user_id: str) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
@@ -559,7 +453,7 @@ class Memory:
     def inspect(self, *, user_id: str, limit: int = 20) -> Inspection:
         """Each tier of a user: counts, working set, hot segments, profile, cells, patterns, entities, log."""
         user = self._user(user_id)
-        return self._tiers.inspect(user, check_limit(limit))
+        return self._parts.tiers.inspect(user, check_limit(limit))
 
     def segment_turns(self, segment_id: str, *, user_id: str) -> list[Turn]:
         """The turns filed in one of the user's mid-term segments (active or archived), in the order they were said.
@@ -567,55 +461,29 @@ class Memory:
         Raises NotFound when ``segment_id`` names no segment of ``user_id`` that holds a turn.
         """
         user = self._user(user_id)
-        return self._tiers.segment_turns(str(check_identifier(segment_id, "segment_id")), user)
+        return self._parts.tiers.segment_turns(str(check_identifier(segment_id, "segment_id")), user)
 
     def retry_failed_jobs(self, *, user_id: str | None = None) -> int:
         """Queue the background jobs that failed every attempt again (``user_id``'s, or everyone's); how many."""
         self._require_open()
-        return self._tiers.retry_failed_jobs(self._user(user_id) if user_id is not None else None)
+        return self._parts.tiers.retry_failed_jobs(self._user(user_id) if user_id is not None else None)
 
     # -- about ------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
         """Where data lives, what is stored and its size on disk, the model, versions, this process's vector cache."""
         self._require_open()
-        parts = self._parts
-        return {
-            "version": __version__,
-            "data_dir": str(self.settings.data_dir),
-            "storage": parts.store.location,
-            "embedder": parts.embedder.model_id,
-            "dimension": parts.embedder.dimension,
-            "counts": parts.store.counts(),
-            "size_bytes": parts.store.size_bytes(),
-            "vector_cache": parts.index.stats(),
-        }
+        return self._parts.info()
 
     # -- helpers ----------------------------------------------------------------------
 
     def _require_open(self) -> None:
-        if self._closed:
-            raise StorageError("this Memory is closed; open a new one")
+        self._parts.require_open()
 
     def _user(self, user_id: object) -> str:
         """A checked user id, once the Memory is known to be open."""
         self._require_open()
         return str(check_identifier(user_id, "user_id"))
-
-    def _build_context(self, request: ContextRequest) -> Context:
-        """The block for a checked request, as foreground work; the visits of its excerpts are noted."""
-        with self._parts.activity:
-            self._require_open()
-            built, shown = self._parts.contexts.build(request)
-            self._parts.visits.note_hits(request.scope.user_id, shown)
-            return built
-
-    def _remember(self, messages: Sequence[dict[str, str]], scope: Scope) -> list[Turn]:
-        """Store a chat's messages now in ``scope``, as foreground work."""
-        with self._parts.activity:
-            self._require_open()
-            parsed = parse_messages(list(messages), max_bytes=self.settings.max_text_bytes)
-            return self._parts.episodic.add(parsed, scope, moment=datetime.now(UTC), metadata={}, importance=None)
 
 
 def _scope(user_id: object, agent_id: object, session_id: object) -> Scope:

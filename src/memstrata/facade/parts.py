@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Generic, TypeVar, overload
 
-from memstrata.config import Settings
+from memstrata.config import Settings, load_settings
 from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder
-from memstrata.errors import ConfigError
+from memstrata.errors import ConfigError, StorageError
+from memstrata.facade.chat import ChatParts, ChatResponder
+from memstrata.facade.tiers import Tiers
+from memstrata.facade.transfer import Transfer
 from memstrata.ids import IdGenerator
 from memstrata.llms import load_llm
 from memstrata.llms.base import LLM
+from memstrata.models import Compaction, Context, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
-from memstrata.retrieval.context import ContextBuilder
+from memstrata.retrieval.context import ContextBuilder, ContextRequest
 from memstrata.retrieval.pipeline import Pipeline
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
@@ -25,6 +35,11 @@ from memstrata.tiers.hierarchy import Hierarchy, HierarchyPolicy
 from memstrata.tiers.visits import VisitRecorder
 from memstrata.tiers.worker import Activity, Worker, retry_delay
 from memstrata.tiers.working import SharedWorkingMemory, WorkingPolicy
+from memstrata.validation import parse_messages
+from memstrata.version import __version__
+
+T = TypeVar("T")
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,6 +65,105 @@ class Parts:
     visits: VisitRecorder
     pipeline: Pipeline
     contexts: ContextBuilder
+    #: Flush, inspect, prune.
+    tiers: Tiers
+    #: Export and import.
+    transfer: Transfer
+    chat: ChatResponder
+    #: Whether the LLM was built here (and is closed with the rest); one passed in is the caller's.
+    owns_llm: bool
+    #: Set once ``close`` starts; every public call checks it first.
+    closing: threading.Event
+
+    def require_open(self) -> None:
+        """StorageError once the Memory is closed."""
+        _require_open(self.closing)
+
+    def close(self) -> None:
+        """Queue pending visits, stop the worker, then release the index, Redis, the store and an owned LLM."""
+        if self.closing.is_set():
+            return
+        self.visits.queue()
+        self.worker.stop()
+        self.closing.set()
+        self.pipeline.close()
+        self.index.drop()
+        if self.shared_working is not None:
+            self.shared_working.close()
+        self.store.close()
+        closer = getattr(self.llm, "close", None)
+        if self.owns_llm and callable(closer):
+            closer()
+
+    def info(self) -> dict[str, Any]:
+        """Where data lives, what is stored and its size on disk, the model, versions, this process's vector cache."""
+        return {
+            "version": __version__,
+            "data_dir": str(self.settings.data_dir),
+            "storage": self.store.location,
+            "embedder": self.embedder.model_id,
+            "dimension": self.embedder.dimension,
+            "counts": self.store.counts(),
+            "size_bytes": self.store.size_bytes(),
+            "vector_cache": self.index.stats(),
+        }
+
+    def vacuum(self) -> Compaction:
+        """Rewrite the store so deleted memories leave its files; its size before and after."""
+        started = time.perf_counter()
+        before = self.store.size_bytes()
+        complete = self.store.vacuum()
+        after = self.store.size_bytes()
+        return Compaction(before, after, round(time.perf_counter() - started, 3), complete)
+
+    def build_context(self, request: ContextRequest) -> Context:
+        """The block for a checked request, as foreground work; the visits of its excerpts are noted."""
+        return _foreground_context(request, self.activity, self.closing, self.contexts, self.visits)
+
+
+class Forwarded(Generic[T]):
+    """A Memory attribute kept on one of its parts (``Memory.rerank_policy`` is ``memory.parts.pipeline``'s)."""
+
+    def __init__(self, part: str, doc: str) -> None:
+        self._part = part
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, memory: None, owner: type) -> Forwarded[T]: ...
+    @overload
+    def __get__(self, memory: object, owner: type) -> T: ...
+    def __get__(self, memory: object, owner: type) -> T | Forwarded[T]:
+        if memory is None:
+            return self
+        value: T = getattr(getattr(_parts_of(memory), self._part), self._name)
+        return value
+
+    def __set__(self, memory: object, value: T) -> None:
+        setattr(getattr(_parts_of(memory), self._part), self._name, value)
+
+
+def _parts_of(memory: object) -> Parts:
+    parts: Parts = getattr(memory, "parts")  # noqa: B009  # the facade's own attribute, named once here
+    return parts
+
+
+def settings_for(path: str | os.PathLike[str] | None, settings: Settings | None, overrides: dict[str, Any]) -> Settings:
+    """The settings a Memory opens with: a data directory or database file ``path``, ``settings``, ``overrides``."""
+    if path is not None:
+        location = Path(path).expanduser()
+        if location.suffix in _DATABASE_SUFFIXES or location.is_file():
+            overrides.setdefault("home", location.parent)
+            overrides.setdefault("storage_url", f"sqlite:///{location.resolve()}")
+        else:
+            overrides.setdefault("home", location)
+    if settings is None:
+        return load_settings(**overrides)
+    if overrides:
+        return load_settings(**{**settings.model_dump(exclude_unset=True), **overrides})
+    return settings
 
 
 def open_parts(settings: Settings, *, store: TierStore | None, embedder: Embedder | None, llm: LLM | None) -> Parts:
@@ -74,7 +188,7 @@ def open_parts(settings: Settings, *, store: TierStore | None, embedder: Embedde
         close = getattr(model, "close", None)
         if llm is None and callable(close):  # a model client built here; one passed in is the caller's
             closers.append(close)
-        return _build(settings, opened, embedder, model, closers)
+        return _build(settings, opened, embedder, model, closers, owns_llm=llm is None)
     except BaseException:
         # Nothing half-open stays behind: what was opened here is closed again.
         for close in reversed(closers):
@@ -83,7 +197,13 @@ def open_parts(settings: Settings, *, store: TierStore | None, embedder: Embedde
 
 
 def _build(
-    settings: Settings, store: TierStore, embedder: Embedder, llm: LLM, closers: list[Callable[[], None]]
+    settings: Settings,
+    store: TierStore,
+    embedder: Embedder,
+    llm: LLM,
+    closers: list[Callable[[], None]],
+    *,
+    owns_llm: bool,
 ) -> Parts:
     """The collaborators over opened adapters; each that must be closed is added to ``closers``."""
     index = VectorIndex(
@@ -134,6 +254,21 @@ def _build(
         graph=hierarchy.graph,
         working_seqs=episodic.working_seqs,
     )
+    visits = VisitRecorder(store=store, enabled=settings.record_visits, wake=wake)
+    closing = threading.Event()
+    chat = ChatResponder(
+        ChatParts(
+            store=store,
+            llm=llm,
+            settings=settings,
+            context=lambda request: _foreground_context(request, activity, closing, contexts, visits),
+            remember=lambda messages, scope: _remember(
+                messages, scope, activity, closing, episodic, settings.max_text_bytes
+            ),
+            working_seqs=episodic.working_seqs,
+            consolidation_due=hierarchy.consolidation_due,
+        )
+    )
     return Parts(
         settings=settings,
         store=store,
@@ -146,10 +281,51 @@ def _build(
         episodic=episodic,
         hierarchy=hierarchy,
         worker=worker,
-        visits=VisitRecorder(store=store, enabled=settings.record_visits, wake=wake),
+        visits=visits,
         pipeline=pipeline,
         contexts=contexts,
+        tiers=Tiers(
+            store=store, hierarchy=hierarchy, worker=worker, visits=visits, episodic=episodic, settings=settings
+        ),
+        transfer=Transfer(store=store, embedder=embedder, episodic=episodic, settings=settings),
+        chat=chat,
+        owns_llm=owns_llm,
+        closing=closing,
     )
+
+
+def _require_open(closing: threading.Event) -> None:
+    if closing.is_set():
+        raise StorageError("this Memory is closed; open a new one")
+
+
+def _foreground_context(
+    request: ContextRequest,
+    activity: Activity,
+    closing: threading.Event,
+    contexts: ContextBuilder,
+    visits: VisitRecorder,
+) -> Context:
+    with activity:
+        _require_open(closing)
+        built, shown = contexts.build(request)
+        visits.note_hits(request.scope.user_id, shown)
+        return built
+
+
+def _remember(
+    messages: Sequence[dict[str, str]],
+    scope: Scope,
+    activity: Activity,
+    closing: threading.Event,
+    episodic: Episodic,
+    max_bytes: int,
+) -> list[Turn]:
+    """Store ``add``-style messages said now in ``scope``, as foreground work."""
+    with activity:
+        _require_open(closing)
+        parsed = parse_messages(list(messages), max_bytes=max_bytes)
+        return episodic.add(parsed, scope, moment=datetime.now(UTC), metadata={}, importance=None)
 
 
 def _worker(

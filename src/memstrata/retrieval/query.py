@@ -14,6 +14,10 @@ ItemKey = tuple[str, int]
 """A search candidate: ``("turn", seq)`` or ``("derived", seq)``."""
 Rankings = dict[str, list[tuple[ItemKey, float]]]
 """Each retriever's candidates, best first, with its own score (higher is better)."""
+# Measured on LoCoMo (evidence recall@10 of the turns): turns alone 0.626, with cells 0.618,
+# with every summary 0.565 (a summary stands for many turns and crowds the evidence out).
+# So search ranks turns by default and the derived tiers are opt-in.
+DEFAULT_SEARCH_TIERS: tuple[str, ...] = ()
 #: Suffix of the lists a retriever found inside the dates a query names (see ``joined``).
 DATED = ":dated"
 ASKED_CACHED_CHARS = 2_000
