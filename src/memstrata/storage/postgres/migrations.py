@@ -6,13 +6,14 @@ opening one database at once apply each migration exactly once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import errors
 
-from memstrata.errors import SchemaTooNew, StorageError
+from memstrata.errors import StorageError
+from memstrata.storage import migrating
+from memstrata.storage.migrating import Migration
 
 #: First key of every advisory lock memstrata takes ("mems" in ASCII), so they never clash with an application's.
 LOCK_NAMESPACE = 0x6D656D73
@@ -21,19 +22,6 @@ VECTOR_INDEX_LOCK = 1
 USER_LOCK_NAMESPACE = LOCK_NAMESPACE + 1
 #: Every ASCII punctuation mark, as a regular expression: read as a space before text is indexed.
 _PUNCTUATION = r"[\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]+"
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One schema step."""
-
-    version: int
-    name: str
-    sql: str
-    #: Tables it alters under an exclusive lock: ``migrate`` locks those of every pending step, all
-    #: in one statement, before any step runs (a lock taken later could deadlock with an older process
-    #: that holds one of them and waits for another).
-    locks: tuple[str, ...] = ()
 
 
 # Identity columns come from sequences, which never hand out a value twice: an index that
@@ -670,14 +658,10 @@ def migrate(connection: psycopg.Connection[Any], location: str, lock_timeout_ms:
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            row = connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+            row = connection.execute(migrating.RECORDED_VERSION).fetchone()
             current = int(row[0]) if row else 0
-            if current > LATEST_VERSION:
-                raise SchemaTooNew(
-                    f"{location} has schema version {current}, but this memstrata knows only up to "
-                    f"{LATEST_VERSION}; upgrade memstrata (pip install -U 'memstrata[postgres]') to open it"
-                )
-            pending = [migration for migration in MIGRATIONS if migration.version > current]
+            migrating.refuse_if_too_new(current, LATEST_VERSION, location, "'memstrata[postgres]'")
+            pending = migrating.pending(MIGRATIONS, current)
             if current >= 1 and pending:
                 # Every table a step locks waits this long at most: a session idle in a transaction
                 # must not hold the upgrade, and every writer queued behind it, forever.

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memstrata.errors import SchemaTooNew, StorageError
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One schema step."""
-
-    version: int
-    name: str
-    sql: str
-
+from memstrata.errors import StorageError
+from memstrata.storage import migrating
+from memstrata.storage.migrating import Migration
 
 # AUTOINCREMENT: seqs and vector ids are never reused after a delete, so an index that
 # catches up by "ids above the last one seen" can neither miss a row nor mislabel one.
@@ -490,11 +481,7 @@ LATEST_VERSION = MIGRATIONS[-1].version
 
 def refuse_if_too_new(version: int, location: str) -> None:
     """Raise ``SchemaTooNew`` for a schema ``version`` past what this memstrata knows."""
-    if version > LATEST_VERSION:
-        raise SchemaTooNew(
-            f"{location} has schema version {version}, but this memstrata knows only up to "
-            f"{LATEST_VERSION}; upgrade memstrata (pip install -U memstrata) to open it"
-        )
+    migrating.refuse_if_too_new(version, LATEST_VERSION, location, "memstrata")
 
 
 def stored_version(connection: sqlite3.Connection) -> int:
@@ -502,7 +489,7 @@ def stored_version(connection: sqlite3.Connection) -> int:
     known = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
     if known.fetchone() is None:
         return 0
-    return int(connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+    return int(connection.execute(migrating.RECORDED_VERSION).fetchone()[0])
 
 
 def migrate(connection: sqlite3.Connection, location: str) -> int:
@@ -513,12 +500,9 @@ def migrate(connection: sqlite3.Connection, location: str) -> int:
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
-        row = connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
-        current = int(row[0])
+        current = int(connection.execute(migrating.RECORDED_VERSION).fetchone()[0])
         refuse_if_too_new(current, location)
-        for migration in MIGRATIONS:
-            if migration.version <= current:
-                continue
+        for migration in migrating.pending(MIGRATIONS, current):
             for statement in _statements(migration.sql):
                 connection.execute(statement)
             connection.execute(
