@@ -11,9 +11,6 @@ from dataclasses import dataclass
 
 from memstrata.errors import SchemaTooNew
 
-#: The schema version a database records (0: none yet), in the SQL both backends speak.
-RECORDED_VERSION = "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
-
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -27,6 +24,10 @@ class Migration:
     #: runs (a lock taken later could deadlock with an older process that holds one of them and waits
     #: for another).
     locks: tuple[str, ...] = ()
+
+
+#: The schema version a database records (0: none yet), in the SQL both backends speak.
+RECORDED_VERSION = "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
 
 
 def pending(migrations: Iterable[Migration], current: int) -> list[Migration]:

@@ -4,6 +4,21 @@ from __future__ import annotations
 
 from memstrata.storage.migrating import Migration
 
+# Migration 4's triggers on turns first mark the turns whose indexed text a change alters (the
+# turn and its two neighbours on each side), then index every marked turn again.
+_MARK_NEW_AND_NEIGHBOURS = """\
+            INSERT OR IGNORE INTO turns_fts_dirty (seq)
+                SELECT new.seq UNION SELECT before1 FROM turn_neighbours WHERE seq = new.seq AND before1 IS NOT NULL
+                UNION SELECT before2 FROM turn_neighbours WHERE seq = new.seq AND before2 IS NOT NULL
+                UNION SELECT after1 FROM turn_neighbours WHERE seq = new.seq AND after1 IS NOT NULL
+                UNION SELECT after2 FROM turn_neighbours WHERE seq = new.seq AND after2 IS NOT NULL;"""
+_REINDEX_MARKED = """\
+            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
+            INSERT INTO turns_fts (rowid, content, name, near, far)
+                SELECT seq, content, name, near, far FROM turn_index_text
+                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
+            DELETE FROM turns_fts_dirty;"""
+
 UPGRADES: tuple[Migration, ...] = (
     Migration(
         4,
@@ -13,7 +28,7 @@ UPGRADES: tuple[Migration, ...] = (
         # words of the question before it. The index keeps its own copy of the text,
         # maintained by triggers in the writing transaction, and stays rebuildable from
         # ``turns`` (the view ``turn_index_text``).
-        """
+        f"""
         DROP TRIGGER turns_fts_insert;
         DROP TRIGGER turns_fts_delete;
         DROP TRIGGER turns_fts_update;
@@ -44,16 +59,8 @@ UPGRADES: tuple[Migration, ...] = (
             SELECT seq, content, name, near, far FROM turn_index_text;
         CREATE TABLE turns_fts_dirty (seq INTEGER PRIMARY KEY);
         CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns BEGIN
-            INSERT OR IGNORE INTO turns_fts_dirty (seq)
-                SELECT new.seq UNION SELECT before1 FROM turn_neighbours WHERE seq = new.seq AND before1 IS NOT NULL
-                UNION SELECT before2 FROM turn_neighbours WHERE seq = new.seq AND before2 IS NOT NULL
-                UNION SELECT after1 FROM turn_neighbours WHERE seq = new.seq AND after1 IS NOT NULL
-                UNION SELECT after2 FROM turn_neighbours WHERE seq = new.seq AND after2 IS NOT NULL;
-            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
-            INSERT INTO turns_fts (rowid, content, name, near, far)
-                SELECT seq, content, name, near, far FROM turn_index_text
-                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
-            DELETE FROM turns_fts_dirty;
+{_MARK_NEW_AND_NEIGHBOURS}
+{_REINDEX_MARKED}
         END;
         CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
             DELETE FROM turns_fts WHERE rowid = old.seq;
@@ -62,23 +69,11 @@ UPGRADES: tuple[Migration, ...] = (
                     AND seq < old.seq ORDER BY seq DESC LIMIT 2)
                 UNION SELECT seq FROM (SELECT seq FROM turns WHERE user_id = old.user_id
                     AND session_id IS old.session_id AND seq > old.seq ORDER BY seq LIMIT 2);
-            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
-            INSERT INTO turns_fts (rowid, content, name, near, far)
-                SELECT seq, content, name, near, far FROM turn_index_text
-                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
-            DELETE FROM turns_fts_dirty;
+{_REINDEX_MARKED}
         END;
         CREATE TRIGGER turns_fts_update AFTER UPDATE OF content, name ON turns BEGIN
-            INSERT OR IGNORE INTO turns_fts_dirty (seq)
-                SELECT new.seq UNION SELECT before1 FROM turn_neighbours WHERE seq = new.seq AND before1 IS NOT NULL
-                UNION SELECT before2 FROM turn_neighbours WHERE seq = new.seq AND before2 IS NOT NULL
-                UNION SELECT after1 FROM turn_neighbours WHERE seq = new.seq AND after1 IS NOT NULL
-                UNION SELECT after2 FROM turn_neighbours WHERE seq = new.seq AND after2 IS NOT NULL;
-            DELETE FROM turns_fts WHERE rowid IN (SELECT seq FROM turns_fts_dirty);
-            INSERT INTO turns_fts (rowid, content, name, near, far)
-                SELECT seq, content, name, near, far FROM turn_index_text
-                WHERE seq IN (SELECT seq FROM turns_fts_dirty);
-            DELETE FROM turns_fts_dirty;
+{_MARK_NEW_AND_NEIGHBOURS}
+{_REINDEX_MARKED}
         END;
         """,
     ),
