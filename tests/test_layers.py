@@ -102,8 +102,6 @@ KNOWN_VIOLATIONS: dict[Rule, dict[str, str]] = {
         "memstrata.server.dependencies -> memstrata.storage.base": "KeyStore; as above",
         "memstrata.server.keys -> memstrata.storage": "open_store for the key store; as above",
         "memstrata.server.keys -> memstrata.storage.base": "ApiKey, KeyStore; as above",
-        # LLM details shown by fronts.
-        "memstrata.cli.cost_commands -> memstrata.remote.costs": "the cost log summary; expose it on Memory",
     },
     "cycle": {},
     "type-cycle": {},

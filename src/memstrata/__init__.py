@@ -17,6 +17,7 @@ from memstrata.errors import (
     SchemaTooNew,
     StorageError,
 )
+from memstrata.facade.costs import cost_summary
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.memory import Memory
 from memstrata.models import (
@@ -44,6 +45,7 @@ from memstrata.models import (
     Turn,
     UsedMemory,
 )
+from memstrata.remote.costs import CostSummary, CostTotals
 from memstrata.retrieval.tokens import count_tokens
 from memstrata.version import __version__
 
@@ -58,6 +60,8 @@ __all__ = [
     "Consolidation",
     "Context",
     "ContextItem",
+    "CostSummary",
+    "CostTotals",
     "Deletion",
     "Embedder",
     "EmbeddingError",
@@ -89,6 +93,7 @@ __all__ = [
     "Turn",
     "UsedMemory",
     "__version__",
+    "cost_summary",
     "count_tokens",
     "load_settings",
 ]

@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from memstrata import CostSummary, CostTotals, cost_summary
 from memstrata.cli.common import HomeOption, JsonOption, console, print_json, shown
 from memstrata.config import load_settings
-from memstrata.remote.costs import COST_LOG_FILE_NAME, CostSummary, CostTotals, parse_since, summarize_costs
 
 
 def register(app: typer.Typer) -> None:
@@ -28,9 +28,7 @@ def costs(
 
     Example: memstrata costs --since 7d
     """
-    settings = load_settings(home=home)
-    start = parse_since(since) if since is not None else None
-    summary = summarize_costs(settings.data_dir / COST_LOG_FILE_NAME, since=start)
+    summary = cost_summary(load_settings(home=home), since)
     if as_json:
         print_json(summary)
     else:
