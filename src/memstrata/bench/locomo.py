@@ -135,9 +135,24 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         embed_seconds = time_embedder(memory, turns, dense) if dense is not None else None
         ingest_seconds = ingest_dialogue(memory, turns, console)
         records = _ask(
-            memory, questions, turns, options, number_of, console, {"bm25_baseline": bm25, "dense_baseline": dense}
+            memory,
+            questions,
+            turns,
+            options=options,
+            number_of=number_of,
+            console=console,
+            baselines={"bm25_baseline": bm25, "dense_baseline": dense},
         )
-        report = _report(memory, options.tiers, records, len(turns), ingest_seconds, embed_seconds, chosen, number_of)
+        report = _report(
+            memory,
+            options.tiers,
+            records,
+            turn_count=len(turns),
+            ingest_seconds=ingest_seconds,
+            embed_seconds=embed_seconds,
+            chosen=chosen,
+            number_of=number_of,
+        )
         report["consolidation"] = _consolidation_scores(memory, chosen)
         return report, records
 
@@ -184,6 +199,7 @@ def _ask(
     memory: Memory,
     questions: list[Question],
     turns: list[DialogTurn],
+    *,
     options: LocomoOptions,
     number_of: dict[str, int],
     console: Console,
@@ -356,6 +372,7 @@ def _report(
     memory: Memory,
     tiers: tuple[str, ...],
     records: list[dict[str, Any]],
+    *,
     turn_count: int,
     ingest_seconds: float,
     embed_seconds: float | None,

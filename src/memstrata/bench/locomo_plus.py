@@ -110,8 +110,15 @@ def run_locomo_plus(
         embed_seconds = time_embedder(memory, stored, dense)
         ingest_seconds = ingest_dialogue(memory, stored, console)
         asked = placements[: options.limit] if options.limit else placements
-        records = _ask(memory, asked, options.budgets, bm25, dense, console)
-        report = _report(memory, records, len(turns), len(cues), ingest_seconds, embed_seconds)
+        records = _ask(memory, asked, options.budgets, bm25=bm25, dense=dense, console=console)
+        report = _report(
+            memory,
+            records,
+            turn_count=len(turns),
+            cue_count=len(cues),
+            ingest_seconds=ingest_seconds,
+            embed_seconds=embed_seconds,
+        )
         return report, records
 
 
@@ -119,6 +126,7 @@ def _ask(
     memory: Memory,
     placements: list[Placement],
     budgets: tuple[int, ...],
+    *,
     bm25: PlainBM25,
     dense: PlainDense,
     console: Console,
@@ -216,6 +224,7 @@ def _group(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def _report(
     memory: Memory,
     records: list[dict[str, Any]],
+    *,
     turn_count: int,
     cue_count: int,
     ingest_seconds: float,

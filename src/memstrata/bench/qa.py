@@ -178,7 +178,14 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
         records = _answer_all(memory, usable, options, console)
         if not any("answer" in record for record in records):
             raise ProviderError(f"every answer call failed; the first error: {records[0]['error']}")
-        report = _report(memory, options, records, [order.index(c) + 1 for c in chosen], len(turns), ingest_seconds)
+        report = _report(
+            memory,
+            options,
+            records,
+            conversations=[order.index(c) + 1 for c in chosen],
+            turn_count=len(turns),
+            ingest_seconds=ingest_seconds,
+        )
     return report, records
 
 
@@ -279,6 +286,7 @@ def _report(
     memory: Memory,
     options: QaOptions,
     records: list[dict[str, Any]],
+    *,
     conversations: list[int],
     turn_count: int,
     ingest_seconds: float,

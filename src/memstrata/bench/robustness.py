@@ -95,7 +95,9 @@ def run_robustness(
     settings: dict[str, Any] = {}
     for name in (CLEAN, *perturbations):
         perturbed = unchanged(turns) if name == CLEAN else PERTURBATIONS[name](turns, options.seed)
-        variants[name], embedder, settings = _run_variant(name, perturbed, records, options, embedder, console)
+        variants[name], embedder, settings = _run_variant(
+            name, perturbed, records, options=options, embedder=embedder, console=console
+        )
     for name, variant in variants.items():
         if name != CLEAN:
             variant["delta_vs_clean"] = _delta(variant["scores"], variants[CLEAN]["scores"])
@@ -146,6 +148,7 @@ def _run_variant(
     name: str,
     perturbed: Perturbed,
     records: list[dict[str, Any]],
+    *,
     options: RobustnessOptions,
     embedder: Embedder | None,
     console: Console,

@@ -197,10 +197,18 @@ def _load_and_verify(
                 sent += 1
                 user, memory_id, text = f"user-{sent % options.users}", f"c{number}-{sent}", next(texts)
                 body = {"messages": text, "user_id": user, "id": memory_id}
-                if _timed(http, "POST", "/v1/memories", body, 201, adds, lock):
+                if _timed(http, "POST", "/v1/memories", body, expected=201, tally=adds, lock=lock):
                     with lock:
                         acknowledged.append((user, memory_id))
-                _timed(http, "POST", "/v1/search", {"query": text, "user_id": user, "limit": 5}, 200, searches, lock)
+                _timed(
+                    http,
+                    "POST",
+                    "/v1/search",
+                    {"query": text, "user_id": user, "limit": 5},
+                    expected=200,
+                    tally=searches,
+                    lock=lock,
+                )
 
     with ThreadPoolExecutor(max_workers=options.clients) as pool:
         running = [pool.submit(client, number) for number in range(options.clients)]
@@ -232,7 +240,14 @@ def _load_and_verify(
 
 
 def _timed(
-    http: httpx.Client, method: str, path: str, body: dict[str, Any], expected: int, tally: _Tally, lock: threading.Lock
+    http: httpx.Client,
+    method: str,
+    path: str,
+    body: dict[str, Any],
+    *,
+    expected: int,
+    tally: _Tally,
+    lock: threading.Lock,
 ) -> bool:
     """One request, timed; True when it got the expected status."""
     began = time.perf_counter()

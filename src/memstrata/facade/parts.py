@@ -263,7 +263,12 @@ def _build(
             settings=settings,
             context=lambda request: _foreground_context(request, activity, closing, contexts, visits),
             remember=lambda messages, scope: _remember(
-                messages, scope, activity, closing, episodic, settings.max_text_bytes
+                messages,
+                scope,
+                activity=activity,
+                closing=closing,
+                episodic=episodic,
+                max_bytes=settings.max_text_bytes,
             ),
             working_seqs=episodic.working_seqs,
             consolidation_due=hierarchy.consolidation_due,
@@ -316,6 +321,7 @@ def _foreground_context(
 def _remember(
     messages: Sequence[dict[str, str]],
     scope: Scope,
+    *,
     activity: Activity,
     closing: threading.Event,
     episodic: Episodic,

@@ -122,9 +122,13 @@ class OpenAICompatLLM:
     ) -> Completion:
         """Reply to a conversation; with ``json_schema`` the reply's JSON object is in ``data``."""
         if json_schema is None:
-            return self._call(messages, system, memory, None, max_tokens, purpose)
+            return self._call(
+                messages, system=system, memory=memory, schema=None, max_tokens=max_tokens, purpose=purpose
+            )
         return complete_json(
-            lambda conversation: self._call(conversation, system, memory, json_schema, max_tokens, purpose),
+            lambda conversation: self._call(
+                conversation, system=system, memory=memory, schema=json_schema, max_tokens=max_tokens, purpose=purpose
+            ),
             messages,
             provider=self.name,
         )
@@ -132,6 +136,7 @@ class OpenAICompatLLM:
     def _call(
         self,
         messages: Sequence[ChatMessage],
+        *,
         system: str | None,
         memory: str | None,
         schema: Mapping[str, Any] | None,
@@ -142,7 +147,15 @@ class OpenAICompatLLM:
         for _ in range(_MAX_ADJUSTMENTS):
             mode = self.output_mode if schema is not None else "none"
             token_field = self._token_field
-            body = self._body(messages, system, memory, schema, mode, max_tokens, token_field)
+            body = self._body(
+                messages,
+                system=system,
+                memory=memory,
+                schema=schema,
+                mode=mode,
+                max_tokens=max_tokens,
+                token_field=token_field,
+            )
             reply = self._http.send(CHAT_PATH, body)
             if reply.status not in _REJECTABLE_STATUSES:
                 break
@@ -168,6 +181,7 @@ class OpenAICompatLLM:
     def _body(
         self,
         messages: Sequence[ChatMessage],
+        *,
         system: str | None,
         memory: str | None,
         schema: Mapping[str, Any] | None,

@@ -141,10 +141,10 @@ class ContextBuilder:
             "cell": self._cells(
                 derived,
                 user,
-                request.include_superseded,
-                zone,
-                [*loaded.values(), *recent.values()],
-                found.by_meaning,
+                include_superseded=request.include_superseded,
+                zone=zone,
+                showable=[*loaded.values(), *recent.values()],
+                by_meaning=found.by_meaning,
             ),
             "graph": self._edges(request.text, user),
             "summary": [
@@ -215,6 +215,7 @@ class ContextBuilder:
         self,
         derived: Sequence[Hit],
         user: str,
+        *,
         include_superseded: bool,
         zone: tzinfo,
         showable: Sequence[Turn],

@@ -203,8 +203,8 @@ class MidTerm:
             segment,
             new_texts,
             texts,
-            matrix,
-            speakers,
+            vectors=matrix,
+            speakers=speakers,
             said=[self._said(member_turns[seq]) for seq in members if seq in member_turns],
             new_said=[self._said(turns[seq]) for seq in order],
         )

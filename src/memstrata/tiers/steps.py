@@ -129,6 +129,7 @@ class MemorySteps:
         segment: Segment,
         new_texts: Sequence[str],
         texts: Sequence[str],
+        *,
         vectors: Vectors | None,
         speakers: Collection[str] = (),
         said: Sequence[date] | None = None,
