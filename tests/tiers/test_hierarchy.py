@@ -245,9 +245,9 @@ def test_an_aside_does_not_steer_its_segment_away_from_the_exchange_that_came_ba
     filings: list[int] = []
     filing = midterm_module.MidTerm._file
 
-    def counted(self: midterm_module.MidTerm, user_id: str, seqs: Sequence[int]) -> bool:
+    def counted(self: midterm_module.MidTerm, user_id: str, seqs: Sequence[int], now: datetime) -> bool:
         filings.append(len(seqs))
-        return filing(self, user_id, seqs)
+        return filing(self, user_id, seqs, now)
 
     monkeypatch.setattr(midterm_module.MidTerm, "_file", counted)
     with Memory(home, embedder=embedder, background=False, working_capacity=1, **topics) as memory:
@@ -489,9 +489,9 @@ def test_a_sleep_is_due_after_enough_new_turns_not_after_every_turn(home: Path) 
         slept: list[str] = []
         sleep = memory.parts.hierarchy.sleep.consolidate
 
-        def counted(user_id: str) -> list[Consolidation]:
+        def counted(user_id: str, now: datetime | None = None) -> list[Consolidation]:
             slept.append(user_id)
-            return sleep(user_id)
+            return sleep(user_id, now)
 
         memory.parts.hierarchy.sleep.consolidate = counted  # type: ignore[method-assign]
         for n in range(12):

@@ -59,7 +59,7 @@ class Sleep:
             made.extend(self.consolidate(user_id))
         return made
 
-    def consolidate(self, user_id: str) -> list[Consolidation]:
+    def consolidate(self, user_id: str, now: datetime | None = None) -> list[Consolidation]:
         """Cluster turns not yet consolidated and store one summary per cluster, with its TES."""
         policy = self.policy.consolidation
         # Bounded batches keep one sleep short (DBSCAN is quadratic). A batch takes the turns
@@ -108,7 +108,7 @@ class Sleep:
                 compression_ratio=efficiency.compression_ratio,
                 entity_preservation=efficiency.entity_preservation,
                 tes=efficiency.score,
-                created_at=datetime.now(UTC),
+                created_at=now or datetime.now(UTC),
             )
             if self._store.add_consolidation(consolidation, members):
                 made.append(consolidation)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from memstrata.embeddings.base import Embedder
@@ -46,12 +47,13 @@ class Hierarchy:
         self.sleep = Sleep(store, embedder, self.steps, ids, policy)
         self.policy = policy
         self._lock = threading.Lock()  # one job at a time touches the tiers of this process
-        self._handlers: dict[str, Callable[[Job], object]] = {
-            "process": lambda job: self.process(job.user_id, _seqs(job.payload.get("seqs", []))),
-            "midterm": lambda job: self.to_midterm(job.user_id, _seqs(job.payload.get("seqs", []))),
-            "consolidate": lambda job: self.sleep.consolidate(job.user_id),
-            "visit": lambda job: self.midterm.visit(
-                job.id, job.user_id, [_seqs(searched) for searched in job.payload.get("searches", [])]
+        #: Each job kind and the tier step that runs it, given the job and the time the run started.
+        self._handlers: dict[str, Callable[[Job, datetime], object]] = {
+            "process": lambda job, now: self.process(job.user_id, _seqs(job.payload.get("seqs", []))),
+            "midterm": lambda job, now: self.midterm.file(job.user_id, _seqs(job.payload.get("seqs", [])), now),
+            "consolidate": lambda job, now: self.sleep.consolidate(job.user_id, now),
+            "visit": lambda job, now: self.midterm.visit(
+                job.id, job.user_id, [_seqs(searched) for searched in job.payload.get("searches", [])], now
             ),
         }
 
@@ -77,7 +79,7 @@ class Hierarchy:
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
         with self._lock:
-            handler(job)
+            handler(job, datetime.now(UTC))
 
     def process(self, user_id: str, seqs: Sequence[int]) -> None:
         """Importance, cells and profile, entities and patterns for newly stored turns.

@@ -57,7 +57,7 @@ class MidTerm:
             )
         return self._topics
 
-    def file(self, user_id: str, seqs: Sequence[int]) -> None:
+    def file(self, user_id: str, seqs: Sequence[int], now: datetime | None = None) -> None:
         """File exchanges that left working memory into the closest topic segment, or a new one.
 
         Exchanges that left together (a bulk ``add``, an import, an idle session) are split
@@ -71,15 +71,16 @@ class MidTerm:
         afresh; a job that keeps losing such races fails, and is tried again later.
         """
         left = sorted(set(seqs) - self._store.filed_turns(seqs))
+        moment = now or datetime.now(UTC)  # one time for the whole job: its segments and evictions agree
         for run in self._by_topic(user_id, left):
-            self._file_run(user_id, run)
+            self._file_run(user_id, run, moment)
 
-    def _file_run(self, user_id: str, seqs: Sequence[int]) -> None:
+    def _file_run(self, user_id: str, seqs: Sequence[int], now: datetime) -> None:
         for attempt in range(FILING_ATTEMPTS):
             if attempt:  # two workers that keep colliding drift apart
                 time.sleep(random.uniform(0, FILING_PAUSE_SECONDS * attempt))
             left = sorted(set(seqs) - self._store.filed_turns(seqs))
-            if not left or self._file(user_id, left):
+            if not left or self._file(user_id, left, now):
                 return
         raise StorageError(
             f"{len(seqs)} turns of user {user_id!r} could not be filed in mid-term: other workers kept"
@@ -141,7 +142,7 @@ class MidTerm:
             return np.zeros(self._embedder.dimension, dtype=np.float32)
         return recent_direction((topical or latest)[::-1])
 
-    def _file(self, user_id: str, seqs: Sequence[int]) -> bool:
+    def _file(self, user_id: str, seqs: Sequence[int], now: datetime) -> bool:
         """Files ``seqs`` into one segment; False, storing nothing, if another filing or a delete came between."""
         turns = self._store.get_by_seqs(list(seqs), user_id)
         if not turns:
@@ -168,7 +169,6 @@ class MidTerm:
             following = self._following(user_id, turns, _exchanges(turns)[lead][-1])
             picked = choose_topic(own[lead], said[lead], directions, current, thresholds, following=following)
             aside = picked == current
-        now = datetime.now(UTC)
         latest = max(turns[seq].created_at for seq in order)
         chosen = None if picked is None else candidates[picked][0]
         held: list[int] = []
@@ -272,13 +272,13 @@ class MidTerm:
         if evicted:
             self._store.archive_segments(user_id, evicted, {key: heats[key] for key in evicted})
 
-    def visit(self, job_id: int, user_id: str, searches: Sequence[Sequence[int]]) -> None:
+    def visit(self, job_id: int, user_id: str, searches: Sequence[Sequence[int]], now: datetime | None = None) -> None:
         """Retrieval touched these turns: their segments get a visit per search, and hot ones are promoted.
 
         The store counts a job's visits once, however often it runs; the promotion is checked
         every time, so a run that died after counting still promotes on its retry.
         """
-        now = datetime.now(UTC)
+        now = now or datetime.now(UTC)
 
         def heat(visits: int, turns: int) -> float:
             return segment_heat(
