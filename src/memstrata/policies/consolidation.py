@@ -127,11 +127,10 @@ def extractive_summary(
 ) -> str:
     """Pick the sentences whose source text lies closest to the cluster centroid, in original order.
 
-    The best sentences that fit ``max_chars`` (joined by spaces) are kept; if none fits, the
-    best one alone, cut at a word boundary and ended in "…" if need be. Empty input gives "".
+    The best sentences that fit ``max_chars`` (joined by spaces) are kept, or the best one cut at
+    a word boundary and ended in "…"; empty input gives "" (docs/tiers.md#policies).
     ``restate(index, sentence)`` says how a sentence of ``texts[index]`` is quoted (for example
     with its relative dates resolved); what it returns is what ``max_chars`` counts.
-    See docs/tiers.md#policies.
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences!r}")

@@ -1,10 +1,9 @@
 """Which topic an exchange belongs to: the segment it is filed in, and runs of one topic in a batch.
 
-A topic is followed by where it has got to (the mean of its latest :data:`RECENT_EXCHANGES`
-exchanges), not by its whole centroid, which drifts toward the middle of everything said.
-Continuing the current topic takes less similarity than returning to an older one, and an
-exchange too short to have a topic, or a one-line aside, stays where the conversation is.
-Thresholds are set per embedder (:meth:`TopicThresholds.calibrated`; docs/configuration.md).
+A topic is followed by the mean of its latest :data:`RECENT_EXCHANGES` exchanges, not by its
+whole centroid, which drifts toward the middle of everything said. Staying takes less
+similarity than returning to an older topic; an exchange too short to have a topic, or a
+one-line aside, stays put. See docs/tiers.md (mid-term) and docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -108,11 +107,10 @@ def choose_topic(
 ) -> int | None:
     """The index of the topic in ``directions`` that an exchange joins, or None for a new one.
 
-    ``directions`` are the topics' :func:`recent_direction` (None: never chosen), ``current``
-    the current topic's index. An exchange without a topic (:func:`has_topic`) stays in the
-    current one; otherwise the topic clearing its threshold (``stay`` or ``join``) by the widest
-    margin wins, and when none does, an aside that ``following`` comes back from
-    (:func:`comes_back`) stays in the current topic.
+    ``directions`` are the topics' :func:`recent_direction` (None: never chosen), ``current`` the
+    current topic's index. An exchange without a topic (:func:`has_topic`) stays in the current
+    one; otherwise the topic clearing its threshold (``stay`` or ``join``) by the widest margin
+    wins; when none does, an aside that ``following`` comes back from (:func:`comes_back`) stays put.
     """
     if current is not None and not has_topic(vector, words):
         return current

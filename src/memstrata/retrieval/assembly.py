@@ -1,10 +1,9 @@
 """Context assembly: pack ranked memories from every tier into one block under a token budget.
 
-Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come most stable
-first, so a provider's prefix cache keeps the head of the block; each takes up to its
-share, the excerpts take the rest, and what is still free goes back to the sections. The
-best-ranked excerpt is quoted whole, the others abridged only while the budget is short,
-and every item is one line. See docs/retrieval.md#4-assembly-context.
+Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come most stable first
+(prefix caches keep the head); each takes up to its share, the excerpts the rest, and what is
+free goes back to the sections. The best-ranked excerpt is quoted whole, the others abridged
+only while the budget is short; every item is one line. See docs/retrieval.md#4-assembly-context.
 """
 
 from __future__ import annotations

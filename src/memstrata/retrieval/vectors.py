@@ -42,10 +42,9 @@ class VectorIndex:
     """Brute-force cosine search (vectors are unit-norm, so a dot product) over each user's turns.
 
     With ``neighbour_weights`` a turn also scores its blend with the turns around it, computed
-    from the rows' own cosines and one norm per row (docs/retrieval.md#1-candidates). The
-    store holds every vector; this is a per-user cache, loaded on first use and caught up by
-    the caller past ``high_water`` before each search, so a process that died between its store
-    commit and its index update leaves nothing behind.
+    from the rows' own cosines and one norm per row (docs/retrieval.md#1-candidates). This is a
+    per-user cache of the store's vectors, loaded on first use and caught up by the caller past
+    ``high_water`` before each search, so a process that died mid-update leaves nothing behind.
     """
 
     def __init__(self, dimension: int, *, neighbour_weights: Sequence[float] = (), max_rows: int | None = None) -> None:
