@@ -108,12 +108,9 @@ def evidence_in_context(evidence_texts: Sequence[str], context: str) -> float:
 def evidence_first(evidence_lines: Sequence[str], excerpt_lines: Sequence[str], block: str, budget: int) -> str:
     """The block with the gold evidence moved to its front: what a perfect ranking would hand over.
 
-    ``evidence_lines`` are the evidence turns as rendered lines (dated, speaker first);
-    ``excerpt_lines`` the same turns as the block shows its excerpts ("Speaker: text", relative
-    dates resolved), so an evidence turn already in the block is not repeated. Every other
-    line of the block follows, and lines are kept in that order if they fit in ``budget``
-    tokens. Moving the evidence up can push out a line that held answer words, so for one
-    question this may score below the block itself.
+    ``evidence_lines`` are the evidence turns as rendered lines; ``excerpt_lines`` the same
+    turns as the block shows its excerpts, so one already in the block is not repeated. Lines
+    are kept in order while they fit ``budget`` tokens, so this may score below the block.
     """
     rest = block
     for excerpt in excerpt_lines:

@@ -1,12 +1,7 @@
 """LCS, long-context recall: facts seeded many turns ago, recalled through memory or through a recent-turns window.
 
-A scripted conversation seeds N facts ("My sister's name is Ilse."), pushes them out of
-working memory with K unrelated filler turns, then asks about each fact. LCS is the share
-of facts recalled. memstrata's recall uses ``Memory.context`` under a token budget; the
-baseline keeps only the last turns that fit the same budget, as a plain chat window would.
-Without an LLM a fact counts as recalled when its sentence is in the block, whole or abridged
-as ``context()`` abridges the excerpts after the first (``in_context_verbatim`` says which);
-with one, when the model's answer (memory block as in ``Memory.chat``) contains the fact's key value.
+LCS is the share of facts recalled: through ``Memory.context`` under a token budget, or
+through the last turns that fit the same budget. See docs/benchmarks.md#long-context-recall-lcs.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """LoCoMo-Plus implicit recall, run through the public Memory API only.
 
-Every LoCoMo turn and every cue dialogue (as its own session, dated as in
-``locomo_plus_data``) is stored; the triggers are not. Each trigger (its "A" lines, said by
-``speaker_a``) is asked through ``Memory.search`` (hybrid, top 10) and ``Memory.context`` at
-each budget; the cue's turns are the evidence. Plain BM25, plain dense and their reciprocal
-rank fusion are scored on the same turns. Items with an even index are the tuning half,
-odd ones are held out: the halves were fixed before any tuning.
+Each trigger is asked through ``Memory.search`` and ``Memory.context``, beside plain BM25,
+plain dense and their fusion; even items tune, odd ones are held out.
+See docs/benchmarks.md#implicit-recall-locomo-plus.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """LoCoMo-Plus data: cue/trigger pairs read and checked, their time gaps parsed, stitched into LoCoMo.
 
-LoCoMo-Plus (the public Locomo-Plus repository, ``data/locomo_plus.json``) tests implicit
-recall: a short cue dialogue is said in a conversation, and weeks or months later a
-trigger message needs it without sharing its words. Each pair is placed as the paper's
-``data/build_conv.py`` places it: the trigger is asked a week after the conversation's last
-session, the cue said ``time_gap`` before that, "A" read as the conversation's
-``speaker_a`` and "B" as its ``speaker_b``. Pairs are dealt over the conversations
-round-robin by their index in the file, so every conversation holds ~40 cues and each
-cue is a distractor for the others.
+Pairs are placed as the paper's ``data/build_conv.py`` places them and dealt over the
+conversations round-robin. See docs/benchmark-history.md#locomo-plus-protocol-notes.
 """
 
 from __future__ import annotations

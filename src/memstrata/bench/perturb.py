@@ -1,18 +1,9 @@
 """Seeded, reproducible perturbations that make LoCoMo's turns read like a real messaging-app chat.
 
-LoCoMo is LLM-written: long punctuated turns, one thought per turn, speakers called by the
-names the questions use. Each perturbation here is a pure function of the turns and a seed
-that changes one of those habits and nothing else; the questions are never touched. It
-returns the new turns and ``origin``, which maps each new turn's id (as
-:func:`memstrata.bench.locomo.turn_id` spells it) to the id of the LoCoMo turn it came from:
-the identity for a turn that keeps its id, ``"D1:3#2" → "D1:3"`` for the second piece of a
-split turn, and a filler's own id for a filler (it has no LoCoMo original, so it is never
-evidence).
-
-Every conversation draws from its own generator, seeded by the seed, the perturbation and
-the conversation, so a conversation is perturbed the same way whether it runs alone or with
-the others. The image caption LoCoMo's loader appends (``[shared an image: …]``) stands for
-an attachment, not for typed text: it is kept as it is, on the last piece of a split turn.
+Each is a pure function of the turns and a seed that changes one habit and never the
+questions. It returns the new turns and ``origin``, mapping each new turn's id to the LoCoMo
+turn it came from (``"D1:3#2" → "D1:3"``; a filler maps to itself and is never evidence).
+See docs/benchmark-history.md#robustness-protocol-notes.
 """
 
 from __future__ import annotations

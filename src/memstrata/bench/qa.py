@@ -1,11 +1,6 @@
 """LoCoMo question answering with a configured LLM: token F1, BLEU-1 and LLM-judge accuracy per category.
 
-The protocol: every conversation is ingested as in the retrieval benchmark (tier work runs
-offline, so the memory is the same with or without a model); then each question's context
-(``Memory.context`` under a token budget) is the memory block of one answer call, and a
-second call grades the answer against the gold one. F1 and BLEU-1 follow the MemoryOS
-evaluation (SQuAD-normalised tokens); the judge follows mem0's and Zep's (a JSON verdict,
-CORRECT or WRONG). Model names and the prompt templates' texts and sha256 go into the report.
+See docs/benchmark-history.md#locomo-qa-the-full-protocol.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """LoCoMo under realistic chat perturbations (bench/perturb.py), each scored beside the clean run.
 
-Every variant (``clean`` first, then each perturbation) is ingested into a fresh Memory in
-its own temporary home and asked the same questions: evidence recall@10 of the default
-(hybrid) search and answer-in-context of ``context()`` at 1,000 tokens, overall, per
-category and by halves, with the change from the clean run. A hit of a split piece counts
-as its original turn: the top 10 hits as the user sees them are mapped to LoCoMo's ids and
-deduplicated, so the cutoff is 10 hits, not 10 distinct originals.
+Each variant is ingested into a fresh Memory and scored by recall@10 and answer-in-context
+at 1,000 tokens, with the change from the clean run.
+See docs/benchmarks.md#robustness-locomo-under-real-chat-perturbations.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Mid-term segmentation on LoCoMo: do segments follow topics?
 
-LoCoMo has no topic labels, so the benchmark builds streams whose topics are known, as text
-segmentation has long been judged (Choi, 2000): blocks of 4 to 12 consecutive turns, each
-from a random session of another conversation than the block before (other people, other
-lives). Each stream is added turn by turn for a user of its own, with a working memory of one
-exchange, so every turn is filed in mid-term as it leaves; then its segments are read back.
-Scores are B-cubed over the turns:
-
-- precision: the share of a turn's segment that comes from the turn's block;
-- recall: the share of a turn's block that shares its segment;
-- F1 of the two; and conversation purity, the share of a turn's segment that comes from the
-  turn's conversation (joining another block of the same people is a lesser error).
-
-Streams are drawn from conversations 1–5, on which the thresholds were chosen, and from 6–10,
-held out. Each whole conversation is also added as it happened (its session dates), and the
-number and sizes of its segments are reported: a segmentation that files a conversation of
-several hundred turns into one segment, or into single turns, is no topic segmentation.
+Streams of blocks of known topic (Choi, 2000) are added turn by turn and their segments
+scored by B-cubed precision, recall, F1 and conversation purity; whole conversations report
+their segments' number and sizes. See docs/benchmark-history.md#mid-term-segmentation.
 """
 
 from __future__ import annotations

@@ -16,17 +16,14 @@ class Embedder(Protocol):
 
     Invariants every implementation keeps:
 
-    - ``model_id`` names the model *and* anything that changes its vectors (variant,
+    - ``model_id`` names the model and anything that changes its vectors (variant,
       quantisation, prefixes); vectors with different ids are never compared.
-    - ``dimension`` is fixed for the life of the object.
-    - ``embed_documents(texts)`` returns shape ``(len(texts), dimension)``, row ``i``
-      for ``texts[i]``; ``embed_query(text)`` returns shape ``(dimension,)``.
-      Asymmetric models (e5's ``query:``/``passage:``) apply their prefixes inside.
+    - ``dimension`` is fixed; ``embed_documents(texts)`` returns ``(len(texts), dimension)``,
+      row ``i`` for ``texts[i]``, and ``embed_query(text)`` ``(dimension,)``. Asymmetric
+      models (e5's ``query:``/``passage:``) apply their prefixes inside.
     - Every row has unit L2 norm, so a dot product is the cosine similarity.
-    - Failures raise :class:`memstrata.errors.EmbeddingError`; a vector is never
-      silently missing or zero.
-    - Calls may come from several threads; implementations serialise if the engine
-      is not thread-safe.
+    - Failures raise :class:`memstrata.errors.EmbeddingError`, never a missing or zero vector.
+    - Calls may come from several threads; serialise if the engine is not thread-safe.
     """
 
     @property

@@ -1,12 +1,8 @@
 """How the stretch of a sentence a rule matched becomes a cell's value: cut to the thing said, or refused.
 
-A list ("hiking, camping and painting") gives one value per item; a phrase (a place, an
-employer) and a clause (a plan, a task) give one; a name gives its capitalised words up to one
-that only looks like a name. Phrases, items and clauses are cut where a new clause starts and
-lose their fillers; phrases and items also lose a trailing time ("Paris these days"), while a
-clause keeps it ("quit my job next month"). What is left is refused when it says nothing on its
-own (a pronoun, pep talk, a pointer at something said elsewhere). ``value_key`` folds a value
-into the key that tells one value of an attribute from another.
+A list gives one value per item, a phrase or a clause one, a name its capitalised words;
+what says nothing on its own is refused. ``value_key`` folds a value into the key that
+tells one value of an attribute from another. See docs/tiers.md#extraction-without-an-llm.
 """
 
 from __future__ import annotations

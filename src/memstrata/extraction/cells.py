@@ -1,10 +1,8 @@
 """Typed memory cells from first-person statements, by rules: the extractor used when no LLM is configured.
 
-A cell says one thing about its subject: ``attribute`` is the key that decides supersession.
-Single-valued attributes (location, employer, job, name, age, favourite:<thing> ...) come out
-the same for conflicting statements, so the newer value retires the older one. Multi-valued
-ones carry their object in the key ("likes:hiking", "relationship:sister:anna", "task:<what>"),
-so unrelated items never retire each other.
+A cell's ``attribute`` is the key that decides supersession: single-valued attributes come
+out the same for conflicting statements, multi-valued ones carry their object
+("likes:hiking"). See docs/tiers.md#extraction-without-an-llm.
 """
 
 from __future__ import annotations

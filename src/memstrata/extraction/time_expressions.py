@@ -1,10 +1,8 @@
 """Relative time expressions ("yesterday", "last week", "3 years ago") resolved against a turn's date.
 
-A turn stored on 8 May 2023 that says "we went yesterday" means 7 May 2023; read months
-later, "yesterday" is wrong unless the date travels with it. :func:`resolve_time_expressions`
-finds such phrases and returns what each one means on the turn's date; :func:`annotate`
-appends those meanings to the text, leaving the original words untouched (the episodic
-tier stays verbatim). Pure: the anchor date is passed in, nothing reads the clock.
+:func:`resolve_time_expressions` finds such phrases and returns what each means on the
+turn's date; :func:`annotate` appends those meanings, leaving the words untouched. Pure:
+the anchor date is passed in, nothing reads the clock. See docs/retrieval.md#relative-dates.
 """
 
 from __future__ import annotations
@@ -198,11 +196,8 @@ def _is_a_word(weekday: str) -> bool:
 def _looks_ahead(text: str, start: int, end: int) -> bool:
     """Whether "in 3 weeks" at ``start`` is a time to come ("we move in 3 weeks"), read from its sentence.
 
-    The same words also measure a stretch ("painted the wall in 2 days") or a gap ("haven't
-    seen her in 3 years", "the coldest winter in 20 years"), which no date stands for. So the
-    sentence must say something lies ahead (will, going to, is, 'm, move, start …) and
-    nothing that looks back (a negated perfect, "first time", a superlative, a past tense
-    such as was, did, lost).
+    The sentence must say something lies ahead (will, going to, move …) and nothing that looks
+    back ("haven't seen her in 3 years", "the coldest winter in 20 years", "was", "did").
     """
     opening = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n")) + 1
     closing = min(

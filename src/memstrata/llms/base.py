@@ -39,14 +39,12 @@ class LLM(Protocol):
     Invariants:
 
     - ``is_available`` is False only for the offline ``none`` provider, whose methods raise
-      :class:`memstrata.errors.ConfigError` saying how to configure a model; every step that
-      could use an LLM checks ``is_available`` first and falls back to its offline version.
-    - ``generate`` sends ``system`` first, then the ``memory`` block, then ``messages``,
-      so that the stable prefix is cached by providers that cache prefixes; providers with
-      explicit caching (Anthropic) mark the memory block as cacheable.
-    - With ``json_schema`` the reply's ``data`` is a JSON object (validated against nothing
-      more than being an object; callers validate fields), or :class:`ProviderError` is
-      raised after at most one retry.
+      :class:`memstrata.errors.ConfigError` saying how to configure a model; callers check it
+      first and fall back to their offline version.
+    - ``generate`` sends ``system``, then the ``memory`` block, then ``messages``, so the stable
+      prefix is cached; providers with explicit caching (Anthropic) mark the memory block.
+    - With ``json_schema`` the reply's ``data`` is a JSON object (callers validate its fields),
+      or :class:`ProviderError` is raised after at most one retry.
     - Failures (network, HTTP errors after retries, unusable output) raise
       :class:`memstrata.errors.ProviderError`; API keys never appear in messages or logs.
     """

@@ -127,17 +127,10 @@ def extractive_summary(
 ) -> str:
     """Pick the sentences whose source text lies closest to the cluster centroid, in original order.
 
-    Each sentence scores the cosine between its text's vector and the centroid, plus a small
-    bonus for names or numbers; sentences of fewer than six words rank after all longer ones.
-    A text that starts with a speaker label ("Caroline: …") lends it to each of its sentences,
-    so a picked sentence says who said it; the label counts neither as words nor as a name.
-    The best sentences that fit ``max_chars`` (joined by spaces) are kept, skipping
-    near-duplicates. If no sentence fits at all, the best one is kept as said: whole if it
-    fits without its restatement, else truncated at a word boundary and ended in "…". Empty
-    input (or only blank texts) gives "".
+    The best sentences that fit ``max_chars`` (joined by spaces) are kept, or the best one cut at
+    a word boundary and ended in "…"; empty input gives "" (docs/tiers.md#policies).
     ``restate(index, sentence)`` says how a sentence of ``texts[index]`` is quoted (for example
-    with its relative dates resolved, as "yesterday" means nothing once the summary is read
-    later); what it returns is what ``max_chars`` counts.
+    with its relative dates resolved); what it returns is what ``max_chars`` counts.
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences!r}")
@@ -229,13 +222,11 @@ def capitalised_entities(text: str) -> set[str]:
 def token_efficiency(
     source_texts: Sequence[str], summary: str, *, entities: Callable[[str], set[str]] | None = None
 ) -> TokenEfficiency:
-    """The mission's TES = sqrt(compression_ratio × entity_preservation).
+    """The mission's TES = sqrt(compression_ratio × entity_preservation), in whitespace-separated words.
 
-    Tokens are whitespace-separated words: tokenizer-free, so the metric is the same for every
-    model and needs no download, and proportional enough to real token counts for a ratio.
-    compression_ratio = 1 − summary_words / source_words, clipped to [0, 1] (0 when the sources
-    are empty or the summary is longer). entity_preservation = |E(summary) ∩ E(sources)| / |E(sources)|,
-    1.0 when the sources name no entities; E defaults to ``capitalised_entities``.
+    compression_ratio = 1 − summary_words / source_words, clipped to [0, 1];
+    entity_preservation = |E(summary) ∩ E(sources)| / |E(sources)|, 1.0 when the sources name
+    no entities; E defaults to ``capitalised_entities``. See docs/tiers.md#policies.
     """
     extract = capitalised_entities if entities is None else entities
     source_tokens = sum(len(text.split()) for text in source_texts)

@@ -16,13 +16,8 @@ SECONDS_PER_HOUR = 3600.0
 class HeatPolicy:
     """Weights of the heat formula and the thresholds that promote or evict a segment.
 
-    With the default weights, heat = visits + log1p(turns) + recency, where recency is 1.0
-    for a segment active just now. The default ``promote_threshold`` of 5.0 is reached by a
-    fresh segment of 2 turns visited 3 times (3 + 1.10 + 1.0 = 5.10) or of 1 turn visited 4
-    times (4 + 0.69 + 1.0 = 5.69), but not by 3 visits to 1 turn (4.69), nor by 3 visits a
-    week old (3 + 1.10 + 0.008 = 4.11). Without visits, only a fresh segment of 54+ turns
-    (log1p(54) = 4.01) is hot enough on length alone. Promotion is checked when a visit is
-    counted (``Hierarchy._visit``), so such a segment promotes at its first visit.
+    With the default weights, heat = visits + log1p(turns) + recency (1.0 for a segment active
+    just now); docs/tiers.md#policies works out what reaches ``promote_threshold``.
     """
 
     visit_weight: float = 1.0

@@ -220,19 +220,9 @@ def importance(
 ) -> tuple[float, float]:
     """Score a turn in [0, 1] and return ``(importance, new_running)``.
 
-    ``static = signal_weights[classify_signal(text)] + role_weights[role]
-    + length_weight · min(1, log1p(words) / log1p(length_saturation_words))
-    + question_weight · [text has "?"] + numbers_weight · [text has a digit or date word]``
-
-    ``dynamic = (w_e · density + w_n · novelty + w_r · recency) / (w_e + w_n + w_r)``, where
-    density = min(1, 10 · entity_count / words) (entities per ten words), novelty is clipped
-    to [0, 1] and recency = ``recency_decay(age_seconds, recency_half_life_seconds)``.
-
-    ``new_running = ema(running, dynamic, ema_alpha)`` smooths the noisy per-turn signals
-    across a conversation; pass it back as ``running`` for the next turn.
-
-    ``importance = clip(static + (w_e + w_n + w_r) · new_running + pinned_bonus · pinned, 0, 1)``.
-    Every term is non-negative, so a pinned turn never scores below the same turn unpinned.
+    Pass ``new_running`` back as ``running`` for the next turn: it smooths the per-turn signals
+    across a conversation. Every term is non-negative, so a pinned turn never scores below the
+    same turn unpinned. The formula is in docs/tiers.md#policies.
     """
     if running is not None and not 0 <= running <= 1:
         raise ValueError(f"running must be in [0, 1] (a value this function returned), got {running!r}")

@@ -1,18 +1,9 @@
 """Which topic an exchange belongs to: the segment it is filed in, and runs of one topic in a batch.
 
-A topic is followed by where it has got to, not by everything it ever held: its direction
-is the mean of its latest :data:`RECENT_EXCHANGES` exchanges. A segment's whole centroid
-drifts toward the middle of everything a user says, so it ends up close to every new
-exchange, and with a sentence embedder as compressed as e5 (unrelated lines score about
-0.8) each conversation became one segment. Continuing the current topic takes less
-similarity than returning to an older one, and an exchange that says too little to have a
-topic ("Thanks, that helps!") stays where the conversation is. So does a stray exchange
-whose next one comes back to the current topic: a one-line aside is not a new topic.
-
-The thresholds are cosines, and what counts as similar depends on the embedder, so their
-defaults are fitted for the bundled models and, for any other, set as shares of the way
-from "as alike as unrelated lines" (the embedder's own median cosine over lines on
-unrelated subjects) to identical: see :meth:`TopicThresholds.calibrated`.
+A topic is followed by the mean of its latest :data:`RECENT_EXCHANGES` exchanges, not by its
+whole centroid, which drifts toward the middle of everything said. Staying takes less
+similarity than returning to an older topic; an exchange too short to have a topic, or a
+one-line aside, stays put. See docs/tiers.md (mid-term) and docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -116,15 +107,10 @@ def choose_topic(
 ) -> int | None:
     """The index of the topic in ``directions`` that an exchange joins, or None for a new one.
 
-    ``vector`` is the exchange's unit vector, ``words`` its content words; ``directions``
-    are the topics' :func:`recent_direction` (None: unknown, never chosen), ``current`` the
-    index of the current topic, if any. An exchange without a topic of its own
-    (:func:`has_topic`) stays with the current one. Otherwise the topic that clears its
-    threshold (``stay`` for the current one, ``join`` for the others) by the widest margin
-    wins. When none does, and the exchange said next (``following``: its vector and content
-    words) comes back to the current topic (:func:`comes_back`), this one was an aside: it
-    stays in the current topic rather than start one of its own. An aside should not steer
-    its topic: the exchange that came back is compared with the topic as it was before it.
+    ``directions`` are the topics' :func:`recent_direction` (None: never chosen), ``current`` the
+    current topic's index. An exchange without a topic (:func:`has_topic`) stays in the current
+    one; otherwise the topic clearing its threshold (``stay`` or ``join``) by the widest margin
+    wins; when none does, an aside that ``following`` comes back from (:func:`comes_back`) stays put.
     """
     if current is not None and not has_topic(vector, words):
         return current
@@ -157,15 +143,9 @@ def topic_runs(
 ) -> list[list[int]]:
     """Split a batch of exchanges, in the order they were said, into runs that stay on one topic.
 
-    Exchange ``i`` has the unit vector ``vectors[i]`` and the content words ``words[i]``.
-    Each exchange continues the run before it when it has no topic of its own
-    (:func:`has_topic`) or its cosine with the run's :func:`recent_direction` (over the
-    run's exchanges that have a topic, if any) reaches ``stay``, and starts a new run
-    otherwise. With ``returning`` set, a stray exchange also continues the run when the
-    next exchange of the batch comes back to it (:func:`comes_back`), as :func:`choose_topic`
-    keeps an aside; that next exchange is compared with the run as it was before the aside.
-    The exchanges in ``breaks`` start a new run whatever they say (a new session, or one
-    resumed after :data:`CONVERSATION_GAP`: the conversation has no current topic there).
+    An exchange continues the run before it when it has no topic (:func:`has_topic`), when its
+    cosine with the run's :func:`recent_direction` reaches ``stay``, or (with ``returning``) when
+    the next one comes back to the run; the exchanges in ``breaks`` always start a run.
     Returns the exchanges' indexes, run by run. Linear in the batch.
     """
     if len(vectors) != len(words):

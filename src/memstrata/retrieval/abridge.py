@@ -1,41 +1,12 @@
 """Abridged excerpts: what someone said, less the words a reader can do without.
 
-``context()`` quotes its best-ranked excerpt word for word and abridges the ones after it,
-so more of them fit the same budget (a LoCoMo turn keeps about three quarters of its
-tokens). Pure, deterministic and linear in the text's length::
+Pure, deterministic and linear in the text's length::
 
     >>> abridge("Wow, I just signed up for a pottery class yesterday! It is like therapy.")
     'just signed up for pottery class yesterday! like therapy.'
 
-What goes (:data:`LEFT_OUT`): articles; the forms of "be" (but "been"); "I", "me"
-and "my", since an excerpt line names its speaker; interjections ("oh", "wow", "yeah");
-the intensifiers "really", "very", "totally" and "so"; and "it", "that", "this", "there",
-"and", "to", "of" — with their contractions "I'm", "I've", "it's", "that's" (not "I'll"
-or "I'd", which say will and would).
-
-What stays: every other word, in its order and with its punctuation, so negations ("not",
-"didn't", "never"), numbers, names, verbs (with "do", which may be one) and modal verbs
-stay. So do:
-
-- a word capitalised anywhere but at the start of a sentence ("an A", "work in IT"), bar "I";
-- a word joining two capitalised ones in one clause ("Bank of America", "Lord of the Rings");
-- "to", "of" and "and" beside a number ("9 to 5", "1 of 2", "3 and a half");
-- "I" or "me" after "and" or "or", with that word ("my mom and I");
-- a form of "be" that ends a clause ("who I am.", "it is what it is");
-- "it", "this", "that", "there" or "to" ending a clause right after the word that takes it
-  ("I get it." → "get it.", "I'd love to.", "been there.");
-- text in double quotes, and the notes in square brackets that say what a relative time
-  phrase means (``[yesterday = 7 July 2023]``, from
-  :func:`memstrata.extraction.time_expressions.annotate`), with the marks after them;
-- a sentence with none of :data:`ENGLISH_MARKERS` ("the", "and", "is", "you" …): the rules
-  are English, and in another language "a" or "me" may be a word the sentence needs
-  ("soy alérgica a los cacahuetes" stays whole);
-- a sentence that would lose every word ("Is it?") or keep only a question word or an
-  auxiliary ("How was it?", "It really is."), a word opening with a bracket or quote, and
-  a text of over :data:`LONGEST_ABRIDGED_CHARS` characters.
-
-A word that goes hands its closing marks (a bracket or quote; ".", "!" or "?" unless the
-word before already ends a sentence) to the word before it.
+The words of :data:`LEFT_OUT` go; names, numbers, negations, quoted text, date notes and
+sentences without :data:`ENGLISH_MARKERS` stay. See docs/retrieval.md#abridged-excerpts.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Context assembly: pack ranked memories from every tier into one block under a token budget.
 
-Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come in a fixed
-order, the most stable first (profile, habits, facts, entities, summaries, then the
-conversation excerpts that change with every query), so a provider's prefix cache keeps
-the head of the block. Each section may use up to its share of the budget first; the
-episodes take the rest; whatever is still free goes back to the other sections. A
-candidate marked as only restating its source turns (a fact quoting its turn) is left out
-when the block shows all of them (or shown in its shorter form, if it has one), and its
-tokens go to further excerpts, so the block does not spend its budget on the same words
-twice (an abridged excerpt keeps every content word of its turn, so it counts as showing
-it). The best-ranked excerpt that fits is quoted word for word; those after it are
-abridged (``retrieval/abridge.py``), so more of them fit. Once the block is chosen, the
-tokens still free quote abridged excerpts whole again, best-ranked first: an excerpt is
-shown abridged only when the budget cannot hold it whole.
-
-Every item is one line: line breaks inside stored text show as ``⏎``, so what someone
-said (or a tool returned) cannot start a line of its own that reads as a section, a date
-line or another speaker's turn.
+Pure: candidates in, :class:`~memstrata.models.Context` out. Sections come most stable first
+(prefix caches keep the head); each takes up to its share, the excerpts the rest, and what is
+free goes back to the sections. The best-ranked excerpt is quoted whole, the others abridged
+only while the budget is short; every item is one line. See docs/retrieval.md#4-assembly-context.
 """
 
 from __future__ import annotations
@@ -72,14 +59,10 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class AssemblyPolicy:
-    """How much of the budget each section may claim before the episodes fill the rest, and how many
-    excerpts are quoted whole.
+    """How much of the budget each section may claim first, and how many excerpts are quoted whole.
 
-    ``verbatim_excerpts``: how many excerpts are quoted word for word, the best-ranked that
-    fit; those after them are chosen in their shorter (abridged) form, so more of them fit,
-    and quoted whole again, best first, while the tokens left allow. An excerpt abridging
-    would not shorten ("Thanks!") is shown as it is and does not count.
-    ``None`` quotes every excerpt whole.
+    ``verbatim_excerpts``: how many of the best-ranked excerpts are quoted word for word (one
+    that abridging would not shorten does not count); ``None`` quotes every excerpt whole.
     """
 
     # Chosen on LoCoMo conversations 1-5 at 1,000 tokens: halving the first five shares (from

@@ -1,14 +1,9 @@
 """Message bursts: one thought sent as several messages in a row.
 
-People in chat apps split a thought over short messages ("so i finally did it", "signed
-up for the pottery class", "starts next week"). Each is stored as its own turn, but a
-search should not fill its top ten with pieces of one thought (:func:`one_per_burst`), and
-a context block should not show a piece that makes no sense alone (:func:`joined_bursts`),
-and a piece is embedded with the pieces before it, so its vector holds some of the
-thought (:func:`burst_texts`).
-Turns are one burst when each follows the one before directly in the user's store, in the
-same session, from the same speaker (role, name and agent), less than :data:`BURST_GAP`
-after it, at most :data:`MAX_BURST` of them. Pure: turns in, bursts out.
+Pure: turns in, bursts out. A search keeps one piece of each burst in its top hits
+(:func:`one_per_burst`), a context block shows a burst as one excerpt
+(:func:`joined_bursts`), and a piece is embedded with the pieces before it
+(:func:`burst_texts`). See docs/retrieval.md#3c-message-bursts.
 """
 
 from __future__ import annotations
@@ -37,15 +32,9 @@ BURST_CONTEXT_CHARS = 1000
 def burst_texts(turns: Sequence[Turn], before: Sequence[Turn] = ()) -> list[str | None]:
     """Each of ``turns``' burst so far, from its first piece to it, as one text; ``None`` for a turn that stands alone.
 
-    "starts next week" alone says nothing a query could find; after "so i finally did it"
-    and "signed up for the pottery class" it holds the thought. A piece is embedded both
-    ways, alone and so, and keeps the mean of the two: it is found by the thought, and a
-    "lol" after a long message does not become a copy of that message. ``turns`` are new
-    messages in the order said; ``before`` are the user's messages stored just before
-    them, oldest first (:data:`MAX_BURST` of them tell whether a run is too long to be a
-    burst). A first piece, and every piece of a run longer than :data:`MAX_BURST`, stands
-    alone; the earlier pieces of a run that grows too long later keep their joined vectors.
-    Full text still indexes each message alone.
+    ``turns`` are new messages in the order said; ``before`` are the user's messages stored
+    just before them, oldest first. A first piece, and every piece of a run longer than
+    :data:`MAX_BURST`, stands alone.
     """
     run: list[Turn] = []
     texts: list[str | None] = []

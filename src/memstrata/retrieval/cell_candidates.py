@@ -1,11 +1,7 @@
 """Cell candidates: the user's current facts closest in meaning to a query, beside those its words find.
 
-"What should I cook for dinner?" shares no word with the fact "allergy: peanuts", so the
-full-text retriever of derived items never finds it. The tier work embeds each current fact
-once (``cell_vectors``, from ``storage.text.cell_gist``); the facts whose cosine to the
-query stands out from the user's other facts are ranked by it and fused with the full-text
-list of derived items (``SearchViews._rankings``), for ``search(tiers=["longterm"])`` and the
-facts of ``context()``. Pure functions; the store reads and the embedding happen in the caller.
+Pure functions; the store reads and the embedding happen in the caller.
+See docs/retrieval.md#1-candidates ("Facts by meaning").
 """
 
 from __future__ import annotations
@@ -44,12 +40,8 @@ class CellCandidatePolicy:
 def closest_cells(cosines: npt.NDArray[np.float32], policy: CellCandidatePolicy) -> list[int]:
     """Indexes into ``cosines`` (each current fact's cosine to the query) of the facts to rank, closest first.
 
-    Each fact is compared with all the others: its cosine must be at least ``min_deviations``
-    standard deviations above their mean (the fact itself left out, so one that stands far
-    out does not raise its own bar). Two facts that stand out together each widen the
-    other's spread, and may hide each other; comparing a fact only with those less close
-    than it, though, let chance through too often (1.3-1.5 facts for each question about
-    another conversation, measured as in ``CellCandidatePolicy``).
+    A fact counts when its cosine is at least ``min_deviations`` standard deviations above the
+    mean of the other facts (itself left out, so it does not raise its own bar).
     """
     values = np.asarray(cosines, dtype=np.float64)
     count = len(values)

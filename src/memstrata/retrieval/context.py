@@ -361,12 +361,8 @@ def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> 
 def _quoting(hits: Sequence[Hit], turns: Mapping[str, Turn]) -> set[str]:
     """Facts that quote their one source turn, one of ``turns``: its excerpt says all they do.
 
-    A fact reads "Caroline · plan: show my paintings — I'm putting together an LGBTQ art
-    show…". It quotes its turn when that sentence is in the turn word for word and so is
-    every word of its value. One that an LLM reworded, or whose value came from elsewhere
-    (a "vegetarian" read from the question before "Yes, since 2019."), may say more than
-    the excerpt, and stays. A fact whose turn is not among ``turns`` cannot be restated by
-    the block, so its turn is not read.
+    A fact quotes its turn when its sentence is in the turn word for word and so is every
+    word of its value; the turn of a fact whose turn is not among ``turns`` is not read.
     """
     quoting: set[str] = set()
     for hit in hits:

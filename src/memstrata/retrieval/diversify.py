@@ -27,13 +27,9 @@ def maximal_marginal_relevance(
 ) -> list[Key]:
     """Up to ``limit`` keys, each chosen to be relevant and unlike those chosen before it.
 
-    Each step takes the key maximizing (1 - diversity) · relevance - diversity · (its
-    highest resemblance to a key already chosen). Relevance is rescaled to [0, 1] over the
-    candidates, so any score scale works; resemblance is the cosine rescaled so the
-    candidates' mean cosine counts as 0 (see ``_resemblance``). A key without a vector
-    resembles nothing.
-    Pass keys best first: ``diversity=0`` keeps their order, and ``diversity=1`` keeps
-    the first key, then ignores relevance and only avoids resemblance.
+    Pass keys best first: ``diversity=0`` keeps their order, ``diversity=1`` keeps the first
+    key and then only avoids resemblance. A key without a vector resembles nothing.
+    See docs/retrieval.md#3b-diversify-opt-in.
     """
     if not 0.0 <= diversity <= 1.0:
         raise ValueError("diversity must be between 0 and 1")

@@ -1,11 +1,7 @@
 """Entity candidates: for a question asking for a kind of thing, the turns naming the user's entities of that kind.
 
-"What European countries has Maria been to?" shares no word with "We went to Spain last
-summer", and the turn's vector is about the trip more than about a country. The name
-"Spain" alone, embedded, is close to "European countries". So the entities whose names are
-closest in meaning to the question lead to the turns that mention them, which then join
-the excerpts of a context block (``ContextViews``). Pure functions; the store reads and the
-embedding happen in the caller.
+Pure functions; the store reads and the embedding happen in the caller.
+See docs/retrieval.md#1-candidates ("Entities of the kind a question asks for").
 """
 
 from __future__ import annotations

@@ -44,14 +44,10 @@ def indexed_text(turn: Turn) -> str:
 def fts_query(text: str, *, max_terms: int = MAX_QUERY_TERMS, topical_only: bool = False) -> str | None:
     """Return an FTS5 MATCH expression for ``text``, or ``None`` if it has no searchable word.
 
-    Every term is a double-quoted string, so FTS5 operators (AND, OR, NOT, NEAR, ``*``,
-    ``^``, ``-``, ``:``, parentheses) and SQL in the input are searched as plain words
-    and can never raise a syntax error. Stopwords and single letters (the "s" of "Ana's",
-    the "t" of "don't") are dropped unless nothing else is left: such a term matches most
-    turns, so BM25 gives it almost no weight, yet scoring its matches dominated the cost of a
-    search at 100k turns (70 of 100 ms). With ``topical_only`` such a query gives ``None``,
-    and words that only ask what was said ("say", "told", "mention") are dropped as well:
-    "What did Caroline say about jazz?" asks about jazz.
+    Every term is double-quoted, so FTS5 operators and SQL in ``text`` are searched as words
+    and never raise. Stopwords and single letters are dropped unless nothing else is left;
+    with ``topical_only`` such a query gives ``None``, and words that only ask what was said
+    ("say", "told", "mention") are dropped too.
     """
     words = [_lowered(word) for word in _WORD.findall(text)]
     dropped = _NOT_TOPICAL if topical_only else STOPWORDS

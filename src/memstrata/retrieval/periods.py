@@ -1,15 +1,9 @@
 """Calendar periods a query names ("on 9 November, 2022", "in July 2022", "during summer 2023").
 
-A question about what someone did "on 9 November, 2022" is most likely answered by what
-was said that day, or a day or two either side (people tell on Monday what they did on
-Saturday). Retrieval uses the periods twice: it adds the best candidates from inside
-them to the usual ones (``Memory._rankings``), and the reranker lifts turns dated in
-them (``retrieval/rerank.py``). Pure: nothing here reads the clock.
-
-:func:`mentioned_periods` reads absolute dates only. Relative ones ("what did I say
-last week?") depend on when the question is asked: the caller resolves them against
-today and passes them in as :class:`Span` values. Open ranges ("before 2023", "by 10
-July") name a boundary, not a period, and are left alone.
+Pure: nothing here reads the clock. :func:`mentioned_periods` reads absolute dates only;
+the caller resolves relative ones ("last week") against today and passes them in as
+:class:`Span` values. Open ranges ("before 2023") are left alone.
+See docs/retrieval.md#1-candidates ("Dates the query names").
 """
 
 from __future__ import annotations

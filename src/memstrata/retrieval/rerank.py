@@ -1,11 +1,7 @@
 """Reranking after fusion: a small linear model over what the retrievers already know.
 
-Reciprocal rank fusion looks at ranks only. The reranker adds the evidence fusion
-throws away: how close a turn's BM25 score and cosine are to the best ones, whether
-the turn is by the one person the query names, how long it is, whether both
-retrievers found it, and whether it was said on a date the query names. Its weights
-are in reciprocal-rank units, so an item it knows nothing about (a derived cell or
-summary) keeps its fused score and stays comparable.
+Its weights are in reciprocal-rank units, so an item it knows nothing about (a derived
+cell or summary) keeps its fused score and stays comparable. See docs/retrieval.md#3-rerank.
 """
 
 from __future__ import annotations
@@ -45,29 +41,9 @@ FEATURES = (
 class RerankPolicy:
     """Weights of the linear reranker; a turn's score is the weighted sum of its features.
 
-    - ``fulltext_rank`` / ``vector_rank``: times 1 / (k + rank) in each list, k being the
-      fusion constant (with a ``depth``, ranks below it carry no rank signal; by default
-      every rank counts);
-    - ``fulltext_score``: times the turn's BM25 score over the best one in its list (0 if absent);
-    - ``vector_gap``: times the turn's cosine minus the best one (if absent: ``missing_gap``,
-      or the lowest gap in the list when that is lower);
-    - ``speaker``: when the turn is by the one speaker the query names;
-    - ``length``: times log(1 + words), longer turns carry more;
-    - ``both``: when both retrievers found it within ``depth``;
-    - ``session``: times log(candidates from the turn's session): evidence clusters in sessions;
-    - ``asks``: when the turn contains a question mark (questions rarely hold the answer);
-    - ``period``: times how well the turn's date matches a date the query asks about (1 inside
-      it, 0.5 within a few days of a named day or, for a relative date such as "last week",
-      said since; ``retrieval/periods.py``).
-
-    The defaults were fitted by pairwise logistic regression (a linear RankNet: each
-    evidence turn should outscore each other candidate of its question) on LoCoMo
-    conversations 1-5 only, by ``scripts/fit_reranker.py``, and rescaled so the two rank
-    weights average 1, which keeps the score in reciprocal-rank units. The held-out
-    conversations 6-10 check them (docs/retrieval.md has the figures). ``period`` was
-    chosen by a sweep on conversations 1-5 with the other weights fixed (0.002 to 0.05;
-    best at 0.01): it puts the turns of a named day above those the retrievers rank a
-    little higher but that were said at another time.
+    The features are in docs/retrieval.md#3-rerank. The defaults were fitted on LoCoMo
+    conversations 1-5 by ``scripts/fit_reranker.py`` and rescaled so the two rank weights
+    average 1, which keeps scores in reciprocal-rank units.
     """
 
     fulltext_rank: float = 0.6546
@@ -80,7 +56,9 @@ class RerankPolicy:
     session: float = 0.0043
     asks: float = -0.0031
     period: float = 0.01
+    #: Ranks below it carry no rank signal and ``both`` counts only within it; ``None``: every rank counts.
     depth: int | None = None
+    #: ``vector_gap`` of a turn the vectors did not find (or the list's lowest gap, when lower).
     missing_gap: float = -0.2
     #: Full text counts fully when its best matches hold at least this share of the query's
     #: terms, and in proportion below it (``coverage`` of :func:`rerank`); 0 always counts it fully.
@@ -171,13 +149,10 @@ def rerank(
 ) -> list[Fused[Key]]:
     """Rescore fused candidates with the policy's linear model, best first.
 
-    Turns (the keys in ``signals``) get the weighted sum of their features. Other items
-    (derived cells and summaries) keep their fused score plus the turns' mean non-rank
-    share, so they stay where fusion would put them against an average turn. Items keep
-    their ranks; ties keep the fused order. ``periods`` are the dates the query asks
-    about (default: the absolute ones it names). ``coverage`` is the share of the query's
-    terms its best full-text matches hold (``fulltext.term_coverage``): below the policy's
-    ``lexical_floor``, the full-text features weigh in proportion.
+    Turns (the keys in ``signals``) get the weighted sum of their features; other items keep
+    their fused score plus the turns' mean non-rank share. Ties keep the fused order.
+    ``periods`` default to the absolute dates the query names; below the policy's
+    ``lexical_floor``, ``coverage`` (``fulltext.term_coverage``) scales the full-text features.
     """
     speaker = mentioned_speaker(query, [s.speaker for s in signals.values() if s.speaker], by_alias=True)
     weights = policy.weights()

@@ -34,14 +34,8 @@ _QUERY_WORD = re.compile(r"(?<![\w'’-])[^\W\d_][\w'’.-]*(?<![.'’-])")
 def aliases(query: str, speakers: Sequence[str]) -> dict[str, str]:
     """The query's words that name one speaker by another form of the name, each with that speaker.
 
-    People are called by names that differ from the display name their turns carry: a
-    question about "Caroline" is about the speaker shown as "Caro" or "Caroline Smith", and
-    "Mel" is "Melanie". A word counts when it is one word of a speaker's longer name, or
-    when one of the two is the other's first 3 to 5 letters, and it fits only one speaker.
-    The word must look like a name (capitalised, unless the whole query is lower case, and
-    not the query's first word), and must not be a speaker's own name or a common word
-    ("Will", "May"). A guess, then: "Melbourne" may be taken for "Mel", so callers use an
-    alias only to add candidates and lift a speaker's turns, never to leave anything out.
+    A guess ("Melbourne" may be taken for "Mel"): use an alias only to add candidates and lift
+    a speaker's turns, never to leave anything out. See docs/retrieval.md#1-candidates.
     """
     names = {name.strip().casefold(): name for name in speakers if _is_distinctive(name.strip())}
     if not names:
@@ -84,18 +78,8 @@ def _names(query: str, name: str) -> bool:
 def without_speakers(query: str, speakers: Sequence[str]) -> str:
     """``query`` with the names of ``speakers`` (and a possessive "'s") taken out: what the dense retriever reads.
 
-    The full-text search of derived items (cells, whose text starts with their subject, and
-    summaries) reads it too, unless nothing but stopwords is left.
-
-    A speaker's name in a question says whose turns to look at, not what they are about;
-    the full-text retriever and the reranker's ``speaker`` feature use it for that. In an
-    embedding it dominates short turns: "Caroline: Thanks, Melanie!" then sits closer to
-    "When did Caroline have a picnic?" than the turn about the picnic.
-
-    A name is taken out where it stands as a whole word (not inside "Ana-Maria"), as it
-    is written, or in any case when the query is all lower case. Names of one character
-    and names that are also common words ("Will", "May", "user") stay. A query in which
-    nothing matches, or of nothing but names, is returned unchanged.
+    Names of one character and common words ("Will", "May") stay; a query in which nothing
+    matches, or of nothing but names, is returned unchanged. See docs/retrieval.md#1-candidates.
     """
     names = sorted({name.strip() for name in speakers if _is_distinctive(name.strip())}, key=len, reverse=True)
     if not names:

@@ -1,16 +1,9 @@
 """Offline token counting close to the BPE tokenizers of common chat models.
 
-No vocabulary ships and nothing downloads: the text is split the way GPT-style BPE
-pre-tokenizers split it (words with their leading space, digit groups of up to three,
-punctuation runs), and each piece is charged what such tokenizers typically charge for it.
-On LoCoMo dialogue it counts ≈5% more than OpenAI's ``o200k_base`` and ≈1% more
-than ``cl100k_base``; on Markdown ≈4% fewer than both. Tests keep it within 6% of both.
-
-Outside the Latin and Cyrillic alphabets the two vocabularies part ways: ``cl100k_base``
-charges Chinese, Korean, Greek, Hebrew, Hindi, Thai, Armenian, Georgian and emoji 1.5–6
-times what ``o200k_base`` does. There each character is charged about what
-``cl100k_base`` charges (at least 0.9 of it, tested), so a block stays within its budget
-under either; under ``o200k_base`` it then uses less than the budget.
+No vocabulary ships and nothing downloads. Tests keep the count within 6% of OpenAI's
+``o200k_base`` and ``cl100k_base``, and outside the Latin and Cyrillic alphabets at least
+0.9 of ``cl100k_base``, so a block stays within its budget under either. See
+docs/retrieval.md (tokens are counted offline).
 """
 
 from __future__ import annotations

@@ -41,18 +41,10 @@ class _Block:
 class VectorIndex:
     """Brute-force cosine search (vectors are unit-norm, so a dot product) over each user's turns.
 
-    With ``neighbour_weights`` (w1, w2, …) a turn also has a blend of its vector with the
-    user's turns around it, normalize(v + Σ_d w_d·(v_{-d} + v_{+d})), and scores the better of
-    its own cosine and the blend's: the answer to a question is then found by the question's
-    words too, while a turn that stands alone is still found by itself. The stored vectors
-    stay exactly as embedded. The blend is never materialised: its cosine is
-    (s_i + Σ_d w_d·(s_{i-d} + s_{i+d})) / |blend_i| for the rows' own cosines s, so search
-    costs one pass over the vectors and the index keeps one norm per row.
-
-    The store holds every vector; this index is a cache of them per user, loaded on first
-    use and caught up by the caller with everything after ``high_water`` before each
-    search. So a process that died between its store commit and its index update leaves
-    nothing behind: the next process simply loads from the store.
+    With ``neighbour_weights`` a turn also scores its blend with the turns around it, computed
+    from the rows' own cosines and one norm per row (docs/retrieval.md#1-candidates). This is a
+    per-user cache of the store's vectors, loaded on first use and caught up by the caller past
+    ``high_water`` before each search, so a process that died mid-update leaves nothing behind.
     """
 
     def __init__(self, dimension: int, *, neighbour_weights: Sequence[float] = (), max_rows: int | None = None) -> None:

@@ -19,12 +19,9 @@ JSONL_TYPES = frozenset({"application/x-ndjson", "application/jsonl", "applicati
 class Gate:
     """ASGI middleware: refuses, before the body is read, what no route should see.
 
-    - With ``anonymous`` on (requests without a key act as tenant "local"), a Host header
-      that is not this machine's loopback name or the configured host gets 400: a web page
-      whose domain was re-pointed at 127.0.0.1 (DNS rebinding) cannot read or write the
-      memories through the visiting developer's browser.
-    - ``POST /v1/import`` takes only ``application/x-ndjson``: a browser may send a
-      ``text/plain`` form post to any site without asking first, a JSON Lines type it may not.
+    With ``anonymous`` on, a Host header that is not a loopback name or the configured host
+    gets 400 (DNS rebinding); ``POST /v1/import`` takes only ``application/x-ndjson``, a type a
+    browser cannot send cross-site without asking first. See docs/rest.md.
     """
 
     def __init__(self, app: ASGIApp, *, anonymous: bool, host: str) -> None:

@@ -60,15 +60,9 @@ class MidTerm:
     def file(self, user_id: str, seqs: Sequence[int], now: datetime | None = None) -> None:
         """File exchanges that left working memory into the closest topic segment, or a new one.
 
-        Exchanges that left together (a bulk ``add``, an import, an idle session) are split
-        into runs that stay on one topic (:func:`topic_runs`), and each run is filed on its
-        own, in order: much as if each exchange had been added, and had left, one at a time
-        (a run is compared with the segments as a whole).
-
-        A turn already filed (a retried job, or the same job run by two workers) is not
-        filed again. When another worker files one of them, or changes the chosen segment,
-        between the reads and the write, the write stores nothing and what is left is filed
-        afresh; a job that keeps losing such races fails, and is tried again later.
+        Exchanges that left together are split into runs on one topic (:func:`topic_runs`), each
+        filed in order. A turn already filed is not filed again; a filing another worker overtook
+        stores nothing and files afresh. See docs/tiers.md#off-the-write-path.
         """
         left = sorted(set(seqs) - self._store.filed_turns(seqs))
         moment = now or datetime.now(UTC)  # one time for the whole job: its segments and evictions agree

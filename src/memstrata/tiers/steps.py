@@ -1,10 +1,8 @@
 """The memory steps that can use an LLM, each with its offline version as the fallback.
 
-With no model configured (``llm.is_available`` is False) every step runs its rule-based or
-extractive version and the model is never called. With one, a step that fails —
-:class:`memstrata.errors.ProviderError` from the call, or a reply that is unusable as a whole —
-logs a warning saying why and runs the offline version for that item, so a flaky provider
-never loses a turn, fails a job or leaves a tier incomplete.
+Without a model every step runs offline; with one, a step whose call raises
+:class:`memstrata.errors.ProviderError`, or whose reply is unusable as a whole, logs a
+warning and runs the offline version for that item. See docs/tiers.md#with-an-llm.
 """
 
 from __future__ import annotations

@@ -65,15 +65,10 @@ class Activity:
 class Worker:
     """Claims jobs from the store and runs them, in a daemon thread or on demand.
 
-    Jobs are leased, not popped: a worker killed mid-job leaves it ``running`` with an
-    expiring lease, and whichever worker looks next (in any process) takes it again. While
-    a job runs, ``renew`` (if given) extends its lease every ``renew_every`` seconds, so a
-    slow job is not taken over; ``finish`` and ``fail`` get the job as claimed, so a store can
-    ignore a worker whose lease another took over. While someone waits for one user's work
-    (``wait_until`` with a ``user_id``), the thread takes that user's jobs first, through
-    ``claim_for``, so the wait is not as long as the whole queue before them; with several
-    such users it takes their jobs in turn, and one job in ``QUEUE_ORDER_EVERY`` still in
-    queue order, so no user's work stops while another's is awaited.
+    Jobs are leased, not popped: ``renew`` (if given) extends a lease every ``renew_every``
+    seconds, and ``finish`` and ``fail`` get the job as claimed, so a store can ignore a worker
+    whose lease another took over. While ``wait_until`` waits for a user, ``claim_for`` takes
+    that user's jobs first. See docs/tiers.md#off-the-write-path.
     """
 
     def __init__(
@@ -153,11 +148,8 @@ class Worker:
     def wait_until(self, done: Callable[[], bool], timeout: float | None, *, user_id: str | None = None) -> bool:
         """Block until ``done()`` holds, checked every ``POLL_SECONDS``; False on timeout.
 
-        Work runs at once meanwhile, in queue order. Unlike ``wait_idle`` this returns as
-        soon as the work it waits for is finished, however much else was queued after it.
-        With ``user_id`` (and a ``claim_for``), the thread mostly runs that user's jobs ahead
-        of the queue while this waits (see the class): other users' earlier work holds the
-        wait up little.
+        Unlike ``wait_idle`` this returns as soon as the awaited work is done; with ``user_id`` (and
+        a ``claim_for``) the thread runs that user's jobs ahead of the queue meanwhile.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._hurried(user_id):

@@ -1,19 +1,9 @@
 """Working memory kept outside the store (Redis), with the store as the durable ledger: nothing is lost.
 
-The write path, for each user's new turns:
-
-1. a ``working`` job naming the turn ids is queued in the store (durable);
-2. the turns are stored (durable; the store's own working set is not used);
-3. the turns are tracked in the shared working set; exchanges pushed out are handed to
-   this process as pending overflows, each queued as a ``midterm`` job, then acknowledged.
-
-The ``working`` job then replays step 3 (a no-op when step 3 ran: the batch name marks
-it) and computes importance, cells and the rest (the store's ``process`` job). So a crash
-between any two steps, or a working set that is down, loses nothing: the job tracks the
-turns later, or, if the working set stays unreachable, files them straight to mid-term.
-A pending overflow whose process died before queueing it is reclaimed after its lease;
-one queued twice that way is filed once, as ``midterm`` jobs skip turns already filed.
-Idle sessions leave whole, as overflows, after ``idle_seconds``.
+A durable ``working`` job is queued and the turns stored before they are tracked in the
+shared working set; the job replays the tracking (a no-op when it ran), or files the turns
+straight to mid-term while the working set is unreachable, so a crash between any two
+steps loses nothing. See docs/storage.md#redis-working-memory-optional.
 """
 
 from __future__ import annotations
