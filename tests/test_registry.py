@@ -192,7 +192,7 @@ def test_options_are_data_each_factory_gets_only_its_own(home: Path) -> None:
 
 
 def test_the_extra_to_install_is_named_when_an_import_fails() -> None:
-    entry = Entry(STORE, "ghost", "memstrata_registry_no_such_module:open_ghost", extra="postgres")
+    entry = Entry(kind=STORE, name="ghost", target="memstrata_registry_no_such_module:open_ghost", extra="postgres")
     with pytest.raises(MissingDependency) as info:
         entry.load("ghost://x")
     message = str(info.value)
@@ -206,7 +206,7 @@ def test_the_extra_to_install_is_named_when_an_import_fails() -> None:
 
 def test_a_built_in_module_that_fails_to_import_is_not_hidden() -> None:
     # Nothing to install would fix it: the ImportError itself is the useful message.
-    entry = Entry(EMBEDDER, "broken", "memstrata_registry_no_such_module:Broken")
+    entry = Entry(kind=EMBEDDER, name="broken", target="memstrata_registry_no_such_module:Broken")
     with pytest.raises(ModuleNotFoundError):
         entry.load()
 

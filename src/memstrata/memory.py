@@ -352,7 +352,7 @@ class Memory:
         if scope.agent_id is None and scope.session_id is None:
             self._parts.visits.drop(scope.user_id)
         count = self._parts.episodic.forget(scope)
-        return Deletion(scope.user_id, count, scope.agent_id, scope.session_id)
+        return Deletion(user_id=scope.user_id, turns=count, agent_id=scope.agent_id, session_id=scope.session_id)
 
     def vacuum(self) -> Compaction:
         """Rewrite the store so deleted memories leave its files (writers wait); its size before and after."""

@@ -89,7 +89,7 @@ class Turn:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class SearchFilters:
     """Optional narrowing of a search inside one user's memory."""
 
@@ -105,7 +105,7 @@ class SearchFilters:
         return not (self.agent_id or self.session_id or self.roles or self.after or self.before)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Hit:
     """One search result: the item, its fused score, the tier it came from and why it ranked.
 
@@ -124,7 +124,7 @@ class Hit:
     """The store's internal row number (not part of the public contract)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ContextItem:
     """One piece of an assembled context: what it is, where it came from, what it cost.
 
@@ -144,7 +144,7 @@ class ContextItem:
     is_abridged: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Context:
     """A memory block for a prompt, packed under a token budget, stable parts first.
 
@@ -167,7 +167,7 @@ class Context:
         return tuple(dict.fromkeys(turn_id for item in self.items for turn_id in item.source_turn_ids))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Deletion:
     """What a ``forget`` removed."""
 
@@ -177,7 +177,7 @@ class Deletion:
     session_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class TransferReport:
     """What an export or import moved."""
 
@@ -187,7 +187,7 @@ class TransferReport:
     skipped: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Compaction:
     """What a ``vacuum`` did: the store's size in bytes before and after, and whether nothing was left over.
 
@@ -255,7 +255,7 @@ class Segment:
     promoted_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Pattern:
     """A recurring interaction pattern of a user, scored by frequency and recency."""
 
@@ -319,7 +319,7 @@ class MemoryEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Inspection:
     """Everything an operator tunes thresholds by, for one user."""
 
@@ -339,7 +339,7 @@ class Inspection:
     failed_jobs: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class UsedMemory:
     """One memory a chat reply stood on: which item of the context, from which tier, how it ranked.
 
@@ -354,7 +354,7 @@ class UsedMemory:
     is_abridged: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ChatReply:
     """What ``Memory.chat`` answered, the memories it used, and what the turn cost.
 

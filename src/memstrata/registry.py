@@ -21,7 +21,7 @@ from typing import Any
 from memstrata.errors import ConfigError, MissingDependency
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Kind:
     """One kind of pluggable part: what messages call it, where plugins register, and what its factories receive."""
 
@@ -88,7 +88,7 @@ KINDS = (STORE, WORKING_SET, EMBEDDER, LLM_PROVIDER)
 """Every kind, in the order the layers use them."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Entry:
     """One backend or provider: its kind and name, and the factory that builds it, imported when first loaded."""
 
@@ -149,7 +149,7 @@ class Entry:
 
 
 def _entry(kind: Kind, name: str, target: str, *options: str, extra: str | None = None, remote: bool = False) -> Entry:
-    return Entry(kind, name, target, frozenset(options), extra=extra, is_remote=remote)
+    return Entry(kind=kind, name=name, target=target, options=frozenset(options), extra=extra, is_remote=remote)
 
 
 #: Every built-in backend and provider.
@@ -236,7 +236,7 @@ def _find_plugin(kind: Kind, name: str) -> Entry | None:
 
 def _plugin_entry(kind: Kind, name: str, point: EntryPoint) -> Entry:
     distribution = point.dist.name if point.dist is not None else ""
-    return Entry(kind, name, point.value, kind.plugin_options, distribution=distribution)
+    return Entry(kind=kind, name=name, target=point.value, options=kind.plugin_options, distribution=distribution)
 
 
 def _normal(kind: Kind, name: str) -> str:

@@ -29,7 +29,7 @@ MAX_BUDGET = 1_000_000
 DERIVED_TIERS = (Tier.LONGTERM, Tier.SCENE, Tier.MIDTERM, Tier.CONSOLIDATION)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class MessageInput:
     """One validated message waiting to be stored."""
 
@@ -247,7 +247,7 @@ def parse_messages(messages: object, *, max_bytes: int, default_id: str | None =
     """Accept a string (one user message) or a list of ``{"role", "content", "name"?, "id"?}``."""
     if isinstance(messages, str):
         content = check_text(messages, "message", max_bytes=max_bytes)
-        return [MessageInput(Role.USER, content, id=check_identifier(default_id, "id", required=False))]
+        return [MessageInput(role=Role.USER, content=content, id=check_identifier(default_id, "id", required=False))]
     if isinstance(messages, Mapping):
         messages = [messages]
     if not isinstance(messages, Sequence) or isinstance(messages, bytes | bytearray):
@@ -259,7 +259,15 @@ def parse_messages(messages: object, *, max_bytes: int, default_id: str | None =
     parsed = [_parse_message(item, index, max_bytes) for index, item in enumerate(messages)]
     if default_id is not None:
         only = parsed[0]
-        parsed = [MessageInput(only.role, only.content, only.name, check_identifier(default_id, "id"), only.metadata)]
+        parsed = [
+            MessageInput(
+                role=only.role,
+                content=only.content,
+                name=only.name,
+                id=check_identifier(default_id, "id"),
+                metadata=only.metadata,
+            )
+        ]
     ids = [message.id for message in parsed if message.id is not None]
     if len(ids) != len(set(ids)):
         raise InvalidInput("two messages in one call have the same id")

@@ -79,12 +79,12 @@ def test_without_memories_it_says_it_has_none(memory: Memory) -> None:
 
 def test_extractive_answer_puts_relevant_items_before_profile_traits() -> None:
     items = (
-        ContextItem("profile", "longterm", "profile:name", "name: Ana", 3),
-        ContextItem("graph", "graph", "edge:a|b", "a — b (2×)", 5),
-        ContextItem("episode", "episodic", "t1", "user: I like tea", 5, 0.01),
-        ContextItem("cell", "longterm", "c1", "Ana is allergic to peanuts", 6, 0.03),
+        ContextItem(kind="profile", tier="longterm", id="profile:name", text="name: Ana", tokens=3),
+        ContextItem(kind="graph", tier="graph", id="edge:a|b", text="a — b (2×)", tokens=5),
+        ContextItem(kind="episode", tier="episodic", id="t1", text="user: I like tea", tokens=5, score=0.01),
+        ContextItem(kind="cell", tier="longterm", id="c1", text="Ana is allergic to peanuts", tokens=6, score=0.03),
     )
-    context = Context("q", "ana", "# Memory\n…", 20, 100, items)
+    context = Context(query="q", user_id="ana", text="# Memory\n…", tokens=20, token_budget=100, items=items)
     assert extractive_answer(context).splitlines() == [
         EXTRACTIVE_HEADER,
         "- Ana is allergic to peanuts",
@@ -307,10 +307,17 @@ def test_over_http_the_block_follows_the_instructions_and_cached_tokens_are_repo
 
 def test_extractive_answer_puts_earlier_questions_last() -> None:
     items = (
-        ContextItem("episode", "episodic", "t1", "user: Where is my passport?", 6, 0.05),
-        ContextItem("episode", "episodic", "t2", "user: I keep my passport in the blue drawer.", 9, 0.04),
+        ContextItem(kind="episode", tier="episodic", id="t1", text="user: Where is my passport?", tokens=6, score=0.05),
+        ContextItem(
+            kind="episode",
+            tier="episodic",
+            id="t2",
+            text="user: I keep my passport in the blue drawer.",
+            tokens=9,
+            score=0.04,
+        ),
     )
-    context = Context("q", "ana", "# Memory\n…", 20, 100, items)
+    context = Context(query="q", user_id="ana", text="# Memory\n…", tokens=20, token_budget=100, items=items)
     assert extractive_answer(context).splitlines()[1:] == [
         "- user: I keep my passport in the blue drawer.",
         "- user: Where is my passport?",

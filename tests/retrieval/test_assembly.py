@@ -20,14 +20,14 @@ START = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 def _episodes(count: int, words: int = 12) -> list[Candidate]:
     return [
         Candidate(
-            "episode",
-            "episode",
-            "episodic",
-            f"t{i}",
-            f"Ana: message {i} " + "word " * words,
-            1.0 / (i + 1),
-            (f"t{i}",),
-            START + timedelta(days=count - i),
+            section="episode",
+            kind="episode",
+            tier="episodic",
+            id=f"t{i}",
+            text=f"Ana: message {i} " + "word " * words,
+            score=1.0 / (i + 1),
+            source_turn_ids=(f"t{i}",),
+            when=START + timedelta(days=count - i),
         )
         for i in range(count)
     ]
@@ -36,8 +36,18 @@ def _episodes(count: int, words: int = 12) -> list[Candidate]:
 def test_stable_sections_come_first_and_episodes_read_in_time_order() -> None:
     candidates = {
         "episode": _episodes(5),
-        "profile": [Candidate("profile", "profile", "longterm", "p:city", "city: Lisbon")],
-        "cell": [Candidate("cell", "cell", "longterm", "c1", "Ana likes tea", 1.0, ("t9",))],
+        "profile": [Candidate(section="profile", kind="profile", tier="longterm", id="p:city", text="city: Lisbon")],
+        "cell": [
+            Candidate(
+                section="cell",
+                kind="cell",
+                tier="longterm",
+                id="c1",
+                text="Ana likes tea",
+                score=1.0,
+                source_turn_ids=("t9",),
+            )
+        ],
     }
     context = assemble("what does Ana like?", "ana", candidates, 1000)
     text = context.text
@@ -76,31 +86,61 @@ def test_a_block_whose_joined_lines_cost_more_than_their_parts_drops_its_weakest
 
 
 def test_one_section_cannot_crowd_out_the_episodes() -> None:
-    cells = [Candidate("cell", "cell", "longterm", f"c{i}", f"fact number {i} " * 5, 1.0) for i in range(100)]
+    cells = [
+        Candidate(section="cell", kind="cell", tier="longterm", id=f"c{i}", text=f"fact number {i} " * 5, score=1.0)
+        for i in range(100)
+    ]
     context = assemble("q", "ana", {"cell": cells, "episode": _episodes(30)}, 500)
     episode_tokens = sum(item.tokens for item in context.items if item.kind == "episode")
     assert episode_tokens > 250
 
 
 def test_unused_share_flows_back_to_other_sections() -> None:
-    cells = [Candidate("cell", "cell", "longterm", f"c{i}", f"fact number {i}", 1.0) for i in range(60)]
+    cells = [
+        Candidate(section="cell", kind="cell", tier="longterm", id=f"c{i}", text=f"fact number {i}", score=1.0)
+        for i in range(60)
+    ]
     context = assemble("q", "ana", {"cell": cells}, 500)
     assert len(context.items) > 30 and context.tokens <= 500
 
 
 def test_an_item_offered_twice_appears_once() -> None:
     episode = _episodes(1)[0]
-    recent = Candidate("recent", "episode", "working", "t0", episode.text, when=episode.when)
+    recent = Candidate(section="recent", kind="episode", tier="working", id="t0", text=episode.text, when=episode.when)
     context = assemble("q", "ana", {"episode": [episode], "recent": [recent]}, 500)
     assert [item.id for item in context.items] == ["t0"]
 
 
 def test_a_fact_restating_a_shown_excerpt_gives_its_tokens_to_another_excerpt() -> None:
     episodes = _episodes(40)
-    said = Candidate("cell", "cell", "longterm", "c0", "Ana · fact: message 0", 1.0, ("t0",), restates_sources=True)
-    unseen = Candidate("cell", "cell", "longterm", "c1", "Ana · fact: tea", 0.9, ("t39",), restates_sources=True)
+    said = Candidate(
+        section="cell",
+        kind="cell",
+        tier="longterm",
+        id="c0",
+        text="Ana · fact: message 0",
+        score=1.0,
+        source_turn_ids=("t0",),
+        restates_sources=True,
+    )
+    unseen = Candidate(
+        section="cell",
+        kind="cell",
+        tier="longterm",
+        id="c1",
+        text="Ana · fact: tea",
+        score=0.9,
+        source_turn_ids=("t39",),
+        restates_sources=True,
+    )
     history = Candidate(
-        "cell", "cell", "longterm", "c2", "Ana · city: Porto (until 2023-05-01, then replaced)", 0.8, ("t0",)
+        section="cell",
+        kind="cell",
+        tier="longterm",
+        id="c2",
+        text="Ana · city: Porto (until 2023-05-01, then replaced)",
+        score=0.8,
+        source_turn_ids=("t0",),
     )
     # 500 tokens: the facts' share holds both lines that stay.
     without = assemble("q", "ana", {"episode": episodes, "cell": [unseen, history]}, 500)
@@ -117,7 +157,14 @@ def test_with_budget_to_spare_no_fact_restates_a_shown_excerpt() -> None:
     episodes = _episodes(3)
     cells = [
         Candidate(
-            "cell", "cell", "longterm", f"c{i}", f"Ana · fact {i}: word", 1.0, (f"t{i % 3}",), restates_sources=True
+            section="cell",
+            kind="cell",
+            tier="longterm",
+            id=f"c{i}",
+            text=f"Ana · fact {i}: word",
+            score=1.0,
+            source_turn_ids=(f"t{i % 3}",),
+            restates_sources=True,
         )
         for i in range(12)
     ]
@@ -138,11 +185,29 @@ def test_nothing_to_say_is_an_empty_block() -> None:
 )
 def test_never_over_budget(budget: int, sizes: list[int]) -> None:
     episodes = [
-        Candidate("episode", "episode", "episodic", f"t{i}", "Bo: " + "x y, " * size, 1.0, (f"t{i}",), START)
+        Candidate(
+            section="episode",
+            kind="episode",
+            tier="episodic",
+            id=f"t{i}",
+            text="Bo: " + "x y, " * size,
+            score=1.0,
+            source_turn_ids=(f"t{i}",),
+            when=START,
+        )
         for i, size in enumerate(sizes)
     ]
     cells = [
-        Candidate("cell", "cell", "longterm", f"c{i}", "z " * size, 1.0, (f"t{i}",), restates_sources=i % 2 == 0)
+        Candidate(
+            section="cell",
+            kind="cell",
+            tier="longterm",
+            id=f"c{i}",
+            text="z " * size,
+            score=1.0,
+            source_turn_ids=(f"t{i}",),
+            restates_sources=i % 2 == 0,
+        )
         for i, size in enumerate(sizes)
     ]
     context = assemble("q", "u", {"episode": episodes, "cell": cells}, budget)
@@ -153,7 +218,16 @@ def test_date_lines_follow_each_excerpts_own_zone() -> None:
     # One instant, late on 8 May in UTC and early on 9 May in Tokyo: each block dates it as its reader's day.
     late = datetime(2023, 5, 8, 23, 30, tzinfo=UTC)
     for zone, line in [(UTC, "[Monday 8 May 2023]"), (ZoneInfo("Asia/Tokyo"), "[Tuesday 9 May 2023]")]:
-        episode = Candidate("episode", "episode", "episodic", "t1", "Ana: hello", 1.0, ("t1",), late.astimezone(zone))
+        episode = Candidate(
+            section="episode",
+            kind="episode",
+            tier="episodic",
+            id="t1",
+            text="Ana: hello",
+            score=1.0,
+            source_turn_ids=("t1",),
+            when=late.astimezone(zone),
+        )
         assert line in assemble("hello", "ana", {"episode": [episode]}, 200).text
 
 
@@ -255,13 +329,13 @@ def test_an_excerpt_abridging_would_not_shorten_leaves_the_whole_quote_to_the_ne
 def test_a_fact_with_a_shorter_form_is_shown_in_it_when_its_turn_is() -> None:
     episodes = _episodes(3)
     found = Candidate(
-        "cell",
-        "cell",
-        "longterm",
-        "c0",
-        "Ana · allergy: peanuts — message 0 word word",
-        1.0,
-        ("t0",),
+        section="cell",
+        kind="cell",
+        tier="longterm",
+        id="c0",
+        text="Ana · allergy: peanuts — message 0 word word",
+        score=1.0,
+        source_turn_ids=("t0",),
         restates_sources=True,
         shorter="Ana · allergy: peanuts",
     )

@@ -25,7 +25,16 @@ def _turn(seq: int, name: str, *, session: str | None = "s", seconds: float = 0.
 
 
 def _hit(turn: Turn, seq: int) -> Hit:
-    return Hit(turn.id, "episodic", turn.content, 1.0 / seq, turn, (turn.id,), {}, seq)
+    return Hit(
+        id=turn.id,
+        tier="episodic",
+        content=turn.content,
+        score=1.0 / seq,
+        turn=turn,
+        source_turn_ids=(turn.id,),
+        ranks={},
+        seq=seq,
+    )
 
 
 def test_a_burst_is_one_speakers_messages_in_a_row() -> None:
@@ -63,7 +72,9 @@ def test_joined_bursts_keep_the_best_pieces_rank_and_stand_for_the_whole_burst()
 
 
 def test_derived_hits_pass_through_and_only_the_bursts_edges_are_read() -> None:
-    cell = Hit("c1", "longterm", "likes: jazz", 0.5, None, ("t1",), {}, 9)
+    cell = Hit(
+        id="c1", tier="longterm", content="likes: jazz", score=0.5, turn=None, source_turn_ids=("t1",), ranks={}, seq=9
+    )
     assert joined_bursts([cell], {}) == [cell] and unread([cell], {}, set()) == []
     alone = _turn(20, "Bo")
     assert unread([_hit(alone, 20)], {}, set()) == [19, 21]  # a turn alone: its two neighbours
@@ -80,7 +91,9 @@ def test_derived_hits_pass_through_and_only_the_bursts_edges_are_read() -> None:
 def test_one_per_burst_moves_a_bursts_later_hits_after_the_others() -> None:
     names = {1: "Ana", 2: "Bo", 3: "Bo", 4: "Bo", 5: "Ana", 6: "Cy"}
     turns = {seq: _turn(seq, name, seconds=seq) for seq, name in names.items()}
-    cell = Hit("c1", "longterm", "likes: jazz", 0.5, None, ("t1",), {}, 9)
+    cell = Hit(
+        id="c1", tier="longterm", content="likes: jazz", score=0.5, turn=None, source_turn_ids=("t1",), ranks={}, seq=9
+    )
     hits = [_hit(turns[3], 3), _hit(turns[2], 2), cell, _hit(turns[6], 6), _hit(turns[4], 4), _hit(turns[1], 1)]
     assert [hit.id for hit in one_per_burst(hits, turns)] == ["t3", "c1", "t6", "t1", "t2", "t4"]
 

@@ -57,14 +57,14 @@ def test_features_read_ranks_scores_speaker_length_session_and_questions() -> No
 
 def test_ranks_beyond_the_policy_depth_carry_no_rank_signal() -> None:
     deep = Fused("x", 0.01, {"fulltext": 25, "vector": 3})
-    found = rerank_features([deep], {}, {"x": TurnSignals("Ana", 3)}, None, RerankPolicy(depth=20))
+    found = rerank_features([deep], {}, {"x": TurnSignals(speaker="Ana", words=3)}, None, RerankPolicy(depth=20))
     features = dict(zip(FEATURES, found["x"], strict=True))
     assert features["fulltext_rank"] == 0.0 and features["vector_rank"] == 1 / 63 and features["both"] == 0.0
 
 
 def test_with_rank_weights_alone_the_order_is_reciprocal_rank_fusion() -> None:
     rankings = {"fulltext": [("a", 3.0), ("b", 2.0), ("c", 1.0)], "vector": [("c", 0.9), ("b", 0.8)]}
-    signals = {key: TurnSignals("Ana", 4) for key in "abc"}
+    signals = {key: TurnSignals(speaker="Ana", words=4) for key in "abc"}
     for k in (60, 5):  # the fusion constant is the caller's, as in reciprocal_rank_fusion
         fused = fuse_scored(rankings, k=k)
         reranked = rerank("what?", fused, {n: dict(r) for n, r in rankings.items()}, signals, RANKS_ONLY, k=k)
@@ -74,7 +74,7 @@ def test_with_rank_weights_alone_the_order_is_reciprocal_rank_fusion() -> None:
 
 def test_the_named_speakers_turns_rise_and_ranks_are_kept() -> None:
     fused = [Fused("a", 0.0164, {"fulltext": 1}), Fused("b", 0.0161, {"fulltext": 2})]
-    signals = {"a": TurnSignals("Melanie", 5), "b": TurnSignals("Caroline", 5)}
+    signals = {"a": TurnSignals(speaker="Melanie", words=5), "b": TurnSignals(speaker="Caroline", words=5)}
     policy = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "speaker": 0.015})
     reranked = rerank("What did Caroline paint?", fused, {}, signals, policy)
     assert [item.key for item in reranked] == ["b", "a"] and reranked[0].ranks == {"fulltext": 2}
@@ -83,7 +83,7 @@ def test_the_named_speakers_turns_rise_and_ranks_are_kept() -> None:
 
 def test_items_without_signals_keep_their_fused_score_plus_the_typical_turn_extra() -> None:
     fused = [Fused(("turn", 1), 1 / 61, {"fulltext": 1}), Fused(("derived", 7), 1 / 61, {"derived": 1})]
-    signals = {("turn", 1): TurnSignals("Ana", 9)}
+    signals = {("turn", 1): TurnSignals(speaker="Ana", words=9)}
     policy = RerankPolicy(**{name: 0.0 for name in FEATURES} | {"fulltext_rank": 1.0, "length": 0.01})
     reranked = {item.key: item.score for item in rerank("x", fused, {}, signals, policy)}
     assert reranked[("derived", 7)] == pytest.approx(1 / 61 + 0.01 * math.log(10))
@@ -98,7 +98,9 @@ def test_rerank_keeps_every_item_and_sorts_by_score(scores: list[float], query: 
     ranking = [(index, score) for index, score in enumerate(sorted(scores, reverse=True))]
     fused = fuse_scored({"fulltext": ranking})
     signals = {
-        index: TurnSignals("Ana" if index % 2 else "Bo", index, f"s{index % 3}", index % 4 == 0)
+        index: TurnSignals(
+            speaker="Ana" if index % 2 else "Bo", words=index, session=f"s{index % 3}", asks=index % 4 == 0
+        )
         for index in range(len(scores))
     }
     reranked = rerank(query, fused, {"fulltext": dict(ranking)}, signals)
@@ -128,7 +130,7 @@ def test_full_text_weighs_less_when_its_best_matches_hold_few_of_the_query_terms
     # "a" is full text's first, on one incidental word; "b" is the vectors' first.
     rankings = {"fulltext": [("a", 3.0), ("b", 1.0)], "vector": [("b", 0.9), ("a", 0.5)]}
     fused = fuse_scored(rankings)
-    signals = {key: TurnSignals("Ana", 4) for key in "ab"}
+    signals = {key: TurnSignals(speaker="Ana", words=4) for key in "ab"}
     scores = {name: dict(found) for name, found in rankings.items()}
     policy = RerankPolicy(fulltext_rank=1.5, vector_rank=0.5, lexical_floor=0.4)
     strong = rerank("q", fused, scores, signals, policy, coverage=0.4)

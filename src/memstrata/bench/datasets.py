@@ -16,7 +16,7 @@ from memstrata.errors import InvalidInput
 LOCOMO_RELATIVE = Path("shared") / "datasets" / "locomo" / "locomo10.json"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class DialogTurn:
     """One LoCoMo turn, ready for ``Memory.add``."""
 
@@ -28,7 +28,7 @@ class DialogTurn:
     timestamp: datetime
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Question:
     """One LoCoMo question with the dia_ids of its evidence."""
 
@@ -92,13 +92,24 @@ def _read_locomo(samples: Any) -> tuple[list[DialogTurn], list[Question]]:
                 if turn.get("blip_caption"):
                     text = f"{text} [shared an image: {turn['blip_caption']}]"
                 turns.append(
-                    DialogTurn(conversation_id, f"session_{number}", turn["dia_id"], turn["speaker"], text, when)
+                    DialogTurn(
+                        conversation=conversation_id,
+                        session=f"session_{number}",
+                        dia_id=turn["dia_id"],
+                        speaker=turn["speaker"],
+                        text=text,
+                        timestamp=when,
+                    )
                 )
         for qa in sample["qa"]:
             answer = qa.get("answer", qa.get("adversarial_answer", ""))
             questions.append(
                 Question(
-                    conversation_id, qa["question"], str(answer), int(qa["category"]), tuple(qa.get("evidence", ()))
+                    conversation=conversation_id,
+                    question=qa["question"],
+                    answer=str(answer),
+                    category=int(qa["category"]),
+                    evidence=tuple(qa.get("evidence", ())),
                 )
             )
     return turns, questions

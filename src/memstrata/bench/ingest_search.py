@@ -23,7 +23,7 @@ from memstrata import Memory, __version__
 from memstrata.bench.datasets import find_locomo, load_locomo, synthetic_texts
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class IngestSearchOptions:
     """What to run; ``None`` means the Memory's own setting."""
 

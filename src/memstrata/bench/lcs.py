@@ -75,7 +75,7 @@ class Fact:
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class LcsOptions:
     """What to run; ``None`` means the Memory's own setting."""
 

@@ -63,7 +63,7 @@ def choose_conversations(order: list[str], numbers: tuple[int, ...]) -> list[str
     return [order[n - 1] for n in numbers] or order
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class LocomoOptions:
     """What to run; ``None`` means the Memory's own setting."""
 

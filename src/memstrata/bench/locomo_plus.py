@@ -39,7 +39,7 @@ DEPTH = 100
 SPLITS = {"all": None, "tuning": 0, "held out": 1}  # by item index: even = tuning, odd = held out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class LocomoPlusOptions:
     """What to run; ``None`` means the Memory's own setting (or, for ``locomo``, the shared file)."""
 

@@ -45,7 +45,7 @@ def parse_time_gap(text: str) -> int:
     return number * UNIT_DAYS[unit]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class PlusItem:
     """One cue/trigger pair; ``cue`` holds ("A" or "B", text) lines, ``trigger`` the A lines joined."""
 
@@ -56,7 +56,7 @@ class PlusItem:
     time_gap: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Placement:
     """Where a pair lands: its conversation, the cue's turns (stored), the trigger's time and speaker (asked)."""
 
@@ -99,7 +99,7 @@ def _item(index: int, raw: Any) -> PlusItem:
     if not trigger:
         raise ValueError(f"item {index}'s trigger_query has no 'A: …' line")
     cue = tuple(_lines(raw["cue_dialogue"], "cue_dialogue", index))
-    return PlusItem(index, relation.strip(), cue, " ".join(trigger), gap)
+    return PlusItem(index=index, relation=relation.strip(), cue=cue, trigger=" ".join(trigger), time_gap=gap)
 
 
 def load_locomo_plus(path: Path) -> list[PlusItem]:
@@ -159,14 +159,23 @@ def place(
         cue_time = query_time - timedelta(days=parse_time_gap(item.time_gap))
         cue_turns = tuple(
             DialogTurn(
-                conversation,
-                f"plus_{item.index}",
-                f"P{item.index}:{number}",
-                speaker_a if role == "A" else speaker_b,
-                text,
-                cue_time,
+                conversation=conversation,
+                session=f"plus_{item.index}",
+                dia_id=f"P{item.index}:{number}",
+                speaker=speaker_a if role == "A" else speaker_b,
+                text=text,
+                timestamp=cue_time,
             )
             for number, (role, text) in enumerate(item.cue, start=1)
         )
-        placements.append(Placement(item, conversation, cue_time, query_time, speaker_a, cue_turns))
+        placements.append(
+            Placement(
+                item=item,
+                conversation=conversation,
+                cue_time=cue_time,
+                query_time=query_time,
+                speaker=speaker_a,
+                cue_turns=cue_turns,
+            )
+        )
     return placements

@@ -129,7 +129,7 @@ def answering_memory(
 # -- the runner -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class QaOptions:
     """What to run; ``None`` means the Memory's own setting."""
 

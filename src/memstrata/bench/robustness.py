@@ -54,7 +54,7 @@ SPLITS: dict[str, Callable[[int], bool]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class RobustnessOptions:
     """What to run; ``None`` means the Memory's own setting."""
 

@@ -29,7 +29,7 @@ BLOCK_TURNS = (4, 12)
 STREAM_START = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class SegmentBenchOptions:
     """What to run; ``None`` means the Memory's own setting."""
 

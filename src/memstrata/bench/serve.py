@@ -33,7 +33,7 @@ START_TIMEOUT_SECONDS = 120.0
 TENANT = "bench"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ServeBenchOptions:
     """What to run; ``embedder=None`` means the server's own setting."""
 

@@ -35,7 +35,7 @@ class Shape(Enum):
     WORD = "word"  # taken as matched: an age, a diet, an email address
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Rule:
     """One pattern and the cell it makes; ``attribute`` may name the groups {thing}, {relation}, {animal}, {date}."""
 
@@ -124,4 +124,11 @@ COUNT = r"(?:a|an|one|two|three|four|five|another|\d{1,2})"
 
 def rule(kind: CellKind, attribute: str, pattern: str, shape: Shape, salience: float, *, single: bool = False) -> Rule:
     """A rule whose pattern is compiled case-insensitively."""
-    return Rule(kind, attribute, re.compile(pattern, re.IGNORECASE), shape, salience, single)
+    return Rule(
+        kind=kind,
+        attribute=attribute,
+        pattern=re.compile(pattern, re.IGNORECASE),
+        shape=shape,
+        salience=salience,
+        is_single_valued=single,
+    )

@@ -25,7 +25,7 @@ from memstrata.extraction.gazetteers import word_set
 __all__ = ["CellKind", "ExtractedCell", "extract_cells", "profile_updates"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ExtractedCell:
     """One typed statement about a subject, with the sentence it came from and a salience in [0, 1].
 
@@ -125,7 +125,17 @@ def extract_cells(text: str, *, role: str = "user", speaker: str | None = None) 
                     claimed.append((rule.kind, *span))
                     single = rule.is_single_valued or _is_single_relation(attribute)
                     salience = _salience(rule, sentence[match.start() : match.end()])
-                    cells.append(ExtractedCell(rule.kind, subject, attribute, value, sentence, salience, single))
+                    cells.append(
+                        ExtractedCell(
+                            kind=rule.kind,
+                            subject=subject,
+                            attribute=attribute,
+                            value=value,
+                            text=sentence,
+                            salience=salience,
+                            is_single_valued=single,
+                        )
+                    )
     return cells
 
 

@@ -21,7 +21,7 @@ class EntityKind(StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Entity:
     """One named entity: its surface form (whitespace normalised), kind and character offsets."""
 
@@ -134,7 +134,9 @@ def extract_entities(text: str, *, known_people: Collection[str] = ()) -> list[E
         start = tokens[first].start
         end = tokens[last].end - (2 if _POSSESSIVE.search(tokens[last].text) else 0)
         name = " ".join(text[start:end].split())
-        found.append((Entity(name, EntityKind.OTHER, start, end), _classify(name, text, start, end, known)))
+        found.append(
+            (Entity(name=name, kind=EntityKind.OTHER, start=start, end=end), _classify(name, text, start, end, known))
+        )
     found.sort(key=lambda pair: pair[0].start)
     return [entity for entity in _share_kinds_in_lists(text, found) if len(entity.name) <= MAX_NAME_CHARS]
 
@@ -307,7 +309,7 @@ def _quoted_titles(text: str, known: _KnownPeople) -> Iterator[Entity]:
         end = start + len(stripped)
         name = " ".join(text[start:end].split())
         kind = _classify(name, text, start, end, known) if _is_listed(name, known) else EntityKind.OTHER
-        yield Entity(name, kind or EntityKind.OTHER, start, end)
+        yield Entity(name=name, kind=kind or EntityKind.OTHER, start=start, end=end)
 
 
 def _is_listed(name: str, known: _KnownPeople) -> bool:

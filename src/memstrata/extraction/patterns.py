@@ -19,7 +19,7 @@ class PatternObservation:
     evidence: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class _Detector:
     key: str
     description: str
@@ -37,7 +37,9 @@ _NAME_WORD = r"(?!(?:for|in|on|at|to|of|with|as|and|or)\b)[\w'-]+"
 def _detector(
     key: str, description: str, pattern: str, flags: int = re.IGNORECASE, *, in_request_only: bool = False
 ) -> _Detector:
-    return _Detector(key, description, re.compile(pattern, flags), in_request_only)
+    return _Detector(
+        key=key, description=description, pattern=re.compile(pattern, flags), in_request_only=in_request_only
+    )
 
 
 _MESSAGE_DETECTORS = (

@@ -133,7 +133,7 @@ def plain(text: str) -> str:
     return text.casefold().replace("ı", "i").replace("\u0307", "")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class TimeExpression:
     """One relative phrase found in a text and what it means on the anchor date.
 
@@ -180,7 +180,7 @@ def resolve_time_expressions(text: str, anchor: datetime | date) -> list[TimeExp
             if resolved is None:
                 continue
             taken[start:end] = b"\x01" * (end - start)
-            found.append(TimeExpression(match.group(0), resolved[0], start, resolved[1]))
+            found.append(TimeExpression(phrase=match.group(0), meaning=resolved[0], start=start, days=resolved[1]))
     found.sort(key=lambda expression: expression.start)
     unique: dict[tuple[str, str], TimeExpression] = {}
     for expression in found:

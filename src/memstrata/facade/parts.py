@@ -114,7 +114,9 @@ class Parts:
         before = self.store.size_bytes()
         complete = self.store.vacuum()
         after = self.store.size_bytes()
-        return Compaction(before, after, round(time.perf_counter() - started, 3), complete)
+        return Compaction(
+            bytes_before=before, bytes_after=after, seconds=round(time.perf_counter() - started, 3), complete=complete
+        )
 
     def build_context(self, request: ContextRequest) -> Context:
         """The block for a checked request, as foreground work; the visits of its excerpts are noted."""

@@ -67,7 +67,7 @@ class Transfer:
             _remove(temporary)  # a store error or an interrupt: no half copy of the memories stays
             raise
         _sync_directory(target.parent)
-        return TransferReport(str(given), turns, vectors)
+        return TransferReport(path=str(given), turns=turns, embeddings=vectors)
 
     def import_(self, path: object) -> TransferReport:
         """Load a JSONL export; all of it is stored or, on any bad line, none of it."""
@@ -91,7 +91,10 @@ class Transfer:
             same=_same_turn,
         )
         return TransferReport(
-            str(source), len(fresh), len([t for t in fresh if t.id in known]), skipped=len(turns) - len(fresh)
+            path=str(source),
+            turns=len(fresh),
+            embeddings=len([t for t in fresh if t.id in known]),
+            skipped=len(turns) - len(fresh),
         )
 
     def _write_page(self, handle: TextIO, page: list[tuple[int, Turn]], embeddings: bool) -> int:

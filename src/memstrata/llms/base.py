@@ -21,7 +21,7 @@ class ChatMessage:
     content: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Completion:
     """A model's reply with its token usage."""
 

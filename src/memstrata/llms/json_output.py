@@ -94,7 +94,7 @@ def complete_json(
     first = call(messages)
     data = parse_json_object(first.text)
     if data is not None:
-        return Completion(first.text, first.model, usage=first.usage, data=data)
+        return Completion(text=first.text, model=first.model, usage=first.usage, data=data)
     echoed = strip_thinking(first.text)[:_RETRY_ECHO_LIMIT] or "(empty reply)"
     retry = [*messages, ChatMessage("assistant", echoed), ChatMessage("user", RETRY_PROMPT)]
     second = call(retry)
@@ -106,4 +106,4 @@ def complete_json(
             f"{provider} did not reply with a JSON object, even after being asked again (it said: {excerpt!r}); "
             "use a model that follows JSON instructions, or one the server can constrain to a schema"
         )
-    return Completion(second.text, second.model, usage=usage, data=data)
+    return Completion(text=second.text, model=second.model, usage=usage, data=data)

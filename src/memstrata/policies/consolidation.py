@@ -237,7 +237,7 @@ def token_efficiency(
     return TokenEfficiency(compression, preservation, math.sqrt(compression * preservation))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ConsolidationPolicy:
     """When to consolidate and how: trigger thresholds, DBSCAN parameters and summary size."""
 

@@ -12,7 +12,7 @@ from memstrata.policies.importance import recency_decay
 SECONDS_PER_HOUR = 3600.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class HeatPolicy:
     """Weights of the heat formula and the thresholds that promote or evict a segment.
 

@@ -130,7 +130,7 @@ def _default_role_weights() -> Mapping[str, float]:
     return MappingProxyType({"user": 0.10, "assistant": 0.05, "system": 0.02, "tool": 0.02})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ImportanceWeights:
     """The knobs of ``importance``; with the defaults the non-pinned terms sum to at most 1."""
 
@@ -171,7 +171,7 @@ class ImportanceWeights:
             raise ValueError(f"recency_half_life_seconds must be > 0, got {self.recency_half_life_seconds!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class TurnFeatures:
     """What ``importance`` needs to know about one turn; the caller measures the dynamic parts."""
 

@@ -39,7 +39,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class CostRecord:
     """One logged provider call."""
 
@@ -193,7 +193,7 @@ def read_costs(path: str | os.PathLike[str], since: datetime | None = None) -> I
                 yield entry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class CostTotals:
     """Calls, tokens and estimated dollars of a group of calls."""
 
@@ -222,7 +222,7 @@ class CostTotals:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class CostSummary:
     """Totals of the cost log overall, per model and per purpose."""
 

@@ -54,7 +54,7 @@ _DETAIL_LIMIT = 300
 _MAX_REDIRECTS = 5
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class RetryPolicy:
     """How failed requests are retried: exponential backoff with jitter; ``Retry-After`` honoured up to a bound."""
 
@@ -72,7 +72,7 @@ class RetryPolicy:
         return float(ceiling * rng.uniform(0.5, 1.0))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class SettingNames:
     """The settings an error message tells the user to check."""
 
@@ -83,7 +83,7 @@ class SettingNames:
     max_retries: str = "MEMSTRATA_LLM_MAX_RETRIES"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class HttpReply:
     """The last response to a POST: its status, its JSON body (None if not JSON) and how long that attempt took.
 

@@ -34,7 +34,7 @@ LINE_BREAK = " ⏎ "
 _LINE_BREAKS = re.compile(r"\s*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029][\s\x1c\x1d\x1e]*")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Candidate:
     """Something that may go into the context, best-ranked first within its section."""
 
@@ -194,7 +194,15 @@ def assemble(
         tokens = count_joined(lines)
     offered = len({item.id for items in candidates.values() for item in items})
     omitted = offered - len(items) - restated  # what did not fit; a restatement was left out on purpose
-    return Context(query, user_id, "\n".join(lines), tokens, budget, tuple(items), omitted=omitted)
+    return Context(
+        query=query,
+        user_id=user_id,
+        text="\n".join(lines),
+        tokens=tokens,
+        token_budget=budget,
+        items=tuple(items),
+        omitted=omitted,
+    )
 
 
 def _shorter_forms(excerpts: Sequence[Candidate], verbatim: int | None) -> dict[int, Candidate]:
@@ -259,14 +267,14 @@ def _render(chosen: Mapping[str, Sequence[Candidate]]) -> tuple[list[str], list[
             lines.extend(render_line(item) for item in picked)
         items.extend(
             ContextItem(
-                item.kind,
-                item.tier,
-                item.id,
-                item.text,
-                count_tokens(render_line(item)),
-                item.score,
-                item.source_turn_ids,
-                item.is_abridged,
+                kind=item.kind,
+                tier=item.tier,
+                id=item.id,
+                text=item.text,
+                tokens=count_tokens(render_line(item)),
+                score=item.score,
+                source_turn_ids=item.source_turn_ids,
+                is_abridged=item.is_abridged,
             )
             for item in picked
         )

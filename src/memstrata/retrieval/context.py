@@ -134,7 +134,14 @@ class ContextBuilder:
         candidates: dict[str, list[Candidate]] = {
             "profile": self._profile(user),
             "pattern": [
-                Candidate("pattern", ItemKind.PATTERN, Tier.PROCEDURAL, f"pattern:{p.key}", p.description, p.score)
+                Candidate(
+                    section="pattern",
+                    kind=ItemKind.PATTERN,
+                    tier=Tier.PROCEDURAL,
+                    id=f"pattern:{p.key}",
+                    text=p.description,
+                    score=p.score,
+                )
                 for p in patterns
                 if p.count >= PATTERN_MIN_COUNT
             ],
@@ -148,7 +155,15 @@ class ContextBuilder:
             ),
             "graph": self._edges(request.text, user),
             "summary": [
-                Candidate("summary", hit.tier, hit.tier, hit.id, dated(hit.content), hit.score, hit.source_turn_ids)
+                Candidate(
+                    section="summary",
+                    kind=hit.tier,
+                    tier=hit.tier,
+                    id=hit.id,
+                    text=dated(hit.content),
+                    score=hit.score,
+                    source_turn_ids=hit.source_turn_ids,
+                )
                 for hit in derived
                 if hit.tier in SUMMARY_TIERS
             ],
@@ -232,13 +247,13 @@ class ContextBuilder:
         quoting = _quoting(hits, {turn.id: turn for turn in showable})
         found = [
             Candidate(
-                "cell",
-                ItemKind.CELL,
-                Tier.LONGTERM,
-                hit.id,
-                annotate(hit.content, said.get(hit.id)),
-                hit.score,
-                hit.source_turn_ids,
+                section="cell",
+                kind=ItemKind.CELL,
+                tier=Tier.LONGTERM,
+                id=hit.id,
+                text=annotate(hit.content, said.get(hit.id)),
+                score=hit.score,
+                source_turn_ids=hit.source_turn_ids,
                 restates_sources=hit.id in quoting,  # then left out when its turn is shown as an excerpt
                 shorter=hit.content.partition(" — ")[0] if hit.id in quoting and hit.seq in by_meaning else None,
             )
@@ -256,14 +271,14 @@ class ContextBuilder:
                 continue
             replaced = [
                 Candidate(
-                    "cell",
-                    ItemKind.CELL,
-                    Tier.LONGTERM,
-                    older.id,
-                    f"{annotate(cell_text(older), older.valid_from.astimezone(zone))}"
+                    section="cell",
+                    kind=ItemKind.CELL,
+                    tier=Tier.LONGTERM,
+                    id=older.id,
+                    text=f"{annotate(cell_text(older), older.valid_from.astimezone(zone))}"
                     f" (until {_date(older.valid_to, zone)}, then replaced)",
-                    candidate.score,
-                    (older.source_turn_id,),
+                    score=candidate.score,
+                    source_turn_ids=(older.source_turn_id,),
                 )
                 for older in every
                 if _same_slot(older, current) and not older.is_current
@@ -288,11 +303,11 @@ class ContextBuilder:
         named = len({speaker.casefold() for _, _, speaker in traits if speaker != "user"}) > 1
         return [
             Candidate(
-                "profile",
-                ItemKind.PROFILE,
-                Tier.LONGTERM,
-                f"profile:{key}",
-                f"{speaker} · {readable_key(key)}: {value}" if named else f"{readable_key(key)}: {value}",
+                section="profile",
+                kind=ItemKind.PROFILE,
+                tier=Tier.LONGTERM,
+                id=f"profile:{key}",
+                text=f"{speaker} · {readable_key(key)}: {value}" if named else f"{readable_key(key)}: {value}",
             )
             for key, value, speaker in traits
         ]
@@ -301,11 +316,11 @@ class ContextBuilder:
         subgraph = self._graph.subgraph(user, text, 10)
         return [
             Candidate(
-                "graph",
-                ItemKind.GRAPH,
-                Tier.GRAPH,
-                f"edge:{e.source}|{e.target}",
-                f"{e.source} — {e.target} ({e.weight}×)",
+                section="graph",
+                kind=ItemKind.GRAPH,
+                tier=Tier.GRAPH,
+                id=f"edge:{e.source}|{e.target}",
+                text=f"{e.source} — {e.target} ({e.weight}×)",
             )
             for e in subgraph.edges
         ]
@@ -322,11 +337,11 @@ def _recent(turns: Mapping[int, Turn], zone: tzinfo) -> list[Candidate]:
     """This session's latest exchanges, newest first so the budget keeps them; rendering restores time order."""
     return [
         Candidate(
-            "recent",
-            ItemKind.EPISODE,
-            Tier.WORKING,
-            t.id,
-            f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
+            section="recent",
+            kind=ItemKind.EPISODE,
+            tier=Tier.WORKING,
+            id=t.id,
+            text=f"{t.name or t.role}: {annotate(t.content, t.created_at.astimezone(zone))}",
             when=t.created_at.astimezone(zone),
             source_turn_ids=(t.id,),
             order=seq,
@@ -344,14 +359,14 @@ def _episode(hit: Hit, section: str, zone: tzinfo, *, shorter: bool = False) -> 
     # A hit on a message burst holds all its messages (``retrieval/bursts.py``).
     content = annotate(hit.content if len(hit.source_turn_ids) > 1 else turn.content, said)
     return Candidate(
-        section,
-        ItemKind.EPISODE,
-        Tier.EPISODIC,
-        turn.id,
-        f"{speaker}: {content}",
-        hit.score,
-        hit.source_turn_ids or (turn.id,),
-        said,
+        section=section,
+        kind=ItemKind.EPISODE,
+        tier=Tier.EPISODIC,
+        id=turn.id,
+        text=f"{speaker}: {content}",
+        score=hit.score,
+        source_turn_ids=hit.source_turn_ids or (turn.id,),
+        when=said,
         order=hit.seq,
         # A burst's messages are abridged one by one: each keeps its own sentences.
         shorter=f"{speaker}: {chr(10).join(abridge(line) for line in content.split(chr(10)))}" if shorter else None,

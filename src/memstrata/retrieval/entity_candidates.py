@@ -27,7 +27,7 @@ _WORD = re.compile(r"[^\W_]+")
 Key = TypeVar("Key", bound=Hashable)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class EntityCandidatePolicy:
     """How many entities a question may reach, how many of their turns, and where those turns go."""
 

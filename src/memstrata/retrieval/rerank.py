@@ -37,7 +37,7 @@ FEATURES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class RerankPolicy:
     """Weights of the linear reranker; a turn's score is the weighted sum of its features.
 
@@ -75,7 +75,7 @@ class RerankPolicy:
 DEFAULT_RERANK = RerankPolicy()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class TurnSignals:
     """What the store knows about one candidate turn: speaker, size, session, whether it asks, its date."""
 
@@ -88,7 +88,13 @@ class TurnSignals:
     @classmethod
     def of(cls, speaker: str | None, content: str, session: str | None, when: datetime | None = None) -> TurnSignals:
         """The signals of a turn with this speaker, text, session and time."""
-        return cls(speaker, len(content.split()), session, "?" in content, when.date() if when else None)
+        return cls(
+            speaker=speaker,
+            words=len(content.split()),
+            session=session,
+            asks="?" in content,
+            day=when.date() if when else None,
+        )
 
 
 def rerank_features(

@@ -54,7 +54,7 @@ def create_app(
                 owned = open_key_store(opened.settings.resolved_storage_url, chosen)
                 stack.callback(owned.close)
                 key_store = owned
-            app.state.services = Services(opened, key_store, chosen, IdGenerator())
+            app.state.services = Services(memory=opened, keys=key_store, settings=chosen, ids=IdGenerator())
             yield
 
     app = FastAPI(

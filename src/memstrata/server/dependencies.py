@@ -13,7 +13,7 @@ from memstrata.memory import Memory
 from memstrata.storage.base import KeyStore
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Services:
     """Everything the lifespan opened for the routes."""
 

@@ -14,7 +14,7 @@ FILING_ATTEMPTS = 5
 FILING_PAUSE_SECONDS = 0.05  # at most this many seconds times the attempt number between two
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class HierarchyPolicy:
     """Every knob of the hierarchy, with named defaults."""
 

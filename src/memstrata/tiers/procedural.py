@@ -31,13 +31,13 @@ class Procedural:
         words = topic_words(query or "")
         found = [
             Pattern(
-                key,
-                description,
-                count,
-                first,
-                last,
-                count * recency_decay((now - last).total_seconds(), PATTERN_HALF_LIFE_SECONDS),
-                evidence,
+                key=key,
+                description=description,
+                count=count,
+                first_seen=first,
+                last_seen=last,
+                score=count * recency_decay((now - last).total_seconds(), PATTERN_HALF_LIFE_SECONDS),
+                evidence=evidence,
             )
             for key, description, count, first, last, evidence in self._store.pattern_rows(user_id)
         ]

@@ -27,7 +27,7 @@ WORKING_JOB = "working"
 UPKEEP_BATCH = 100
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class WorkingPolicy:
     """Knobs of a working set kept outside the store."""
 
