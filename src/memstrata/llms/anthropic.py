@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from memstrata.errors import ConfigError, ProviderError
-from memstrata.llms import required_model
+from memstrata.errors import ProviderError
+from memstrata.llms import remote_options
 from memstrata.llms.base import ChatMessage, Completion, Usage
 from memstrata.llms.json_output import json_instruction
 from memstrata.llms.provider import ChatRequest, LLMBase
@@ -112,16 +112,11 @@ class AnthropicLLM(LLMBase):
 
 def from_settings(settings: Settings, *, cost_log: CostLog | None = None) -> AnthropicLLM:
     """The registry's factory: options from ``llm_*`` settings, calls logged in the data dir."""
-    model = required_model(settings)
-    base_url = settings.llm_base_url or DEFAULT_BASE_URL
-    has_key = settings.llm_api_key is not None and bool(settings.llm_api_key.get_secret_value())
-    if not has_key and "api.anthropic.com" in base_url:
-        raise ConfigError("Anthropic's API needs a key: set MEMSTRATA_LLM_API_KEY")
-    options = AnthropicOptions(
-        model=model,
-        base_url=base_url,
-        api_key=settings.llm_api_key if has_key else None,
-        timeout_seconds=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
+    options = remote_options(
+        settings,
+        AnthropicOptions,
+        default_base_url=DEFAULT_BASE_URL,
+        vendor_host="api.anthropic.com",
+        missing_key="Anthropic's API needs a key: set MEMSTRATA_LLM_API_KEY",
     )
     return AnthropicLLM(options, cost_log=cost_log or CostLog.for_settings(settings))

@@ -8,8 +8,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from memstrata.errors import ConfigError, ProviderError
-from memstrata.llms import required_model
+from memstrata.errors import ProviderError
+from memstrata.llms import remote_options
 from memstrata.llms.base import ChatMessage, Completion, Usage
 from memstrata.llms.json_output import json_instruction
 from memstrata.llms.provider import ChatRequest, LLMBase
@@ -154,20 +154,15 @@ class OpenAICompatLLM(LLMBase):
 
 def from_settings(settings: Settings, *, cost_log: CostLog | None = None) -> OpenAICompatLLM:
     """The registry's factory: options from ``llm_*`` settings, calls logged in the data dir."""
-    model = required_model(settings)
-    base_url = settings.llm_base_url or DEFAULT_BASE_URL
-    has_key = settings.llm_api_key is not None and bool(settings.llm_api_key.get_secret_value())
-    if not has_key and "api.openai.com" in base_url:
-        raise ConfigError(
+    options = remote_options(
+        settings,
+        OpenAIOptions,
+        default_base_url=DEFAULT_BASE_URL,
+        vendor_host="api.openai.com",
+        missing_key=(
             "OpenAI's API needs a key: set MEMSTRATA_LLM_API_KEY, or point MEMSTRATA_LLM_BASE_URL at a local "
             "server such as http://localhost:11434/v1 (Ollama)"
-        )
-    options = OpenAIOptions(
-        model=model,
-        base_url=base_url,
-        api_key=settings.llm_api_key if has_key else None,
-        timeout_seconds=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
+        ),
     )
     return OpenAICompatLLM(options, cost_log=cost_log or CostLog.for_settings(settings))
 
