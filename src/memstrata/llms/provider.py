@@ -57,7 +57,9 @@ class LLMBase(ABC):
         purpose: str = "chat",
     ) -> Completion:
         """Reply to a conversation; with ``json_schema`` the reply's JSON object is in ``data``."""
-        request = ChatRequest(system, memory, json_schema, max_tokens, purpose)
+        request = ChatRequest(
+            system=system, memory=memory, json_schema=json_schema, max_tokens=max_tokens, purpose=purpose
+        )
         if json_schema is None:
             return self._complete(messages, request)
         return complete_json(lambda conversation: self._complete(conversation, request), messages, provider=self.name)
