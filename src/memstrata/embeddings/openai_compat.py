@@ -13,21 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from memstrata.embeddings.base import Vectors, normalize_rows
 from memstrata.errors import ConfigError, EmbeddingError
 from memstrata.remote.costs import CostLog
-from memstrata.remote.http import (
-    JsonClient,
-    RetryPolicy,
-    SettingNames,
-    Sleep,
-    as_object,
-    check_api_key,
-    check_base_url,
-    token_count,
-)
+from memstrata.remote.http import SettingNames, Sleep, as_object, token_count
+from memstrata.remote.provider import ApiKey, BaseUrl, ProviderClient
 from memstrata.remote.usage import Usage
 
 if TYPE_CHECKING:
@@ -48,22 +40,12 @@ class RemoteEmbedderOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1)
-    base_url: str = DEFAULT_BASE_URL
-    api_key: SecretStr | None = None
+    base_url: BaseUrl = DEFAULT_BASE_URL
+    api_key: ApiKey = None
     dimension: int | None = Field(default=None, ge=1)
     timeout_seconds: float = Field(default=60.0, gt=0, le=86_400)
     max_retries: int = Field(default=3, ge=0, le=20)
     batch_size: int = Field(default=64, ge=1, le=2048)
-
-    @field_validator("base_url")
-    @classmethod
-    def _valid_url(cls, value: str) -> str:
-        return check_base_url(value)
-
-    @field_validator("api_key")
-    @classmethod
-    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
-        return check_api_key(value)
 
 
 class RemoteEmbedder:
@@ -73,20 +55,8 @@ class RemoteEmbedder:
         self, options: RemoteEmbedderOptions, *, cost_log: CostLog | None = None, sleep: Sleep = time.sleep
     ) -> None:
         self._options = options
-        self._cost_log = cost_log
-        headers = {"Accept": "application/json"}
-        if options.api_key is not None and options.api_key.get_secret_value():
-            headers["Authorization"] = f"Bearer {options.api_key.get_secret_value()}"
-        self._http = JsonClient(
-            options.base_url,
-            model=options.model,
-            headers=headers,
-            secret=options.api_key,
-            timeout_seconds=options.timeout_seconds,
-            retry=RetryPolicy(max_retries=options.max_retries),
-            names=SETTING_NAMES,
-            sleep=sleep,
-            error=EmbeddingError,
+        self._remote = ProviderClient(
+            options, provider="openai", cost_log=cost_log, sleep=sleep, names=SETTING_NAMES, error=EmbeddingError
         )
         self._dimension = options.dimension
         self._lock = threading.Lock()
@@ -110,7 +80,7 @@ class RemoteEmbedder:
 
     def close(self) -> None:
         """Close pooled connections."""
-        self._http.close()
+        self._remote.close()
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """One unit vector per text, in order, requested in batches."""
@@ -137,33 +107,33 @@ class RemoteEmbedder:
         body: dict[str, Any] = {"model": self._options.model, "input": [text or " " for text in texts]}
         if self._options.dimension is not None:
             body["dimensions"] = self._options.dimension
-        payload, latency_ms = self._http.post(EMBEDDINGS_PATH, body)
+        payload, latency_ms = self._remote.http.post(EMBEDDINGS_PATH, body)
         items = payload.get("data")
         if not isinstance(items, list) or len(items) != len(texts):
             raise EmbeddingError(
-                f"{self._http.base_url}/{EMBEDDINGS_PATH} returned {len(items) if isinstance(items, list) else 'no'} "
-                f"vectors for {len(texts)} texts; check MEMSTRATA_EMBEDDING_BASE_URL and MEMSTRATA_EMBEDDING_MODEL"
+                f"{self._remote.http.base_url}/{EMBEDDINGS_PATH} returned "
+                f"{len(items) if isinstance(items, list) else 'no'} vectors for {len(texts)} texts; "
+                "check MEMSTRATA_EMBEDDING_BASE_URL and MEMSTRATA_EMBEDDING_MODEL"
             )
         try:
             ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
             vectors = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise EmbeddingError(
-                f"{self._http.base_url}/{EMBEDDINGS_PATH} returned malformed vectors ({exc}); "
+                f"{self._remote.http.base_url}/{EMBEDDINGS_PATH} returned malformed vectors ({exc}); "
                 "is it an OpenAI-compatible embeddings endpoint? (base64 encoding is not supported)"
             ) from exc
         if vectors.ndim != 2 or vectors.shape[1] == 0 or not np.isfinite(vectors).all():
             raise EmbeddingError(f"{self._options.model} returned unusable vectors (shape {vectors.shape})")
-        if self._cost_log is not None:  # billed per input token, like a chat call's prompt
-            tokens = token_count(as_object(payload.get("usage")).get("prompt_tokens"))
-            model = payload.get("model")
-            self._cost_log.record(
-                provider="openai",
-                model=model if isinstance(model, str) and model else self._options.model,
-                purpose="embed",
-                usage=Usage(tokens, 0, 0),
-                latency_ms=latency_ms,
-            )
+        # Billed per input token, like a chat call's prompt.
+        tokens = token_count(as_object(payload.get("usage")).get("prompt_tokens"))
+        model = payload.get("model")
+        self._remote.record(
+            model=model if isinstance(model, str) and model else self._options.model,
+            purpose="embed",
+            usage=Usage(tokens, 0, 0),
+            latency_ms=latency_ms,
+        )
         return vectors
 
 

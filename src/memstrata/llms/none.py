@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memstrata.errors import HOW_TO_CONFIGURE_LLM, LLMRequired
 from memstrata.llms.base import ChatMessage, Completion
+from memstrata.llms.provider import ChatRequest, LLMBase
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 HOW_TO_CONFIGURE = HOW_TO_CONFIGURE_LLM
 
 
-class NoLLM:
+class NoLLM(LLMBase):
     """Stands in when no LLM is configured; calling it explains how to configure one."""
 
     @property
@@ -28,20 +29,7 @@ class NoLLM:
         """Never."""
         return False
 
-    def complete(self, prompt: str, *, system: str | None = None) -> str:
-        """Raise: this step needs a model."""
-        raise LLMRequired(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
-
-    def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        system: str | None = None,
-        memory: str | None = None,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        purpose: str = "chat",
-    ) -> Completion:
+    def _complete(self, messages: Sequence[ChatMessage], request: ChatRequest) -> Completion:
         """Raise: this step needs a model."""
         raise LLMRequired(f"this step needs an LLM, and none is configured; {HOW_TO_CONFIGURE}")
 

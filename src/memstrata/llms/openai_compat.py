@@ -8,23 +8,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-
-from memstrata.errors import ConfigError, ProviderError
-from memstrata.llms import required_model
+from memstrata.errors import ProviderError
+from memstrata.llms import remote_options
 from memstrata.llms.base import ChatMessage, Completion, Usage
-from memstrata.llms.json_output import complete_json, json_instruction
+from memstrata.llms.json_output import json_instruction
+from memstrata.llms.provider import ChatRequest, LLMBase
 from memstrata.remote.costs import CostLog
-from memstrata.remote.http import (
-    HttpReply,
-    JsonClient,
-    RetryPolicy,
-    Sleep,
-    as_object,
-    check_api_key,
-    check_base_url,
-    token_count,
-)
+from memstrata.remote.http import HttpReply, Sleep, as_object, token_count
+from memstrata.remote.provider import BaseUrl, ProviderClient, RemoteOptions
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -40,46 +31,18 @@ _REJECTABLE_STATUSES = (400, 422)
 _MAX_ADJUSTMENTS = len(OUTPUT_MODES) + 1
 
 
-class OpenAIOptions(BaseModel):
+class OpenAIOptions(RemoteOptions):
     """How to reach an OpenAI-compatible server."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str = Field(min_length=1)
-    base_url: str = DEFAULT_BASE_URL
-    api_key: SecretStr | None = None
-    timeout_seconds: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=3, ge=0, le=20)
-
-    @field_validator("base_url")
-    @classmethod
-    def _valid_url(cls, value: str) -> str:
-        return check_base_url(value)
-
-    @field_validator("api_key")
-    @classmethod
-    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
-        return check_api_key(value)
+    base_url: BaseUrl = DEFAULT_BASE_URL
 
 
-class OpenAICompatLLM:
+class OpenAICompatLLM(LLMBase):
     """Chat completions with the system instructions, then the memory block, in the first system message."""
 
     def __init__(self, options: OpenAIOptions, *, cost_log: CostLog | None = None, sleep: Sleep = time.sleep) -> None:
         self._options = options
-        self._cost_log = cost_log
-        headers = {"Accept": "application/json"}
-        if options.api_key is not None and options.api_key.get_secret_value():
-            headers["Authorization"] = f"Bearer {options.api_key.get_secret_value()}"
-        self._http = JsonClient(
-            options.base_url,
-            model=options.model,
-            headers=headers,
-            secret=options.api_key,
-            timeout_seconds=options.timeout_seconds,
-            retry=RetryPolicy(max_retries=options.max_retries),
-            sleep=sleep,
-        )
+        self._remote = ProviderClient(options, provider="openai", cost_log=cost_log, sleep=sleep)
         self._lock = threading.Lock()
         self._mode_index = 0  # what structured output this server accepts, learned once
         self._token_field = "max_tokens"
@@ -93,113 +56,55 @@ class OpenAICompatLLM:
         return f"openai:{self._options.model}"
 
     @property
-    def is_available(self) -> bool:
-        """Always: failures surface as ProviderError when called."""
-        return True
-
-    @property
     def output_mode(self) -> OutputMode:
         """The structured-output request this server is sent (it steps down when a server rejects one)."""
         return OUTPUT_MODES[self._mode_index]
 
     def close(self) -> None:
         """Close pooled connections."""
-        self._http.close()
+        self._remote.close()
 
-    def complete(self, prompt: str, *, system: str | None = None) -> str:
-        """Return the model's reply to one user ``prompt``."""
-        return self.generate([ChatMessage("user", prompt)], system=system, purpose="complete").text
-
-    def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        system: str | None = None,
-        memory: str | None = None,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        purpose: str = "chat",
-    ) -> Completion:
-        """Reply to a conversation; with ``json_schema`` the reply's JSON object is in ``data``."""
-        if json_schema is None:
-            return self._call(
-                messages, system=system, memory=memory, schema=None, max_tokens=max_tokens, purpose=purpose
-            )
-        return complete_json(
-            lambda conversation: self._call(
-                conversation, system=system, memory=memory, schema=json_schema, max_tokens=max_tokens, purpose=purpose
-            ),
-            messages,
-            provider=self.name,
-        )
-
-    def _call(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        system: str | None,
-        memory: str | None,
-        schema: Mapping[str, Any] | None,
-        max_tokens: int | None,
-        purpose: str,
-    ) -> Completion:
+    def _complete(self, messages: Sequence[ChatMessage], request: ChatRequest) -> Completion:
         reply: HttpReply | None = None
         for _ in range(_MAX_ADJUSTMENTS):
-            mode = self.output_mode if schema is not None else "none"
+            mode = self.output_mode if request.json_schema is not None else "none"
             token_field = self._token_field
-            body = self._body(
-                messages,
-                system=system,
-                memory=memory,
-                schema=schema,
-                mode=mode,
-                max_tokens=max_tokens,
-                token_field=token_field,
-            )
-            reply = self._http.send(CHAT_PATH, body)
+            body = self._body(messages, request, mode=mode, token_field=token_field)
+            reply = self._remote.http.send(CHAT_PATH, body)
             if reply.status not in _REJECTABLE_STATUSES:
                 break
             if mode != "none" and _mentions(reply, "response_format", "json_schema", "json_object"):
                 self._step_down(mode)
-            elif max_tokens is not None and token_field == "max_tokens" and _mentions(reply, "max_completion_tokens"):
+            elif (
+                request.max_tokens is not None
+                and token_field == "max_tokens"
+                and _mentions(reply, "max_completion_tokens")
+            ):
                 self._token_field = "max_completion_tokens"  # OpenAI's reasoning models refuse max_tokens
             else:
                 break
         assert reply is not None
-        payload = self._http.check(CHAT_PATH, reply)
-        completion = self._parse(payload)
-        if self._cost_log is not None:
-            self._cost_log.record(
-                provider="openai",
-                model=completion.model,
-                purpose=purpose,
-                usage=completion.usage,
-                latency_ms=reply.elapsed_ms,
-            )
+        completion = self._parse(self._remote.http.check(CHAT_PATH, reply))
+        self._remote.record(
+            model=completion.model, purpose=request.purpose, usage=completion.usage, latency_ms=reply.elapsed_ms
+        )
         return completion
 
     def _body(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        system: str | None,
-        memory: str | None,
-        schema: Mapping[str, Any] | None,
-        mode: OutputMode,
-        max_tokens: int | None,
-        token_field: str,
+        self, messages: Sequence[ChatMessage], request: ChatRequest, *, mode: OutputMode, token_field: str
     ) -> dict[str, Any]:
         # Instructions first and the memory block after them, so the prompt prefix stays stable and cacheable.
-        parts = [system] if system else []
+        schema = request.json_schema
+        parts = [request.system] if request.system else []
         if schema is not None and mode != "json_schema":
             parts.append(json_instruction(schema))
-        if memory:
-            parts.append(memory)
+        if request.memory:
+            parts.append(request.memory)
         wire: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
         wire += [{"role": message.role, "content": message.content} for message in messages]
         body: dict[str, Any] = {"model": self._options.model, "messages": wire}
-        if max_tokens is not None:
-            body[token_field] = max_tokens
+        if request.max_tokens is not None:
+            body[token_field] = request.max_tokens
         if schema is not None and mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
@@ -215,7 +120,7 @@ class OpenAICompatLLM:
                 self._mode_index += 1
                 logger.info(
                     "%s rejected response_format %s; sending %s from now on",
-                    self._http.base_url,
+                    self._remote.http.base_url,
                     rejected,
                     self.output_mode,
                 )
@@ -226,7 +131,7 @@ class OpenAICompatLLM:
         message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(message, dict):
             raise ProviderError(
-                f"{self._http.base_url}/{CHAT_PATH} replied without a message; "
+                f"{self._remote.http.base_url}/{CHAT_PATH} replied without a message; "
                 "check that MEMSTRATA_LLM_BASE_URL points at an OpenAI-compatible API (it usually ends in /v1)"
             )
         content = message.get("content")
@@ -249,20 +154,15 @@ class OpenAICompatLLM:
 
 def from_settings(settings: Settings, *, cost_log: CostLog | None = None) -> OpenAICompatLLM:
     """The registry's factory: options from ``llm_*`` settings, calls logged in the data dir."""
-    model = required_model(settings)
-    base_url = settings.llm_base_url or DEFAULT_BASE_URL
-    has_key = settings.llm_api_key is not None and bool(settings.llm_api_key.get_secret_value())
-    if not has_key and "api.openai.com" in base_url:
-        raise ConfigError(
+    options = remote_options(
+        settings,
+        OpenAIOptions,
+        default_base_url=DEFAULT_BASE_URL,
+        vendor_host="api.openai.com",
+        missing_key=(
             "OpenAI's API needs a key: set MEMSTRATA_LLM_API_KEY, or point MEMSTRATA_LLM_BASE_URL at a local "
             "server such as http://localhost:11434/v1 (Ollama)"
-        )
-    options = OpenAIOptions(
-        model=model,
-        base_url=base_url,
-        api_key=settings.llm_api_key if has_key else None,
-        timeout_seconds=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
+        ),
     )
     return OpenAICompatLLM(options, cost_log=cost_log or CostLog.for_settings(settings))
 
