@@ -25,7 +25,7 @@ class Scripted(LLMBase):
 
     def _complete(self, messages: Sequence[ChatMessage], request: ChatRequest) -> Completion:
         self.calls.append((list(messages), request))
-        return Completion(self.replies.pop(0), "m", usage=Usage(input_tokens=10, output_tokens=2))
+        return Completion(text=self.replies.pop(0), model="m", usage=Usage(input_tokens=10, output_tokens=2))
 
 
 def test_a_subclass_is_an_available_llm() -> None:
