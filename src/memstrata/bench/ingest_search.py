@@ -9,7 +9,7 @@ import resource
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -55,6 +55,11 @@ def percentile(values: list[float], share: float) -> float:
     """The ``share`` quantile (0..1) by nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
+
+
+def latency_summary(values: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 of some latencies (milliseconds)."""
+    return {"p50": statistics.median(values), "p95": percentile(list(values), 0.95)} if values else {}
 
 
 def _timed(action: Callable[[], object]) -> float:

@@ -16,8 +16,8 @@ from typing import Any
 
 from memstrata import ChatMessage, InvalidInput, Memory, ProviderError, count_tokens
 from memstrata.bench.datasets import synthetic_texts
-from memstrata.bench.ingest_search import machine
-from memstrata.bench.qa import answering_memory, latency_summary, mentions, prompt_records
+from memstrata.bench.ingest_search import latency_summary, machine
+from memstrata.bench.qa import answering_memory, mentions, prompt_records
 from memstrata.prompts import render
 from memstrata.retrieval.abridge import abridge
 from memstrata.validation import check_budget

@@ -9,7 +9,8 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +31,7 @@ from memstrata.bench.context_metrics import (
     random_context,
 )
 from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
-from memstrata.bench.ingest_search import machine, percentile
+from memstrata.bench.ingest_search import latency_summary, machine
 from memstrata.bench.metrics import hit_at, ndcg_at, recall_at
 from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
@@ -64,8 +65,8 @@ def choose_conversations(order: list[str], numbers: tuple[int, ...]) -> list[str
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
-class LocomoOptions:
-    """What to run; ``None`` means the Memory's own setting."""
+class ReplayOptions:
+    """Which LoCoMo conversations and questions to replay, into what; ``None`` means the Memory's own setting."""
 
     data: Path | None = None
     conversations: tuple[int, ...] = ()
@@ -73,6 +74,12 @@ class LocomoOptions:
     embedder: str | None = None
     threads: int | None = None
     home: Path | None = None
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class LocomoOptions(ReplayOptions):
+    """What to run; ``None`` means the Memory's own setting."""
+
     embedder_baseline: bool = True
     tiers: tuple[str, ...] = ()
     budgets: tuple[int, ...] = BUDGETS
@@ -109,26 +116,9 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
     Returns the report and one record per question (its evidence and each mode's ranking).
     """
     console = console or Console(stderr=True)
-    turns, questions = load_locomo(find_locomo(options.data))
-    order = list(dict.fromkeys(turn.conversation for turn in turns))
-    if options.limit is not None and options.limit < 1:
-        raise InvalidInput(f"limit must be at least 1, not {options.limit}")
-    chosen = choose_conversations(order, options.conversations)
-    number_of = {conversation: order.index(conversation) + 1 for conversation in order}
-    turns = [turn for turn in turns if turn.conversation in chosen]
-    questions = [q for q in questions if q.conversation in chosen and q.category in CATEGORIES]
-    # LoCoMo's session dates carry no zone and are stored as UTC, so they are read in UTC.
-    # Every question is asked in several modes and budgets: counted as visits, those reads
-    # would warm and promote segments, so later questions would meet a changed memory.
-    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
-    if options.embedder:
-        overrides["embedder"] = options.embedder
-    if options.threads:
-        overrides["embedding_threads"] = options.threads
-    with (
-        tempfile.TemporaryDirectory(prefix="memstrata-locomo-") as scratch,
-        Memory(options.home or Path(scratch), **overrides) as memory,
-    ):
+    dialogue = load_dialogue(options.data, options.conversations, options.limit)
+    turns = dialogue.turns
+    with replay_memory(options.home, "memstrata-locomo-", embedder=options.embedder, threads=options.threads) as memory:
         bm25 = PlainBM25()
         bm25.add([(turn_id(t), t.conversation, t.speaker, t.text) for t in turns])
         dense = PlainDense(memory.embedder) if options.embedder_baseline else None
@@ -136,10 +126,9 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         ingest_seconds = ingest_dialogue(memory, turns, console)
         records = _ask(
             memory,
-            questions,
+            question_records(dialogue, options.limit),
             turns,
             options=options,
-            number_of=number_of,
             console=console,
             baselines={"bm25_baseline": bm25, "dense_baseline": dense},
         )
@@ -150,11 +139,82 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
             turn_count=len(turns),
             ingest_seconds=ingest_seconds,
             embed_seconds=embed_seconds,
-            chosen=chosen,
-            number_of=number_of,
+            conversations=[dialogue.number_of[c] for c in dialogue.chosen],
         )
-        report["consolidation"] = _consolidation_scores(memory, chosen)
+        report["consolidation"] = _consolidation_scores(memory, dialogue.chosen)
         return report, records
+
+
+@dataclass(frozen=True, slots=True)
+class Dialogue:
+    """The chosen LoCoMo conversations: their turns, every question of the data, each conversation's 1-based number."""
+
+    turns: list[DialogTurn]
+    questions: list[Question]
+    chosen: list[str]
+    number_of: dict[str, int]
+
+
+def load_dialogue(data: Path | None, numbers: tuple[int, ...], limit: int | None) -> Dialogue:
+    """The conversations numbered ``numbers`` (none: all) of LoCoMo at ``data``; InvalidInput for a limit under 1."""
+    turns, questions = load_locomo(find_locomo(data))
+    order = list(dict.fromkeys(turn.conversation for turn in turns))
+    if limit is not None and limit < 1:
+        raise InvalidInput(f"limit must be at least 1, not {limit}")
+    chosen = choose_conversations(order, numbers)
+    return Dialogue(
+        turns=[turn for turn in turns if turn.conversation in chosen],
+        questions=questions,
+        chosen=chosen,
+        number_of={conversation: order.index(conversation) + 1 for conversation in order},
+    )
+
+
+def question_records(dialogue: Dialogue, limit: int | None) -> list[dict[str, Any]]:
+    """A record per question of categories 1-4 whose evidence turns exist, the first ``limit`` (none: all)."""
+    known = {turn_id(turn) for turn in dialogue.turns}
+    records: list[dict[str, Any]] = []
+    for question in dialogue.questions:
+        if question.conversation not in dialogue.chosen or question.category not in CATEGORIES:
+            continue
+        evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in dia_ids(e)} & known)
+        if evidence:
+            records.append(
+                {
+                    "conversation": question.conversation,
+                    "conversation_number": dialogue.number_of[question.conversation],
+                    "category": question.category,
+                    "question": question.question,
+                    "answer": str(question.answer),
+                    "evidence": evidence,
+                }
+            )
+    return records[:limit] if limit else records
+
+
+def replay_settings(*, embedder: str | None, threads: int | None) -> dict[str, Any]:
+    """The Memory settings LoCoMo is replayed with; ``None`` keeps the Memory's own embedder and threads.
+
+    LoCoMo's session dates carry no zone and are stored as UTC, so they are read in UTC.
+    Every question is asked in several modes and budgets: counted as visits, those reads
+    would warm and promote segments, so later questions would meet a changed memory.
+    """
+    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
+    if embedder:
+        overrides["embedder"] = embedder
+    if threads:
+        overrides["embedding_threads"] = threads
+    return overrides
+
+
+@contextmanager
+def replay_memory(home: Path | None, prefix: str, *, embedder: str | None, threads: int | None) -> Iterator[Memory]:
+    """A Memory with ``replay_settings`` in ``home``, else in a temporary directory named with ``prefix``."""
+    with (
+        tempfile.TemporaryDirectory(prefix=prefix) as scratch,
+        Memory(home or Path(scratch), **replay_settings(embedder=embedder, threads=threads)) as memory,
+    ):
+        yield memory
 
 
 def time_embedder(memory: Memory, turns: list[DialogTurn], dense: PlainDense) -> float:
@@ -197,11 +257,10 @@ def ingest_dialogue(memory: Memory, turns: list[DialogTurn], console: Console) -
 
 def _ask(
     memory: Memory,
-    questions: list[Question],
+    questions: list[dict[str, Any]],
     turns: list[DialogTurn],
     *,
     options: LocomoOptions,
-    number_of: dict[str, int],
     console: Console,
     baselines: dict[str, PlainBM25 | PlainDense | None],
 ) -> list[dict[str, Any]]:
@@ -223,42 +282,26 @@ def _ask(
     whole = {conversation: "\n".join(lines) for conversation, lines in dated.items()}
     rng = random.Random(20240501)
     records: list[dict[str, Any]] = []
-    usable = []
-    for question in questions:
-        evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in dia_ids(e)})
-        evidence = [e for e in evidence if e in text_of]
-        if evidence:
-            usable.append((question, evidence))
-    usable = usable[: options.limit] if options.limit else usable
     with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("asking", total=len(usable))
-        for number, (question, evidence) in enumerate(usable):
+        task = progress.add_task("asking", total=len(questions))
+        for number, question in enumerate(questions):
+            conversation, query = question["conversation"], question["question"]
+            answer, evidence = question["answer"], question["evidence"]
             record: dict[str, Any] = {
-                "conversation": question.conversation,
-                "conversation_number": number_of[question.conversation],
-                "category": question.category,
-                "question": question.question,
-                "answer": str(question.answer),
-                "evidence": evidence,
-                "answer_in_conversation": answer_in_context(str(question.answer), whole[question.conversation]),
+                **question,
+                "answer_in_conversation": answer_in_context(answer, whole[conversation]),
                 # The same ceiling for the strict test (the whole normalised answer string).
-                "answer_string_in_conversation": answer_string_in_context(
-                    str(question.answer), whole[question.conversation]
-                ),
+                "answer_string_in_conversation": answer_string_in_context(answer, whole[conversation]),
                 # A perfect retriever's context: the gold evidence turns alone, dated.
-                "answer_in_evidence": answer_in_context(
-                    str(question.answer), "\n".join(dated_line[e] for e in evidence)
-                ),
+                "answer_in_evidence": answer_in_context(answer, "\n".join(dated_line[e] for e in evidence)),
                 # How old the evidence is: 1 = the first (oldest) session, 0 = the latest one.
                 "evidence_age": 1.0
                 - statistics.fmean(_session_number(e.split(":", 1)[1]) - 1 for e in evidence)
-                / max(1, sessions_in[question.conversation] - 1),
+                / max(1, sessions_in[conversation] - 1),
             }
             for mode in MODES:
                 started = time.perf_counter()
-                hits = memory.search(
-                    question.question, user_id=question.conversation, limit=max(CUTOFFS), mode=mode, tiers=options.tiers
-                )
+                hits = memory.search(query, user_id=conversation, limit=max(CUTOFFS), mode=mode, tiers=options.tiers)
                 elapsed = (time.perf_counter() - started) * 1000
                 # A derived hit (cell, summary) stands for the turns it links to, at its own rank.
                 ranked = list(dict.fromkeys(turn_id for hit in hits for turn_id in hit.source_turn_ids))
@@ -267,12 +310,12 @@ def _ask(
             for name, plain in baselines.items():
                 if plain is not None:
                     started = time.perf_counter()
-                    ranked = plain.search(question.question, question.conversation, max(CUTOFFS))
+                    ranked = plain.search(query, conversation, max(CUTOFFS))
                     record[name] = {"ranked": ranked, "ms": (time.perf_counter() - started) * 1000}
             record["context"] = {}
             for budget in options.budgets:
                 started = time.perf_counter()
-                context = memory.context(question.question, user_id=question.conversation, token_budget=budget)
+                context = memory.context(query, user_id=conversation, token_budget=budget)
                 elapsed = (time.perf_counter() - started) * 1000
                 # The evidence turns as this block shows them: quoted whole, or abridged.
                 shown = [one_line(i.text) for i in context.items if i.kind == "episode" and i.id in evidence]
@@ -281,11 +324,11 @@ def _ask(
                     "tokens": context.tokens,
                     "evidence_in_context": evidence_in_context([text_of[e] for e in evidence], context.text),
                     "evidence_shown": len({item.id for item in context.items if item.id in evidence}) / len(evidence),
-                    "answer_in_context": answer_in_context(str(question.answer), context.text),
-                    "answer_string_in_context": answer_string_in_context(str(question.answer), context.text),
+                    "answer_in_context": answer_in_context(answer, context.text),
+                    "answer_string_in_context": answer_string_in_context(answer, context.text),
                     # A perfect ranking's block: the same block with the gold evidence moved to its front.
                     "answer_with_evidence_first": answer_in_context(
-                        str(question.answer),
+                        answer,
                         evidence_first(
                             [dated_line[e] for e in evidence],
                             [*(excerpt_line[e] for e in evidence), *shown],
@@ -296,8 +339,8 @@ def _ask(
                     "items": len(context.items),
                 }
                 if budget == CRS_BUDGET and options.crs_every and number % options.crs_every == 0:
-                    baseline = random_context(texts_by_conversation[question.conversation], context.tokens, rng)
-                    entry["crs"] = context_relevance(memory.embedder, question.question, context.text, baseline)
+                    baseline = random_context(texts_by_conversation[conversation], context.tokens, rng)
+                    entry["crs"] = context_relevance(memory.embedder, query, context.text, baseline)
                 record["context"][str(budget)] = entry
             records.append(record)
             progress.update(task, advance=1)
@@ -376,8 +419,7 @@ def _report(
     turn_count: int,
     ingest_seconds: float,
     embed_seconds: float | None,
-    chosen: list[str],
-    number_of: dict[str, int],
+    conversations: list[int],
 ) -> dict[str, Any]:
     splits = {
         "all": records,
@@ -410,17 +452,13 @@ def _report(
         "embedder": memory.embedder.model_id,
         "settings": memory.settings.model_dump(mode="json", exclude={"home", "storage_url"}),
         "search_tiers": list(tiers),
-        "conversations": [number_of[c] for c in chosen],
+        "conversations": conversations,
         "turns": turn_count,
         "questions": len(records),
         "ingest_seconds": ingest_seconds,
         "embedder_only_seconds": embed_seconds,
         "ingest_vs_embedder": ingest_seconds / embed_seconds if embed_seconds else None,
-        "latency_ms": {
-            mode: {"p50": statistics.median(values), "p95": percentile(values, 0.95)}
-            for mode, values in latencies.items()
-            if values
-        },
+        "latency_ms": {mode: latency_summary(values) for mode, values in latencies.items() if values},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "retrieval": retrieval,
         "retrieval_by_evidence_age": _by_age(records),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import resource
 import statistics
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -24,8 +23,8 @@ from rich.progress import Progress
 from memstrata import Memory
 from memstrata.bench.baselines import PlainBM25, PlainDense
 from memstrata.bench.datasets import find_locomo, load_locomo
-from memstrata.bench.ingest_search import machine, percentile
-from memstrata.bench.locomo import ingest_dialogue, time_embedder, turn_id
+from memstrata.bench.ingest_search import latency_summary, machine
+from memstrata.bench.locomo import ingest_dialogue, replay_memory, time_embedder, turn_id
 from memstrata.bench.locomo_plus_data import Placement, load_locomo_plus, load_speakers, parse_time_gap, place
 from memstrata.bench.metrics import hit_at, recall_at
 from memstrata.errors import InvalidInput
@@ -91,16 +90,9 @@ def run_locomo_plus(
     order = {conversation: number for number, conversation in enumerate(dict.fromkeys(t.conversation for t in turns))}
     # Stored in time order per conversation, each cue session where its date puts it.
     stored = sorted([*turns, *cues], key=lambda turn: (order[turn.conversation], turn.timestamp))
-    # As run_locomo: dates read in UTC, and the many reads must not warm or promote segments.
-    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
-    if options.embedder:
-        overrides["embedder"] = options.embedder
-    if options.threads:
-        overrides["embedding_threads"] = options.threads
-    with (
-        tempfile.TemporaryDirectory(prefix="memstrata-locomo-plus-") as scratch,
-        Memory(options.home or Path(scratch), **overrides) as memory,
-    ):
+    with replay_memory(
+        options.home, "memstrata-locomo-plus-", embedder=options.embedder, threads=options.threads
+    ) as memory:
         bm25 = PlainBM25()
         bm25.add([(turn_id(t), t.conversation, t.speaker, t.text) for t in stored])
         dense = PlainDense(memory.embedder)
@@ -254,11 +246,7 @@ def _report(
         "cue_turns": cue_count,
         "ingest_seconds": ingest_seconds,
         "embedder_only_seconds": embed_seconds,
-        "latency_ms": {
-            name: {"p50": statistics.median(values), "p95": percentile(values, 0.95)}
-            for name, values in latencies.items()
-            if values
-        },
+        "latency_ms": {name: latency_summary(values) for name, values in latencies.items() if values},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "splits": {name: _group(subset) for name, subset in splits.items() if subset},
         "relations": {relation: _group([r for r in records if r["relation"] == relation]) for relation in relations},

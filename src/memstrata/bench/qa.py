@@ -25,12 +25,17 @@ from rich.progress import Progress
 
 from memstrata import LLM, ChatMessage, Completion, ConfigError, Memory, ProviderError
 from memstrata.bench.context_metrics import normalize_answer
-from memstrata.bench.datasets import Question, find_locomo, load_locomo
-from memstrata.bench.ingest_search import machine, percentile
-from memstrata.bench.locomo import CATEGORIES, choose_conversations, dia_ids, ingest_dialogue, turn_id
+from memstrata.bench.ingest_search import latency_summary, machine
+from memstrata.bench.locomo import (
+    CATEGORIES,
+    ReplayOptions,
+    ingest_dialogue,
+    load_dialogue,
+    question_records,
+    replay_settings,
+)
 from memstrata.config import DATABASE_FILE_NAME, load_settings
 from memstrata.errors import HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE
-from memstrata.errors import InvalidInput
 from memstrata.prompts import render
 
 QA_PROMPTS = ("qa_system", "qa_question", "qa_judge")
@@ -96,11 +101,6 @@ def prompt_records(names: Sequence[str]) -> dict[str, dict[str, str]]:
     return records
 
 
-def latency_summary(values: Sequence[float]) -> dict[str, float]:
-    """p50 and p95 of some latencies (milliseconds)."""
-    return {"p50": statistics.median(values), "p95": percentile(list(values), 0.95)} if values else {}
-
-
 @contextmanager
 def answering_memory(
     home: Path | None, overrides: dict[str, Any], *, needs_llm_for: str | None
@@ -130,15 +130,9 @@ def answering_memory(
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
-class QaOptions:
+class QaOptions(ReplayOptions):
     """What to run; ``None`` means the Memory's own setting."""
 
-    data: Path | None = None
-    conversations: tuple[int, ...] = ()
-    limit: int | None = None
-    embedder: str | None = None
-    threads: int | None = None
-    home: Path | None = None
     token_budget: int = DEFAULT_BUDGET
     judge: bool = True
 
@@ -146,30 +140,11 @@ class QaOptions:
 def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Ingest the chosen conversations, answer each question from its context, score and judge the answers."""
     console = console or Console(stderr=True)
-    turns, questions = load_locomo(find_locomo(options.data))
-    order = list(dict.fromkeys(turn.conversation for turn in turns))
-    if options.limit is not None and options.limit < 1:
-        raise InvalidInput(f"limit must be at least 1, not {options.limit}")
-    chosen = choose_conversations(order, options.conversations)
-    turns = [turn for turn in turns if turn.conversation in chosen]
-    known = {turn_id(turn) for turn in turns}
-    # The same questions as the retrieval benchmark: categories 1-4 whose evidence is in the data.
-    usable = [
-        q
-        for q in questions
-        if q.conversation in chosen
-        and q.category in CATEGORIES
-        and any(f"{q.conversation}:{d}" in known for e in q.evidence for d in dia_ids(e))
-    ]
-    usable = usable[: options.limit] if options.limit else usable
-    # LoCoMo's dates are stored as UTC, so read them so; reads never change the memory (as in run_locomo).
-    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
-    if options.embedder:
-        overrides["embedder"] = options.embedder
-    if options.threads:
-        overrides["embedding_threads"] = options.threads
+    dialogue = load_dialogue(options.data, options.conversations, options.limit)
+    usable = question_records(dialogue, options.limit)  # the same questions as the retrieval benchmark
+    overrides = replay_settings(embedder=options.embedder, threads=options.threads)
     with answering_memory(options.home, overrides, needs_llm_for="the QA benchmark (--qa)") as (memory, ingesting):
-        ingest_seconds = ingest_dialogue(ingesting, turns, console)
+        ingest_seconds = ingest_dialogue(ingesting, dialogue.turns, console)
         records = _answer_all(memory, usable, options, console)
         if not any("answer" in record for record in records):
             raise ProviderError(f"every answer call failed; the first error: {records[0]['error']}")
@@ -177,15 +152,15 @@ def run_qa(options: QaOptions, console: Console | None = None) -> tuple[dict[str
             memory,
             options,
             records,
-            conversations=[order.index(c) + 1 for c in chosen],
-            turn_count=len(turns),
+            conversations=[dialogue.number_of[c] for c in dialogue.chosen],
+            turn_count=len(dialogue.turns),
             ingest_seconds=ingest_seconds,
         )
     return report, records
 
 
 def _answer_all(
-    memory: Memory, questions: Sequence[Question], options: QaOptions, console: Console
+    memory: Memory, questions: Sequence[dict[str, Any]], options: QaOptions, console: Console
 ) -> list[dict[str, Any]]:
     llm = memory.llm
     system = render("qa_system")
@@ -194,17 +169,17 @@ def _answer_all(
         task = progress.add_task("answering", total=len(questions))
         for question in questions:
             record: dict[str, Any] = {
-                "conversation": question.conversation,
-                "category": question.category,
-                "question": question.question,
-                "gold": str(question.answer),
+                "conversation": question["conversation"],
+                "category": question["category"],
+                "question": question["question"],
+                "gold": question["answer"],
             }
             started = time.perf_counter()
             context = memory.context(
-                question.question, user_id=question.conversation, token_budget=options.token_budget
+                record["question"], user_id=record["conversation"], token_budget=options.token_budget
             )
             record["context_tokens"], record["context_ms"] = context.tokens, _since(started)
-            message = ChatMessage("user", render("qa_question", question=question.question))
+            message = ChatMessage("user", render("qa_question", question=record["question"]))
             started = time.perf_counter()
             try:
                 completion = llm.generate([message], system=system, memory=context.text or None, purpose="bench_qa")

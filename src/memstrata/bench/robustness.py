@@ -22,18 +22,17 @@ from rich.progress import Progress
 
 from memstrata import Embedder, Memory
 from memstrata.bench.context_metrics import answer_in_context
-from memstrata.bench.datasets import DialogTurn, Question, find_locomo, load_locomo
+from memstrata.bench.datasets import DialogTurn
 from memstrata.bench.ingest_search import machine
 from memstrata.bench.locomo import (
     CATEGORIES,
     TUNING_CONVERSATIONS,
-    choose_conversations,
-    dia_ids,
     ingest_dialogue,
-    turn_id,
+    load_dialogue,
+    question_records,
+    replay_settings,
 )
 from memstrata.bench.perturb import DEFAULT_SEED, PERTURBATIONS, Perturbed, check_perturbations, unchanged
-from memstrata.errors import InvalidInput
 from memstrata.extraction.time_expressions import annotate
 from memstrata.retrieval.assembly import one_line
 
@@ -78,14 +77,9 @@ def run_robustness(
     """
     console = console or Console(stderr=True)
     perturbations = check_perturbations(options.perturbations)
-    if options.limit is not None and options.limit < 1:
-        raise InvalidInput(f"limit must be at least 1, not {options.limit}")
-    turns, questions = load_locomo(find_locomo(options.data))
-    order = list(dict.fromkeys(turn.conversation for turn in turns))
-    chosen = choose_conversations(order, options.conversations)
-    number_of = {conversation: order.index(conversation) + 1 for conversation in order}
-    turns = [turn for turn in turns if turn.conversation in chosen]
-    records = _questions(turns, questions, number_of, options.limit)
+    dialogue = load_dialogue(options.data, options.conversations, options.limit)
+    turns = dialogue.turns
+    records = question_records(dialogue, options.limit)
     started = time.perf_counter()
     variants: dict[str, dict[str, Any]] = {}
     embedder: Embedder | None = None
@@ -107,38 +101,13 @@ def run_robustness(
         "seed": options.seed,
         "search": {"mode": "hybrid", "hits": HITS},
         "context_budget": CONTEXT_BUDGET,
-        "conversations": [number_of[c] for c in chosen],
+        "conversations": [dialogue.number_of[c] for c in dialogue.chosen],
         "turns": len(turns),
         "questions": len(records),
         "seconds": time.perf_counter() - started,
         "variants": variants,
     }
     return report, records
-
-
-def _questions(
-    turns: list[DialogTurn], questions: list[Question], number_of: dict[str, int], limit: int | None
-) -> list[dict[str, Any]]:
-    """A record per question of categories 1-4 whose evidence turns exist, as bench locomo asks them."""
-    known = {turn_id(turn) for turn in turns}
-    chosen = {turn.conversation for turn in turns}
-    records: list[dict[str, Any]] = []
-    for question in questions:
-        if question.conversation not in chosen or question.category not in CATEGORIES:
-            continue
-        evidence = sorted({f"{question.conversation}:{d}" for e in question.evidence for d in dia_ids(e)} & known)
-        if evidence:
-            records.append(
-                {
-                    "conversation": question.conversation,
-                    "conversation_number": number_of[question.conversation],
-                    "category": question.category,
-                    "question": question.question,
-                    "answer": str(question.answer),
-                    "evidence": evidence,
-                }
-            )
-    return records[:limit] if limit else records
 
 
 def _run_variant(
@@ -157,10 +126,7 @@ def _run_variant(
     The embedder loaded for the first variant is handed to the next (each still has its own
     home and store), so the model is loaded and verified once.
     """
-    # As bench locomo: session dates are UTC, and reads must not warm the memory between questions.
-    overrides: dict[str, Any] = {"timezone": "UTC", "record_visits": False}
-    if options.threads:
-        overrides["embedding_threads"] = options.threads
+    overrides = replay_settings(embedder=None, threads=options.threads)  # the embedder is passed on below
     whole = _whole_conversations(perturbed.turns)
     with (
         tempfile.TemporaryDirectory(prefix=f"memstrata-robustness-{name}-") as scratch,

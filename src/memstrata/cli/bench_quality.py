@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,13 +9,17 @@ import typer
 from rich.table import Table
 
 from memstrata.cli.bench_options import (
+    ConversationsOption,
     DataOption,
+    DetailsOption,
     EmbedderOption,
     HomeOption,
     JsonOutOption,
+    QuestionLimitOption,
     ThreadsOption,
     chosen_conversations,
     write_json,
+    write_json_lines,
 )
 from memstrata.cli.common import console, print_json
 
@@ -26,16 +29,14 @@ app = typer.Typer()
 @app.command("locomo")
 def locomo(
     data: DataOption = None,
-    conversations: Annotated[
-        str | None, typer.Option(help="Which conversations, e.g. 1-5 or 1,3,7 (default: all).")
-    ] = None,
-    limit: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
+    conversations: ConversationsOption = None,
+    limit: QuestionLimitOption = None,
     embedder: EmbedderOption = None,
     threads: ThreadsOption = None,
     embedder_baseline: Annotated[bool, typer.Option(help="Also time the bare embedder on the same turns.")] = True,
     home: HomeOption = None,
     json_out: JsonOutOption = None,
-    details: Annotated[Path | None, typer.Option(help="Write one JSON line per question here.")] = None,
+    details: DetailsOption = None,
     tiers: Annotated[
         str, typer.Option(help="Derived tiers hybrid search also covers, e.g. longterm,midterm (default none).")
     ] = "",
@@ -72,9 +73,7 @@ def locomo(
     )
     report, records = run_locomo(options, console=console)
     write_json(json_out, report)
-    if details is not None:
-        details.parent.mkdir(parents=True, exist_ok=True)
-        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_json_lines(details, records)
     for split, by_mode in report["retrieval"].items():
         table = Table("mode / category", "n", "R@5", "R@10", "R@20", "hit@10", "NDCG@10", title=f"LoCoMo, {split}")
         for mode in by_mode:
@@ -157,9 +156,7 @@ def locomo_plus(
     options = LocomoPlusOptions(data=data, locomo=locomo, embedder=embedder, threads=threads, home=home, limit=limit)
     report, records = run_locomo_plus(options, console=console)
     write_json(json_out, report)
-    if details is not None:
-        details.parent.mkdir(parents=True, exist_ok=True)
-        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_json_lines(details, records)
     splits = report["splits"]
     metrics = {"hit@10": "hit@10", "recall@10": "R@10", "mrr@10": "MRR"}
     table = Table(
@@ -223,9 +220,7 @@ def _locomo_qa(
     )
     report, records = run_qa(options, console=console)
     write_json(json_out, report)
-    if details is not None:
-        details.parent.mkdir(parents=True, exist_ok=True)
-        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_json_lines(details, records)
     table = Table(
         "category", "n", "F1", "BLEU-1", "judge", title=f"LoCoMo QA, {report['llm']['provider']}, {budget} tokens"
     )
@@ -296,15 +291,13 @@ def robustness(
         str | None,
         typer.Option(help="Comma list of lowercase, typos, split, names, filler (default: all; clean always runs)."),
     ] = None,
-    conversations: Annotated[
-        str | None, typer.Option(help="Which conversations, e.g. 1-5 or 1,3,7 (default: all).")
-    ] = None,
-    limit: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
+    conversations: ConversationsOption = None,
+    limit: QuestionLimitOption = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the perturbations (default: a fixed one, 1).")] = None,
     embedder: EmbedderOption = None,
     threads: ThreadsOption = None,
     json_out: JsonOutOption = None,
-    details: Annotated[Path | None, typer.Option(help="Write one JSON line per question here.")] = None,
+    details: DetailsOption = None,
 ) -> None:
     """LoCoMo as real chats read: lower case, typos, split messages, nicknames, filler; each scored beside clean.
 
@@ -330,9 +323,7 @@ def robustness(
     )
     report, records = run_robustness(options, console=console)
     write_json(json_out, report)
-    if details is not None:
-        details.parent.mkdir(parents=True, exist_ok=True)
-        details.write_text("".join(json.dumps(record) + "\n" for record in records))
+    write_json_lines(details, records)
 
     table = Table(
         *ROW_HEADINGS,

@@ -22,7 +22,7 @@ from memstrata.mcp.scope import ServerScope
 from memstrata.memory import Memory
 from memstrata.validation import MAX_BUDGET, MIN_BUDGET, check_timezone
 
-T = TypeVar("T")
+OutputT = TypeVar("OutputT", bound=Output)
 MemoryContext = Context[Memory, Any]
 
 USER_DESCRIPTION = "Whose memory to use: the id of the user the conversation is with."
@@ -119,8 +119,7 @@ class MemoryTools:
             )
             return views.add_out(user, turns)
 
-        added = await _run(ctx, add)
-        return _result(added, views.add_text(added))
+        return await _call(ctx, add, views.add_text)
 
     async def search_memory(
         self,
@@ -170,8 +169,7 @@ class MemoryTools:
             )
             return views.search_out(user, query, hits)
 
-        found = await _run(ctx, search)
-        return _result(found, views.search_text(found, zones[-1]))
+        return await _call(ctx, search, lambda found: views.search_text(found, zones[-1]))
 
     async def get_context(
         self,
@@ -217,8 +215,7 @@ class MemoryTools:
             )
             return views.context_out(context)
 
-        assembled = await _run(ctx, assemble)
-        return _result(assembled, views.context_text(assembled))
+        return await _call(ctx, assemble, views.context_text)
 
     async def forget_memory(
         self,
@@ -244,8 +241,7 @@ class MemoryTools:
                 )
             return views.forget_out(memory.forget(user_id=user, agent_id=agent, session_id=session_id))
 
-        deleted = await _run(ctx, forget)
-        return _result(deleted, views.forget_text(deleted))
+        return await _call(ctx, forget, views.forget_text)
 
     async def inspect_memory(
         self,
@@ -260,8 +256,7 @@ class MemoryTools:
         def inspect(memory: Memory) -> InspectOut:
             return views.inspect_out(memory.inspect(user_id=self.scope.user(user_id), limit=limit))
 
-        report = await _run(ctx, inspect)
-        return _result(report, views.inspect_text(report))
+        return await _call(ctx, inspect, views.inspect_text)
 
     async def chat(
         self,
@@ -283,8 +278,7 @@ class MemoryTools:
             )
             return views.chat_out(user, reply)
 
-        replied = await _run(ctx, answer)
-        return _result(replied, views.chat_text(replied))
+        return await _call(ctx, answer, views.chat_text)
 
 
 def build_tools(scope: ServerScope) -> list[Tool]:
@@ -361,17 +355,18 @@ def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
     return tool.model_copy(update={"parameters": schema})
 
 
-async def _run(ctx: MemoryContext, action: Callable[[Memory], T]) -> T:
-    """Run ``action`` on the server's Memory in a worker thread; memstrata errors become tool errors."""
+async def _call(
+    ctx: MemoryContext, action: Callable[[Memory], OutputT], text: Callable[[OutputT], str]
+) -> CallToolResult:
+    """Run ``action`` on the server's Memory in a worker thread; a tool result of its output and ``text`` of it.
+
+    The output is the structured content, the text what the model reads; memstrata errors become tool errors.
+    """
     # The core is synchronous, so the event loop would stall on it. Its error messages say how
     # to fix the call; the client gets them as an ``isError`` result, never a traceback.
     memory: Memory = ctx.request_context.lifespan_context
     try:
-        return await anyio.to_thread.run_sync(action, memory)
+        output = await anyio.to_thread.run_sync(action, memory)
     except MemstrataError as exc:
         raise ToolError(str(exc)) from exc
-
-
-def _result(output: Output, text: str) -> CallToolResult:
-    """A tool result with ``output`` as structured content and ``text`` for the model to read."""
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured(output))
+    return CallToolResult(content=[TextContent(type="text", text=text(output))], structured_content=structured(output))
