@@ -7,6 +7,7 @@ import hashlib
 import logging
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -16,13 +17,15 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolClosed
 
 from memstrata.errors import ConfigError, InvalidInput, StorageError
+from memstrata.storage.dialect import Runner
+from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.migrations import (
     LOCK_NAMESPACE,
     USER_LOCK_NAMESPACE,
     VECTOR_INDEX_LOCK,
     migrate,
 )
-from memstrata.storage.postgres.rows import Connection, configure_connection
+from memstrata.storage.postgres.rows import POSTGRES, Connection, configure_connection
 
 T = TypeVar("T")
 log = logging.getLogger("memstrata.storage.postgres")
@@ -63,8 +66,10 @@ def take_user_locks(connection: Connection, user_ids: Iterable[str]) -> None:
         connection.execute(f"SELECT {calls}")
 
 
-class Connected:
-    """What every part of the PostgreSQL store builds on: ``_read``, ``_write`` and the vector indexes."""
+class Connected(Runner[Connection]):
+    """What every part of the PostgreSQL store builds on: ``_read``, ``_write``, the dialect and the vector indexes."""
+
+    dialect = POSTGRES
 
     def __init__(self, url: str, *, busy_timeout_seconds: float = 30.0) -> None:
         self.location = redact(url)
@@ -183,6 +188,29 @@ class Connected:
             ) from exc
         except psycopg.Error as exc:
             raise StorageError(f"writing to {self.location} failed: {exc}") from exc
+
+    def _put_derived(
+        self,
+        connection: Connection,
+        item_id: str,
+        user_id: str,
+        tier: str,
+        content: str,
+        sources: Sequence[int],
+        created_at: datetime,
+        *,
+        is_current: bool = True,
+    ) -> None:
+        put_derived(connection, item_id, user_id, tier, content, sources, created_at, is_current=is_current)
+
+    def _link_turns(
+        self, connection: Connection, table: str, owner: str, owner_id: str, seqs: Sequence[int], *, once: bool
+    ) -> None:
+        connection.execute(
+            f"INSERT INTO {table} ({owner}, turn_seq) SELECT %s, unnest(%s::bigint[])"
+            + (" ON CONFLICT DO NOTHING" if once else ""),
+            (owner_id, [int(seq) for seq in seqs]),
+        )
 
     # -- vector indexes ---------------------------------------------------------------
 

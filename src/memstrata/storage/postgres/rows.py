@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from memstrata.models import Role, Scope, SearchFilters, Turn
 from memstrata.storage.base import Vectors
+from memstrata.storage.dialect import Dialect
 
 Connection = psycopg.Connection[Any]
 TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
@@ -77,6 +78,37 @@ def utc(value: datetime) -> datetime:
 def optional_utc(value: datetime | None) -> datetime | None:
     """``utc`` that lets ``None`` through."""
     return None if value is None else utc(value)
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _array(subquery: str, column: str) -> str:
+    return f"ARRAY({subquery})"
+
+
+#: How PostgreSQL spells the statements both stores share: native times, JSON (jsonb), booleans
+#: and arrays; text sorted by code point whatever the database's collation; row locks.
+POSTGRES = Dialect(
+    question_marks=False,
+    true="true",
+    false="false",
+    greatest="GREATEST",
+    code_point=' COLLATE "C"',
+    ordinal="ordinal",
+    text_cast="::text",
+    jsonb_cast="::jsonb",
+    same="IS NOT DISTINCT FROM",
+    locks_rows=True,
+    chunk=None,
+    time=_as_is,
+    read_time=utc,
+    json=Jsonb,
+    read_json=_as_is,
+    array=_array,
+    read_array=list,
+)
 
 
 def turn_row(turn: Turn) -> tuple[Any, ...]:

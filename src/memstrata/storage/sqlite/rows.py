@@ -1,4 +1,4 @@
-"""Turn rows of the SQLite store: the column list, conversion both ways, parameter chunks."""
+"""Turn rows of the SQLite store: the column list, conversion both ways, parameter chunks, and its SQL dialect."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Role, Turn, format_time
+from memstrata.storage.dialect import Dialect
 
 T = TypeVar("T")
 TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
@@ -50,3 +51,38 @@ def chunks(items: list[T]) -> Iterator[list[T]]:
     """``items`` in slices of at most ``CHUNK``."""
     for start in range(0, len(items), CHUNK):
         yield items[start : start + CHUNK]
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _json_array(subquery: str, column: str) -> str:
+    return f"(SELECT json_group_array({column}) FROM ({subquery}))"
+
+
+def _read_json_array(value: Any) -> list[Any]:
+    return list(json.loads(value))
+
+
+#: How SQLite spells the statements both stores share: times as fixed-width UTC text, JSON as
+#: text, booleans as 0 and 1, arrays as JSON text; one writer at a time holds the whole file.
+SQLITE = Dialect(
+    question_marks=True,
+    true="1",
+    false="0",
+    greatest="max",
+    code_point="",
+    ordinal="rowid",
+    text_cast="",
+    jsonb_cast="",
+    same="IS",
+    locks_rows=False,
+    chunk=CHUNK,
+    time=format_time,
+    read_time=datetime.fromisoformat,
+    json=_json_text,
+    read_json=json.loads,
+    array=_json_array,
+    read_array=_read_json_array,
+)

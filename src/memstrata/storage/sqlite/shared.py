@@ -1,4 +1,4 @@
-"""Row helpers shared by the SQLite tier mixins: derived search items, tier events, optional times."""
+"""What the SQLite mixins build on: the dialect and runner of the shared statements, derived search items, events."""
 
 from __future__ import annotations
 
@@ -9,6 +9,43 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memstrata.models import format_time
+from memstrata.storage.dialect import Runner
+from memstrata.storage.sqlite.rows import SQLITE
+
+
+class SQLiteRunner(Runner[sqlite3.Connection]):
+    """The SQLite side of the shared statements: its dialect, derived items and turn links."""
+
+    dialect = SQLITE
+
+    def _put_derived(
+        self,
+        connection: sqlite3.Connection,
+        item_id: str,
+        user_id: str,
+        tier: str,
+        content: str,
+        sources: Sequence[int],
+        created_at: datetime,
+        *,
+        is_current: bool = True,
+    ) -> None:
+        put_derived(connection, item_id, user_id, tier, content, sources, created_at, is_current=is_current)
+
+    def _link_turns(
+        self,
+        connection: sqlite3.Connection,
+        table: str,
+        owner: str,
+        owner_id: str,
+        seqs: Sequence[int],
+        *,
+        once: bool,
+    ) -> None:
+        connection.executemany(
+            f"INSERT {'OR IGNORE ' if once else ''}INTO {table} ({owner}, turn_seq) VALUES (?, ?)",
+            [(owner_id, seq) for seq in seqs],
+        )
 
 
 def put_derived(

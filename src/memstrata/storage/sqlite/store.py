@@ -8,7 +8,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -138,8 +138,12 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
     def _fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
         return self._read(lambda connection: connection.execute(sql, parameters).fetchall())
 
-    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one IMMEDIATE transaction: all of it commits, or none."""
+    def _write(self, work: Callable[[sqlite3.Connection], T], *, lock_users: Iterable[str] = ()) -> T:
+        """Run ``work`` in one IMMEDIATE transaction: all of it commits, or none.
+
+        The transaction holds the file's one write lock, so ``lock_users`` (the users whose
+        writers PostgreSQL serialises) need nothing more here.
+        """
         with self._lock:
             connection = self._connection
             try:
