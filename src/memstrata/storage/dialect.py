@@ -71,6 +71,13 @@ class Dialect:
     jsonb_cast: str
     #: Equality that holds between two NULLs too.
     same: str
+    #: How an INSERT that skips rows already there begins, and ends (SQLite's ``OR IGNORE``, else ``ON CONFLICT``).
+    insert_or_ignore: str
+    do_nothing: str
+    #: The function that lowers text as Python's ``str.lower`` does.
+    lower: str
+    #: The LIMIT parameter that means no limit.
+    no_limit: int | None
     #: Whether writers lock rows, so they take them in one order (PostgreSQL) or the store whole (SQLite).
     locks_rows: bool
     #: At most this many values in one ``members`` list (SQLite bounds its parameters); None: any number.
@@ -142,6 +149,9 @@ class Runner(Generic[C]):
             self, connection: C, table: str, owner: str, owner_id: str, seqs: Sequence[int], *, once: bool
         ) -> None:
             """Link ``seqs`` to ``owner_id`` in ``table`` (column ``owner``); ``once``: an existing link is kept."""
+
+        def _execute_many(self, connection: C, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+            """Run one statement (in the dialect's placeholders) once per row of parameters."""
 
 
 def record_event(

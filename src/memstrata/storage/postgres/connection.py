@@ -212,6 +212,10 @@ class Connected(Runner[Connection]):
             (owner_id, [int(seq) for seq in seqs]),
         )
 
+    def _execute_many(self, connection: Connection, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        with connection.cursor() as cursor:
+            cursor.executemany(statement, rows)
+
     # -- vector indexes ---------------------------------------------------------------
 
     def _ensure_vector_index(self, model_id: str, dimension: int) -> None:

@@ -8,24 +8,8 @@ from datetime import datetime
 from memstrata.storage.cell_vectors import DROP_CELL_VECTORS
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
+from memstrata.storage.sql_knowledge import USER_TABLES
 from memstrata.storage.text import PROFILE_CELLS, cell_text_of
-
-#: Tables holding a user's derived state, all emptied when the whole user is forgotten.
-_USER_TABLES = (
-    "segments",
-    "scenes",
-    "cells",
-    "profile",
-    "patterns",
-    "pattern_observations",
-    "sleep_marks",
-    "entities",
-    "entity_edges",
-    "consolidations",
-    "derived",
-    "working_items",
-    "jobs",
-)
 
 
 def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int] | None) -> None:
@@ -34,7 +18,7 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
     Summaries quote their sources, so a deleted turn takes the summaries that cite it along.
     """
     if turn_seqs is None:
-        for table in _USER_TABLES:
+        for table in USER_TABLES:
             connection.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         return
     seqs = [int(seq) for seq in turn_seqs]

@@ -212,13 +212,3 @@ class QueueMixin(Connected):
     def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
         """Queue background work durably."""
         return self._write(lambda connection: enqueue(connection, kind, user_id, payload))
-
-    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
-        """Turns in working memory (one session, or all of the user's), oldest first."""
-        query = "SELECT turn_seq FROM working_items WHERE user_id = %s"
-        parameters: list[Any] = [user_id]
-        if session_id is not None:
-            query += " AND session_key = %s"
-            parameters.append(session_id)
-        rows = self._read(lambda connection: connection.execute(query + " ORDER BY turn_seq", parameters).fetchall())
-        return [int(row[0]) for row in rows]

@@ -12,7 +12,6 @@ from psycopg import sql
 
 from memstrata.models import SearchFilters, Turn
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
-from memstrata.storage.cell_vectors import CELL_VECTORS
 from memstrata.storage.focus import TermPlan, plan_terms
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
@@ -219,14 +218,6 @@ class RetrievalMixin(Connected):
             ).fetchall()
         )
         return {int(row[0]): (str(row[1]), str(row[2]), str(row[3]), tuple(str(s) for s in row[4])) for row in rows}
-
-    def cell_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
-        """(search item seq, subject, vector) of a user's current cells that have a vector of ``model_id``, by seq."""
-        rows = self._read(lambda connection: connection.execute(CELL_VECTORS, (user_id, model_id)).fetchall())
-        return [
-            (int(seq), str(subject), np.frombuffer(bytes(vector), dtype=np.float32).copy())
-            for seq, subject, vector in sorted(rows, key=lambda row: int(row[0]))
-        ]
 
     def speakers(self, user_id: str, limit: int) -> list[str]:
         """Distinct names ``user_id``'s turns (tool turns aside) were said under, in name order, at most ``limit``."""

@@ -47,6 +47,9 @@ class SQLiteRunner(Runner[sqlite3.Connection]):
             [(owner_id, seq) for seq in seqs],
         )
 
+    def _execute_many(self, connection: sqlite3.Connection, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        connection.executemany(statement, rows)
+
 
 def put_derived(
     connection: sqlite3.Connection,
