@@ -121,6 +121,19 @@ class Dialect:
             yield list(values[start : start + self.chunk])
 
 
+@dataclass(frozen=True, slots=True)
+class DerivedItem:
+    """A searchable item a tier derives (a cell, segment, scene or consolidation) and the turns it came from."""
+
+    id: str
+    user_id: str
+    tier: str
+    content: str
+    sources: Sequence[int]
+    created_at: datetime
+    is_current: bool = True
+
+
 class Runner(Generic[C]):
     """What the shared statements need of a store: a dialect, reads, and writes in one transaction each."""
 
@@ -131,18 +144,7 @@ class Runner(Generic[C]):
 
         def _write(self, work: Callable[[C], T], *, lock_users: Iterable[str] = ()) -> T: ...
 
-        def _put_derived(
-            self,
-            connection: C,
-            item_id: str,
-            user_id: str,
-            tier: str,
-            content: str,
-            sources: Sequence[int],
-            created_at: datetime,
-            *,
-            is_current: bool = True,
-        ) -> None:
+        def _put_derived(self, connection: C, item: DerivedItem) -> None:
             """Create or refresh one searchable derived item and link it to its source turns."""
 
         def _link_turns(

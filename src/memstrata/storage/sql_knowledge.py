@@ -14,7 +14,7 @@ import numpy as np
 
 from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent
 from memstrata.storage.cell_vectors import CELL_VECTORS, CELLS_WITHOUT_VECTORS, SAVE_CELL_VECTOR
-from memstrata.storage.dialect import C, Dialect, Runner, record_event
+from memstrata.storage.dialect import C, DerivedItem, Dialect, Runner, record_event
 from memstrata.storage.roles import Vectors
 from memstrata.storage.text import cell_text, late_supersession, supersession
 
@@ -208,16 +208,10 @@ class KnowledgeStatements(Runner[C]):
                 connection.execute(d.sql(f"UPDATE derived SET is_current = {d.false} WHERE id = %s"), (old_id,))
                 record_event(connection, d, "supersession", cell.user_id, supersession(old_id, cell.id))
             content = cell_text(cell)
-            self._put_derived(
-                connection,
-                cell.id,
-                cell.user_id,
-                "longterm",
-                content,
-                [source_turn_seq],
-                cell.valid_from,
-                is_current=cell.is_current,
+            item = DerivedItem(
+                cell.id, cell.user_id, "longterm", content, [source_turn_seq], cell.valid_from, cell.is_current
             )
+            self._put_derived(connection, item)
             return True
 
         return self._write(work, lock_users=[cell.user_id])

@@ -7,18 +7,22 @@ consolidation holds (``_UNCONSOLIDATED``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from memstrata.models import Consolidation, Segment
-from memstrata.storage.dialect import C, Dialect, Runner, record_event
+from memstrata.storage.dialect import C, DerivedItem, Dialect, Runner, record_event
+from memstrata.storage.visits import RECORD_VISITS, visited
 
 #: A segment's columns, as ``segment_from_row`` reads them, from ``segments s``.
 SEGMENT_COLUMNS = (
     "s.id, s.user_id, s.summary, s.keywords, s.visits, s.turn_count, s.heat, s.state, s.created_at,"
     " s.last_activity, s.session_id, s.promoted_at"
 )
+
+#: What a visit job's searches touched: active segments by id, and the ids of those holding each turn seq.
+Touched = tuple[dict[str, Segment], dict[int, list[str]]]
 
 
 def segment_from_row(dialect: Dialect, row: Sequence[Any]) -> Segment:
@@ -47,6 +51,11 @@ class SegmentStatements(Runner[C]):
 
     def _held(self, connection: C, segment_id: str) -> int | None:
         """How many turns an active segment holds; None when it is gone or archived."""
+        raise NotImplementedError
+
+    def _touched(self, connection: C, user_id: str, seqs: list[int], *, counting: bool) -> Touched:
+        """The user's active segments holding any of ``seqs`` by id (locked while ``counting``, where rows lock),
+        and the segments holding each of those seqs."""
         raise NotImplementedError
 
     # -- segments ---------------------------------------------------------------------
@@ -159,21 +168,40 @@ class SegmentStatements(Runner[C]):
             )
             self._link_turns(connection, "segment_turns", "segment_id", segment.id, new_turn_seqs, once=True)
             content = segment.summary + (f" (topics: {', '.join(segment.keywords)})" if segment.keywords else "")
-            is_current = segment.state == "active"
             sources = self._segment_turns(connection, segment.id)
-            self._put_derived(
-                connection,
-                segment.id,
-                segment.user_id,
-                "midterm",
-                content,
-                sources,
-                segment.created_at,
-                is_current=is_current,
-            )
+            is_current = segment.state == "active"
+            item = DerivedItem(segment.id, segment.user_id, "midterm", content, sources, segment.created_at, is_current)
+            self._put_derived(connection, item)
             return True
 
         return self._write(work, lock_users=[segment.user_id])
+
+    def count_visits(
+        self,
+        job_id: int,
+        user_id: str,
+        searches: Sequence[Sequence[int]],
+        now: datetime,
+        heat: Callable[[int, int], float],
+    ) -> list[Segment]:
+        """Count a visit job's visits once; see ``TierStore.count_visits``."""
+        d = self.dialect
+        seqs = sorted({int(seq) for search in searches for seq in search})
+
+        def work(connection: C) -> list[Segment]:
+            # The job's row first: a second worker on the same job waits here and then finds it
+            # counted; one on other jobs waits per segment (or, in SQLite, for the file's write lock).
+            marking = d.sql(f"UPDATE jobs SET counted = {d.true} WHERE id = %s AND counted = {d.false}")
+            counting = connection.execute(marking, (job_id,)).rowcount == 1
+            found, holding = self._touched(connection, user_id, seqs, counting=counting)
+            if not counting:  # counted before: only read
+                return list(found.values())
+            for after in visited(found, holding, searches, now, heat):
+                connection.execute(d.sql(RECORD_VISITS), (after.visits, after.heat, d.time(now), after.id))
+                found[after.id] = after
+            return list(found.values())
+
+        return self._write(work)
 
     def archive_segments(self, user_id: str, segment_ids: Sequence[str], reason: Mapping[str, float]) -> None:
         """Move segments out of the active mid-term set; their turns stay searchable as episodes."""
@@ -217,7 +245,7 @@ class SegmentStatements(Runner[C]):
             )
             sources = self._segment_turns(connection, segment.id)
             content = f"{title}: {segment.summary}"
-            self._put_derived(connection, scene_id, segment.user_id, "scene", content, sources, now)
+            self._put_derived(connection, DerivedItem(scene_id, segment.user_id, "scene", content, sources, now))
             detail = {"segment_id": segment.id, "scene_id": scene_id, "heat": segment.heat}
             record_event(connection, d, "promotion", segment.user_id, detail)
 
@@ -301,8 +329,7 @@ class SegmentStatements(Runner[C]):
             self._link_turns(
                 connection, "consolidation_turns", "consolidation_id", consolidation.id, turn_seqs, once=False
             )
-            self._put_derived(
-                connection,
+            item = DerivedItem(
                 consolidation.id,
                 consolidation.user_id,
                 "consolidation",
@@ -310,6 +337,7 @@ class SegmentStatements(Runner[C]):
                 list(turn_seqs),
                 consolidation.created_at,
             )
+            self._put_derived(connection, item)
             detail = {"id": consolidation.id, "turns": len(turn_seqs), "tes": round(consolidation.tes, 4)}
             record_event(connection, d, "consolidation", consolidation.user_id, detail)
             return True

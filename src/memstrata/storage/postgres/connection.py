@@ -7,7 +7,6 @@ import hashlib
 import logging
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,7 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolClosed
 
 from memstrata.errors import ConfigError, InvalidInput, StorageError
-from memstrata.storage.dialect import Runner
+from memstrata.storage.dialect import DerivedItem, Runner
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.migrations import (
     LOCK_NAMESPACE,
@@ -189,19 +188,8 @@ class Connected(Runner[Connection]):
         except psycopg.Error as exc:
             raise StorageError(f"writing to {self.location} failed: {exc}") from exc
 
-    def _put_derived(
-        self,
-        connection: Connection,
-        item_id: str,
-        user_id: str,
-        tier: str,
-        content: str,
-        sources: Sequence[int],
-        created_at: datetime,
-        *,
-        is_current: bool = True,
-    ) -> None:
-        put_derived(connection, item_id, user_id, tier, content, sources, created_at, is_current=is_current)
+    def _put_derived(self, connection: Connection, item: DerivedItem) -> None:
+        put_derived(connection, item)
 
     def _link_turns(
         self, connection: Connection, table: str, owner: str, owner_id: str, seqs: Sequence[int], *, once: bool

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from memstrata.storage.cell_vectors import DROP_CELL_VECTORS
+from memstrata.storage.dialect import DerivedItem
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
 from memstrata.storage.sql_knowledge import USER_TABLES
@@ -184,26 +184,16 @@ def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list
     connection.execute(UNSURE_PATTERN_EVIDENCE, (user_id,))
 
 
-def put_derived(
-    connection: Connection,
-    item_id: str,
-    user_id: str,
-    tier: str,
-    content: str,
-    sources: Sequence[int],
-    created_at: datetime,
-    *,
-    is_current: bool = True,
-) -> None:
+def put_derived(connection: Connection, item: DerivedItem) -> None:
     """Create or refresh one searchable derived item and link it to its source turns."""
     row = connection.execute(
         "INSERT INTO derived (id, user_id, tier, content, is_current, created_at) VALUES (%s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (id) DO UPDATE SET content = excluded.content, is_current = excluded.is_current"
         " RETURNING seq",
-        (item_id, user_id, tier, content, is_current, created_at),
+        (item.id, item.user_id, item.tier, item.content, item.is_current, item.created_at),
     ).fetchone()
     assert row is not None  # an upsert with RETURNING always returns the row
     connection.execute(
         "INSERT INTO derived_sources (derived_seq, turn_seq) SELECT %s, unnest(%s::bigint[]) ON CONFLICT DO NOTHING",
-        (int(row[0]), [int(seq) for seq in sources]),
+        (int(row[0]), [int(seq) for seq in item.sources]),
     )

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 from psycopg import sql
 
-from memstrata.models import SearchFilters, Turn
+from memstrata.models import SearchFilters
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.focus import TermPlan, plan_terms
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
-from memstrata.storage.postgres.rows import TURN_COLUMNS, Connection, PgVector, filter_clause, turn_from_row
+from memstrata.storage.postgres.rows import Connection, PgVector, filter_clause
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -268,29 +268,6 @@ class RetrievalMixin(Connected):
             ).fetchall()
         )
         return {int(seq): vector for seq, vector in rows}
-
-    def count_missing_vectors(self, model_id: str) -> int:
-        """How many turns have no vector of ``model_id``."""
-        row = self._read(
-            lambda connection: connection.execute(
-                "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS"
-                " (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)",
-                (model_id,),
-            ).fetchone()
-        )
-        return int(row[0]) if row else 0
-
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
-        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT {TURN_COLUMNS} FROM turns t WHERE NOT EXISTS"
-                " (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)"
-                " ORDER BY t.seq LIMIT %s",
-                (model_id, limit),
-            ).fetchall()
-        )
-        return [(int(row[0]), turn_from_row(row)) for row in rows]
 
     def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
         """Store vectors for existing turns (replacing any of the same model); a turn deleted meanwhile is skipped."""

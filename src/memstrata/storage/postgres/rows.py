@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import struct
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,12 +14,11 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
-from memstrata.models import Role, Scope, SearchFilters, Turn
+from memstrata.models import SearchFilters, Turn
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import Dialect
 
 Connection = psycopg.Connection[Any]
-TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
 _HEADER = struct.Struct(">HH")
 
 
@@ -129,42 +126,6 @@ def turn_row(turn: Turn) -> tuple[Any, ...]:
         Jsonb(dict(turn.metadata)),
         turn.importance,
     )
-
-
-def turn_from_row(row: Sequence[Any]) -> Turn:
-    """A turn from a row selected with ``TURN_COLUMNS``."""
-    return Turn(
-        id=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=Role(row[5]),
-        name=row[6],
-        content=row[7],
-        created_at=utc(row[8]),
-        metadata=row[9],
-        importance=row[10],
-    )
-
-
-def record_event(connection: Connection, kind: str, user_id: str | None, detail: Mapping[str, Any]) -> None:
-    """Append to the audit log inside the caller's transaction."""
-    connection.execute(
-        "INSERT INTO events (at, kind, user_id, detail) VALUES (%s, %s, %s, %s::jsonb)",
-        (datetime.now(UTC), kind, user_id, json.dumps(dict(detail), sort_keys=True, default=str)),
-    )
-
-
-def scope_clause(scope: Scope) -> tuple[str, list[Any]]:
-    """SQL narrowing ``turns`` to a scope."""
-    clauses, parameters = ["user_id = %s"], [scope.user_id]
-    if scope.agent_id is not None:
-        clauses.append("agent_id = %s")
-        parameters.append(scope.agent_id)
-    if scope.session_id is not None:
-        clauses.append("session_id = %s")
-        parameters.append(scope.session_id)
-    return " AND ".join(clauses), parameters
 
 
 def filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:

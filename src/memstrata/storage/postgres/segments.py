@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from memstrata.models import Segment
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.rows import POSTGRES, Connection, utc
-from memstrata.storage.sql_segments import SEGMENT_COLUMNS, SegmentStatements, segment_from_row
-from memstrata.storage.visits import RECORD_VISITS, visited
+from memstrata.storage.sql_segments import SEGMENT_COLUMNS, SegmentStatements, Touched, segment_from_row
 
 
 class SegmentsMixin(Connected, SegmentStatements[Connection]):
@@ -61,43 +58,22 @@ class SegmentsMixin(Connected, SegmentStatements[Connection]):
 
         return [int(row[0]) for row in self._read(read)]
 
-    def count_visits(
-        self,
-        job_id: int,
-        user_id: str,
-        searches: Sequence[Sequence[int]],
-        now: datetime,
-        heat: Callable[[int, int], float],
-    ) -> list[Segment]:
-        """Count a visit job's visits once; see ``TierStore.count_visits``."""
-        seqs = sorted({int(seq) for search in searches for seq in search})
-
-        def work(connection: Connection) -> list[Segment]:
-            # The job's row first, then the segments' rows in id order: a second worker on the
-            # same job waits here and then finds it counted; one on other jobs waits per segment.
-            counting = connection.execute("UPDATE jobs SET counted = true WHERE id = %s AND NOT counted", (job_id,))
-            lock = " FOR UPDATE OF s" if counting.rowcount == 1 else ""  # counted before: only read
-            rows = connection.execute(
-                f"SELECT {SEGMENT_COLUMNS}, ARRAY(SELECT st.turn_seq FROM segment_turns st"
-                " WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) FROM segments s"
-                " WHERE s.user_id = %s AND s.state = 'active' AND EXISTS (SELECT 1 FROM segment_turns st"
-                f' WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.id COLLATE "C"{lock}',
-                (seqs, user_id, seqs),
-            ).fetchall()
-            found = {str(row[0]): segment_from_row(POSTGRES, row) for row in rows}
-            if counting.rowcount != 1:
-                return list(found.values())
-            holding: dict[int, list[str]] = {}
-            for row in rows:
-                for seq in row[12]:
-                    holding.setdefault(int(seq), []).append(str(row[0]))
-            for after in visited(found, holding, searches, now, heat):
-                connection.execute(RECORD_VISITS, (after.visits, after.heat, now, after.id))
-                found[after.id] = after
-            return list(found.values())
-
-        result: list[Segment] = self._write(work)
-        return result
+    def _touched(self, connection: Connection, user_id: str, seqs: list[int], *, counting: bool) -> Touched:
+        # The segments' rows in id order: a worker counting other jobs waits per segment.
+        lock = " FOR UPDATE OF s" if counting else ""
+        rows = connection.execute(
+            f"SELECT {SEGMENT_COLUMNS}, ARRAY(SELECT st.turn_seq FROM segment_turns st"
+            " WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) FROM segments s"
+            " WHERE s.user_id = %s AND s.state = 'active' AND EXISTS (SELECT 1 FROM segment_turns st"
+            f' WHERE st.segment_id = s.id AND st.turn_seq = ANY(%s::bigint[])) ORDER BY s.id COLLATE "C"{lock}',
+            (seqs, user_id, seqs),
+        ).fetchall()
+        found = {str(row[0]): segment_from_row(POSTGRES, row) for row in rows}
+        holding: dict[int, list[str]] = {}
+        for row in rows:
+            for seq in row[12]:
+                holding.setdefault(int(seq), []).append(str(row[0]))
+        return found, holding
 
 
 def _held(connection: Connection, segment_id: str) -> int | None:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from memstrata.models import SearchFilters, Turn, format_time
+from memstrata.models import SearchFilters, format_time
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
-from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
+from memstrata.storage.sqlite.rows import chunks
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
 # Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
@@ -120,25 +120,6 @@ class RetrievalMixin:
             return result
 
         return self._read(work)
-
-    def count_missing_vectors(self, model_id: str) -> int:
-        """How many turns have no vector of ``model_id``."""
-        row = self._fetch_all(
-            "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS ("
-            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)",
-            (model_id,),
-        )
-        return int(row[0][0])
-
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
-        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
-        rows = self._fetch_all(
-            f"SELECT {TURN_COLUMNS} FROM turns t WHERE NOT EXISTS ("
-            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)"
-            " ORDER BY t.seq LIMIT ?",
-            (model_id, limit),
-        )
-        return [(int(row[0]), turn_from_row(row)) for row in rows]
 
     def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
         """Store vectors for existing turns; a turn deleted meanwhile is skipped."""

@@ -1,17 +1,18 @@
-"""Turn rows of the SQLite store: the column list, conversion both ways, parameter chunks, and its SQL dialect."""
+"""Turn rows of the SQLite store as written, parameter chunks, and its SQL dialect."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
-from memstrata.models import Role, Turn, format_time
+from memstrata.models import Turn, format_time
 from memstrata.storage.dialect import Dialect
+from memstrata.storage.sql_turns import TURN_COLUMNS
 
 T = TypeVar("T")
-TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
+__all__ = ["CHUNK", "SQLITE", "TURN_COLUMNS", "chunks", "turn_row"]
 CHUNK = 500  # stay far below SQLite's limit on bound parameters
 
 
@@ -28,22 +29,6 @@ def turn_row(turn: Turn) -> tuple[Any, ...]:
         format_time(turn.created_at),
         json.dumps(dict(turn.metadata), ensure_ascii=False, sort_keys=True),
         turn.importance,
-    )
-
-
-def turn_from_row(row: Sequence[Any]) -> Turn:
-    """The turn a row selected with ``TURN_COLUMNS`` holds."""
-    return Turn(
-        id=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=Role(row[5]),
-        name=row[6],
-        content=row[7],
-        created_at=datetime.fromisoformat(row[8]),
-        metadata=json.loads(row[9]),
-        importance=row[10],
     )
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from memstrata.models import Segment, format_time
-from memstrata.storage.sql_segments import SEGMENT_COLUMNS, SegmentStatements, segment_from_row
+from memstrata.models import Segment
+from memstrata.storage.sql_segments import SEGMENT_COLUMNS, SegmentStatements, Touched, segment_from_row
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 from memstrata.storage.sqlite.shared import SQLiteRunner
-from memstrata.storage.visits import RECORD_VISITS, visited
 
 
 class SegmentsMixin(SQLiteRunner, SegmentStatements[sqlite3.Connection]):
@@ -56,38 +54,18 @@ class SegmentsMixin(SQLiteRunner, SegmentStatements[sqlite3.Connection]):
         )
         return [int(row[0]) for row in rows]
 
-    def count_visits(
-        self,
-        job_id: int,
-        user_id: str,
-        searches: Sequence[Sequence[int]],
-        now: datetime,
-        heat: Callable[[int, int], float],
-    ) -> list[Segment]:
-        """Count a visit job's visits once; see ``TierStore.count_visits``."""
-        seqs = sorted({int(seq) for search in searches for seq in search})
-
-        def work(connection: sqlite3.Connection) -> list[Segment]:
-            # The write lock is held from here: no other writer reads the visits this adds to.
-            counting = connection.execute("UPDATE jobs SET counted = 1 WHERE id = ? AND counted = 0", (job_id,))
-            holding: dict[int, list[str]] = {}
-            found: dict[str, Segment] = {}
-            for part in chunks(seqs):
-                rows = connection.execute(
-                    f"SELECT st.turn_seq, {SEGMENT_COLUMNS} FROM segment_turns st"
-                    " JOIN segments s ON s.id = st.segment_id"
-                    f" WHERE s.user_id = ? AND s.state = 'active' AND st.turn_seq IN ({','.join('?' * len(part))})",
-                    (user_id, *part),
-                ).fetchall()
-                for row in rows:
-                    segment = found.setdefault(str(row[1]), segment_from_row(SQLITE, row[1:]))
-                    holding.setdefault(int(row[0]), []).append(segment.id)
-            if counting.rowcount != 1:
-                return list(found.values())
-            for after in visited(found, holding, searches, now, heat):
-                connection.execute(SQLITE.sql(RECORD_VISITS), (after.visits, after.heat, format_time(now), after.id))
-                found[after.id] = after
-            return list(found.values())
-
-        result: list[Segment] = self._write(work)
-        return result
+    def _touched(self, connection: sqlite3.Connection, user_id: str, seqs: list[int], *, counting: bool) -> Touched:
+        # The write lock is held: no other writer reads the visits this adds to.
+        holding: dict[int, list[str]] = {}
+        found: dict[str, Segment] = {}
+        for part in chunks(seqs):
+            rows = connection.execute(
+                f"SELECT st.turn_seq, {SEGMENT_COLUMNS} FROM segment_turns st"
+                " JOIN segments s ON s.id = st.segment_id"
+                f" WHERE s.user_id = ? AND s.state = 'active' AND st.turn_seq IN ({','.join('?' * len(part))})",
+                (user_id, *part),
+            ).fetchall()
+            for row in rows:
+                segment = found.setdefault(str(row[1]), segment_from_row(SQLITE, row[1:]))
+                holding.setdefault(int(row[0]), []).append(segment.id)
+        return found, holding

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +16,8 @@ from urllib.parse import unquote
 from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
+from memstrata.storage.dialect import record_event
+from memstrata.storage.sql_turns import TurnStatements, scope_clause, turn_from_row
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
@@ -27,7 +28,7 @@ from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate, refuse_if_too_new, stored_version
 from memstrata.storage.sqlite.queue import QueueMixin
 from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector, merge_fulltext
-from memstrata.storage.sqlite.rows import CHUNK, TURN_COLUMNS, chunks, turn_from_row, turn_row
+from memstrata.storage.sqlite.rows import CHUNK, SQLITE, TURN_COLUMNS, chunks, turn_row
 from memstrata.storage.sqlite.segments import SegmentsMixin
 
 T = TypeVar("T")
@@ -64,7 +65,9 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
 PRUNABLE_SEGMENTS = "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)"
 
 
-class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin):
+class SQLiteStore(
+    RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin, TurnStatements[sqlite3.Connection]
+):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
@@ -227,7 +230,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                     [*chunk, user_id],
                 )
                 for row in rows:
-                    result[int(row[0])] = turn_from_row(row)
+                    result[int(row[0])] = turn_from_row(SQLITE, row)
             return result
 
         return self._read(work)
@@ -243,7 +246,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                 return None
             _purge_for_turns(connection, user_id, [int(row[0])])
             connection.execute("DELETE FROM turns WHERE seq = ?", (row[0],))
-            _record_event(connection, "delete", user_id, {"turn_id": turn_id})
+            record_event(connection, SQLITE, "delete", user_id, {"turn_id": turn_id})
             return int(row[0])
 
         return self._write(work)
@@ -255,7 +258,8 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         If a reader keeps the WAL from being checkpointed, a warning says so; the next
         checkpoint clears it.
         """
-        where, parameters = _scope_clause(scope)
+        where, parameters = scope_clause(scope)
+        where = SQLITE.sql(where)
 
         def work(connection: sqlite3.Connection) -> int:
             if scope.agent_id is None and scope.session_id is None:
@@ -266,7 +270,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
             cursor = connection.execute(f"DELETE FROM turns WHERE {where}", parameters)
             count = max(cursor.rowcount, 0)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
-            _record_event(connection, "forget", scope.user_id, detail)
+            record_event(connection, SQLITE, "forget", scope.user_id, detail)
             merge_fulltext(connection)
             return count
 
@@ -380,7 +384,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                     "cutoff": cutoff and format_time(cutoff),
                     "keep_last": keep_last,
                 }
-                _record_event(connection, "retention", user_id, detail)
+                record_event(connection, SQLITE, "retention", user_id, detail)
                 merge_fulltext(connection)  # as forget does: no copy of the text left in the indexes
             return len(items)
 
@@ -388,35 +392,6 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         if count:
             self._read(self._checkpoint_without_waiting)
         return count
-
-    def history(self, scope: Scope, *, limit: int, offset: int = 0, newest_first: bool = False) -> list[Turn]:
-        """Turns of ``scope`` in time order (ties in insertion order)."""
-        where, parameters = _scope_clause(scope)
-        direction = "DESC" if newest_first else "ASC"
-        sql = (
-            f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} "
-            f"ORDER BY created_at {direction}, seq {direction} LIMIT ? OFFSET ?"
-        )
-        return self._read(
-            lambda connection: [turn_from_row(row) for row in connection.execute(sql, [*parameters, limit, offset])]
-        )
-
-    def iterate(self, user_id: str | None = None) -> Iterator[tuple[int, Turn]]:
-        """Every turn as (seq, turn), in pages, so memory stays flat on large stores."""
-        after = 0
-        while True:
-            parameters: list[Any]
-            if user_id is None:
-                sql, parameters = f"SELECT {TURN_COLUMNS} FROM turns WHERE seq > ? ORDER BY seq LIMIT 1000", [after]
-            else:
-                sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT 1000"
-                parameters = [user_id, after]
-            rows = self._fetch_all(sql, parameters)
-            if not rows:
-                return
-            for row in rows:
-                yield int(row[0]), turn_from_row(row)
-            after = int(rows[-1][0])
 
     def user_ids(self, prefix: str) -> list[str]:
         """Users whose id starts with ``prefix``: one seek in the user index per user, not a scan of the turns.
@@ -429,21 +404,6 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
     def clock(self) -> float:
         """This machine's clock: a SQLite file is shared only by processes on the machine that holds it."""
         return time.time()
-
-    def counts(self) -> dict[str, int]:
-        """Totals for ``info``."""
-
-        def work(connection: sqlite3.Connection) -> dict[str, int]:
-            turns, users, sessions = connection.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT user_id), COUNT(DISTINCT user_id || '/' || COALESCE(session_id, ''))"
-                " FROM turns"
-            ).fetchone()
-            result = {"turns": int(turns), "users": int(users), "sessions": int(sessions)}
-            for model_id, count in connection.execute("SELECT model_id, COUNT(*) FROM turn_vectors GROUP BY model_id"):
-                result[f"vectors[{model_id}]"] = int(count)
-            return result
-
-        return self._read(work)
 
 
 # -- row helpers -----------------------------------------------------------------------
@@ -467,7 +427,7 @@ def _fetch_by_ids(
             sql += " AND user_id = ?"
             parameters.append(user_id)
         for row in connection.execute(sql, parameters):
-            result[row[1]] = (int(row[0]), turn_from_row(row))
+            result[row[1]] = (int(row[0]), turn_from_row(SQLITE, row))
     return result
 
 
@@ -492,24 +452,6 @@ def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[in
     purge_derived(connection, user_id, seqs)
     if remaining:
         queue.enqueue(connection, "midterm", user_id, {"seqs": sorted(set(remaining))}, datetime.now(UTC))
-
-
-def _record_event(connection: sqlite3.Connection, kind: str, user_id: str | None, detail: dict[str, Any]) -> None:
-    connection.execute(
-        "INSERT INTO events (at, kind, user_id, detail) VALUES (?, ?, ?, ?)",
-        (format_time(datetime.now(UTC)), kind, user_id, json.dumps(detail, sort_keys=True)),
-    )
-
-
-def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
-    clauses, parameters = ["user_id = ?"], [scope.user_id]
-    if scope.agent_id is not None:
-        clauses.append("agent_id = ?")
-        parameters.append(scope.agent_id)
-    if scope.session_id is not None:
-        clauses.append("session_id = ?")
-        parameters.append(scope.session_id)
-    return " AND ".join(clauses), parameters
 
 
 if TYPE_CHECKING:
