@@ -1,11 +1,11 @@
-"""The turn statements both stores share: turn rows, scopes, history, paging, totals, missing vectors."""
+"""The turn statements both stores share: turn rows, scopes, filters, history, paging, totals, missing vectors."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memstrata.models import Role, Scope, Turn
+from memstrata.models import Role, Scope, SearchFilters, Turn
 from memstrata.storage.dialect import C, Dialect, Runner
 
 #: A turn's columns, as ``turn_from_row`` reads them.
@@ -42,6 +42,29 @@ def scope_clause(scope: Scope) -> tuple[str, list[Any]]:
         clauses.append("session_id = %s")
         parameters.append(scope.session_id)
     return " AND ".join(clauses), parameters
+
+
+def filter_clause(dialect: Dialect, filters: SearchFilters, alias: str = "t") -> tuple[str, list[Any]]:
+    """SQL (in the dialect's placeholders) for the filters on table alias ``alias``; empty when nothing narrows."""
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    if filters.agent_id is not None:
+        clauses.append(f"{alias}.agent_id = %s")
+        parameters.append(filters.agent_id)
+    if filters.session_id is not None:
+        clauses.append(f"{alias}.session_id = %s")
+        parameters.append(filters.session_id)
+    if filters.roles:
+        roles, values = dialect.members(f"{alias}.role", [role.value for role in filters.roles], "text")
+        clauses.append(roles)
+        parameters.extend(values)
+    if filters.after is not None:
+        clauses.append(f"{alias}.created_at >= %s")
+        parameters.append(dialect.time(filters.after))
+    if filters.before is not None:
+        clauses.append(f"{alias}.created_at < %s")
+        parameters.append(dialect.time(filters.before))
+    return dialect.sql("".join(f" AND {clause}" for clause in clauses)), parameters
 
 
 class TurnStatements(Runner[C]):

@@ -16,7 +16,8 @@ from memstrata.storage.focus import TermPlan, plan_terms
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
-from memstrata.storage.postgres.rows import Connection, PgVector, filter_clause
+from memstrata.storage.postgres.rows import POSTGRES, Connection, PgVector
+from memstrata.storage.sql_turns import filter_clause
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -149,7 +150,7 @@ class RetrievalMixin(Connected):
         terms = match_terms(match)
         if not terms or limit < 1:
             return []
-        where, filter_parameters = filter_clause(filters)
+        where, filter_parameters = filter_clause(POSTGRES, filters)
         kept = f"TRUE{where}"
         counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
         vector = _IN_ROW if self._column_compression else _COPIED
@@ -229,7 +230,7 @@ class RetrievalMixin(Connected):
 
     def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
         """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
-        where, parameters = filter_clause(filters)
+        where, parameters = filter_clause(POSTGRES, filters)
         bounded = " LIMIT %s" if limit is not None else ""
         extra = [limit] if limit is not None else []
         rows = self._read(

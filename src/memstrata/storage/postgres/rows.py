@@ -14,7 +14,7 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
-from memstrata.models import SearchFilters, Turn
+from memstrata.models import Turn
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import Dialect
 
@@ -126,25 +126,3 @@ def turn_row(turn: Turn) -> tuple[Any, ...]:
         Jsonb(dict(turn.metadata)),
         turn.importance,
     )
-
-
-def filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
-    """SQL for the filters on table alias ``t``; empty when nothing narrows."""
-    clauses: list[str] = []
-    parameters: list[Any] = []
-    if filters.agent_id is not None:
-        clauses.append("t.agent_id = %s")
-        parameters.append(filters.agent_id)
-    if filters.session_id is not None:
-        clauses.append("t.session_id = %s")
-        parameters.append(filters.session_id)
-    if filters.roles:
-        clauses.append("t.role = ANY(%s::text[])")
-        parameters.append([role.value for role in filters.roles])
-    if filters.after is not None:
-        clauses.append("t.created_at >= %s")
-        parameters.append(filters.after)
-    if filters.before is not None:
-        clauses.append("t.created_at < %s")
-        parameters.append(filters.before)
-    return "".join(f" AND {clause}" for clause in clauses), parameters
