@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from memstrata.models import Role, Scope, SearchFilters, Turn
-from memstrata.storage.dialect import C, Dialect, Runner
+from memstrata.storage.dialect import C, Connection, Dialect, Runner
 
 #: A turn's columns, as ``turn_from_row`` reads them.
 TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
 #: Turns read per page by ``iterate``.
 _PAGE = 1000
+#: What ``prune`` deletes of each tier: its table, the time it ages by, and which of its rows may go. A
+#: segment promoted to a scene stays: the scene is deleted with its turns, found through the segment's links.
+_PRUNABLE = {
+    "episodic": ("turns", "created_at", "1 = 1"),
+    "midterm": (
+        "segments",
+        "last_activity",
+        "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)",
+    ),
+    "longterm": ("cells", "valid_to", "valid_to IS NOT NULL"),
+}
 #: Turns (``t``) with no vector of a model (``%s``).
 _MISSING_VECTOR = "NOT EXISTS (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)"
 
@@ -65,6 +77,29 @@ def filter_clause(dialect: Dialect, filters: SearchFilters, alias: str = "t") ->
         clauses.append(f"{alias}.created_at < %s")
         parameters.append(dialect.time(filters.before))
     return dialect.sql("".join(f" AND {clause}" for clause in clauses)), parameters
+
+
+def prunable(
+    connection: Connection, dialect: Dialect, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None
+) -> tuple[str, str, list[Any]]:
+    """A tier's table, its key column, and the keys (in order) of the user's items ``prune`` deletes.
+
+    Those older than ``cutoff``, and those past the newest ``keep_last`` (by time, then insertion).
+    """
+    table, time_column, where = _PRUNABLE[tier]
+    key, order = ("seq", "seq") if tier == "episodic" else ("id", dialect.ordinal)
+    doomed: set[Any] = set()
+    if cutoff is not None:
+        older = f"SELECT {key} FROM {table} WHERE user_id = %s AND {where} AND {time_column} < %s"
+        doomed |= {row[0] for row in connection.execute(dialect.sql(older), (user_id, dialect.time(cutoff)))}
+    if keep_last is not None:
+        beyond = (
+            f"SELECT {key} FROM {table} WHERE user_id = %s AND {where}"
+            f" ORDER BY {time_column} DESC, {order} DESC LIMIT %s OFFSET %s"
+        )
+        parameters = (user_id, dialect.no_limit, keep_last)
+        doomed |= {row[0] for row in connection.execute(dialect.sql(beyond), parameters)}
+    return table, key, sorted(doomed)
 
 
 class TurnStatements(Runner[C]):

@@ -24,7 +24,7 @@ from memstrata.storage.postgres.queue import QueueMixin
 from memstrata.storage.postgres.retrieval import RetrievalMixin, insert_vectors
 from memstrata.storage.postgres.rows import POSTGRES, Connection, turn_row
 from memstrata.storage.postgres.segments import SegmentsMixin
-from memstrata.storage.sql_turns import TURN_COLUMNS, TurnStatements, scope_clause, turn_from_row
+from memstrata.storage.sql_turns import TURN_COLUMNS, TurnStatements, prunable, scope_clause, turn_from_row
 
 log = logging.getLogger("memstrata.storage.postgres")
 
@@ -44,18 +44,6 @@ WITH RECURSIVE found(user_id) AS (
 SELECT user_id FROM found WHERE starts_with(user_id, %s) ORDER BY user_id COLLATE "C"
 """
 
-_PRUNABLE = {
-    "episodic": ("turns", "created_at", "seq", "true"),
-    # A segment promoted to a scene stays: the scene is deleted with its turns, found through the segment.
-    "midterm": (
-        "segments",
-        "last_activity",
-        "ordinal",
-        "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)",
-    ),
-    "longterm": ("cells", "valid_to", "ordinal", "valid_to IS NOT NULL"),
-}
-
 
 def open_postgres(url: str, *, busy_timeout_seconds: float = 30.0) -> PostgresStore:
     """Open ``postgresql://user:password@host:5432/database`` (``postgres://`` works too)."""
@@ -68,18 +56,11 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
     # -- turns ------------------------------------------------------------------------
 
     def insert_turns(
-        self,
-        turns: Sequence[Turn],
-        vectors: Vectors | None,
-        model_id: str,
-        *,
-        working_capacity: int | None = None,
+        self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str, *, working_capacity: int | None = None
     ) -> list[int]:
-        """Store new turns and their vectors atomically; identical re-sends are skipped.
+        """Store new turns (see ``TurnStore.insert_turns``) in one pipelined round trip, under the users' locks.
 
-        With ``working_capacity``, the same transaction adds the new turns to their
-        session's working set (moving overflow to a mid-term job) and queues a
-        ``process`` job for them, so background work is never lost.
+        The neighbours' text of each new turn is refreshed in the same transaction.
         """
         if vectors is not None and len(vectors) != len(turns):
             raise StorageError("insert_turns needs exactly one vector per turn")
@@ -184,29 +165,9 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
 
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
         """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
-        table, time_column, order, where = _PRUNABLE[tier]
-        key = "seq" if tier == "episodic" else "id"
 
         def work(connection: Connection) -> int:
-            doomed: set[Any] = set()
-            if cutoff is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = %s AND {where} AND {time_column} < %s",
-                        (user_id, cutoff),
-                    )
-                }
-            if keep_last is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = %s AND {where}"
-                        f" ORDER BY {time_column} DESC, {order} DESC OFFSET %s",
-                        (user_id, keep_last),
-                    )
-                }
-            items = sorted(doomed)
+            table, _, items = prunable(connection, POSTGRES, user_id, tier, cutoff, keep_last)
             if tier == "episodic":
                 # As in ``forget``: wait for a job deriving from these turns, then purge its rows too.
                 connection.execute("SELECT seq FROM turns WHERE seq = ANY(%s::bigint[]) FOR UPDATE", (items,))

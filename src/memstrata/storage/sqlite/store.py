@@ -17,7 +17,7 @@ from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import record_event
-from memstrata.storage.sql_turns import TurnStatements, scope_clause, turn_from_row
+from memstrata.storage.sql_turns import TurnStatements, prunable, scope_clause, turn_from_row
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
@@ -59,10 +59,6 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     except OSError as exc:  # a relative path, and the current directory was deleted
         raise StorageError(f"cannot open the SQLite store at {path}: {exc.strerror or exc}") from exc
     return SQLiteStore(file, busy_timeout_seconds=busy_timeout_seconds)
-
-
-# Archived segments that retention may delete: not one promoted to a scene.
-PRUNABLE_SEGMENTS = "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)"
 
 
 class SQLiteStore(
@@ -167,19 +163,9 @@ class SQLiteStore(
     # -- turns ------------------------------------------------------------------------
 
     def insert_turns(
-        self,
-        turns: Sequence[Turn],
-        vectors: Vectors | None,
-        model_id: str,
-        *,
-        working_capacity: int | None = None,
+        self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str, *, working_capacity: int | None = None
     ) -> list[int]:
-        """Store new turns and their vectors atomically; identical re-sends are skipped.
-
-        With ``working_capacity``, the same transaction adds the new turns to their
-        session's working set (moving overflow to a mid-term job) and queues a
-        ``process`` job for them, so background work is never lost.
-        """
+        """Store new turns (see ``TurnStore.insert_turns``): a stored id is looked up first, then each turn inserted."""
         if vectors is not None and len(vectors) != len(turns):
             raise StorageError("insert_turns needs exactly one vector per turn")
 
@@ -340,35 +326,9 @@ class SQLiteStore(
         Like ``forget``, it merges the full-text indexes and checkpoints the WAL, so the
         deleted text does not linger in the files.
         """
-        table, time_column, where = {
-            "episodic": ("turns", "created_at", "1 = 1"),
-            # A segment promoted to a scene stays: the scene (long-term) is deleted with its turns,
-            # which it is found by through the segment's links.
-            "midterm": ("segments", "last_activity", PRUNABLE_SEGMENTS),
-            "longterm": ("cells", "valid_to", "valid_to IS NOT NULL"),
-        }[tier]
-        key = "seq" if tier == "episodic" else "id"
 
         def work(connection: sqlite3.Connection) -> int:
-            doomed: set[Any] = set()
-            if cutoff is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = ? AND {where} AND {time_column} < ?",
-                        (user_id, format_time(cutoff)),
-                    )
-                }
-            if keep_last is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = ? AND {where}"
-                        f" ORDER BY {time_column} DESC, rowid DESC LIMIT -1 OFFSET ?",
-                        (user_id, keep_last),
-                    )
-                }
-            items = sorted(doomed)
+            table, key, items = prunable(connection, SQLITE, user_id, tier, cutoff, keep_last)
             if tier == "episodic":
                 _purge_for_turns(connection, user_id, items)
             for start in range(0, len(items), CHUNK):
