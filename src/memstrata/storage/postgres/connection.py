@@ -16,13 +16,15 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolClosed
 
 from memstrata.errors import ConfigError, InvalidInput, StorageError
+from memstrata.storage.dialect import DerivedItem, Runner
+from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.migrations import (
     LOCK_NAMESPACE,
     USER_LOCK_NAMESPACE,
     VECTOR_INDEX_LOCK,
     migrate,
 )
-from memstrata.storage.postgres.rows import Connection, configure_connection
+from memstrata.storage.postgres.rows import POSTGRES, Connection, configure_connection
 
 T = TypeVar("T")
 log = logging.getLogger("memstrata.storage.postgres")
@@ -63,8 +65,10 @@ def take_user_locks(connection: Connection, user_ids: Iterable[str]) -> None:
         connection.execute(f"SELECT {calls}")
 
 
-class Connected:
-    """What every part of the PostgreSQL store builds on: ``_read``, ``_write`` and the vector indexes."""
+class Connected(Runner[Connection]):
+    """What every part of the PostgreSQL store builds on: ``_read``, ``_write``, the dialect and the vector indexes."""
+
+    dialect = POSTGRES
 
     def __init__(self, url: str, *, busy_timeout_seconds: float = 30.0) -> None:
         self.location = redact(url)
@@ -183,6 +187,22 @@ class Connected:
             ) from exc
         except psycopg.Error as exc:
             raise StorageError(f"writing to {self.location} failed: {exc}") from exc
+
+    def _put_derived(self, connection: Connection, item: DerivedItem) -> None:
+        put_derived(connection, item)
+
+    def _link_turns(
+        self, connection: Connection, table: str, owner: str, owner_id: str, seqs: Sequence[int], *, once: bool
+    ) -> None:
+        connection.execute(
+            f"INSERT INTO {table} ({owner}, turn_seq) SELECT %s, unnest(%s::bigint[])"
+            + (" ON CONFLICT DO NOTHING" if once else ""),
+            (owner_id, [int(seq) for seq in seqs]),
+        )
+
+    def _execute_many(self, connection: Connection, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        with connection.cursor() as cursor:
+            cursor.executemany(statement, rows)
 
     # -- vector indexes ---------------------------------------------------------------
 

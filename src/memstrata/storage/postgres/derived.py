@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from memstrata.storage.cell_vectors import DROP_CELL_VECTORS
+from memstrata.storage.dialect import DerivedItem
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.postgres.rows import Connection
+from memstrata.storage.sql_knowledge import USER_TABLES
 from memstrata.storage.text import PROFILE_CELLS, cell_text_of
-
-#: Tables holding a user's derived state, all emptied when the whole user is forgotten.
-_USER_TABLES = (
-    "segments",
-    "scenes",
-    "cells",
-    "profile",
-    "patterns",
-    "pattern_observations",
-    "sleep_marks",
-    "entities",
-    "entity_edges",
-    "consolidations",
-    "derived",
-    "working_items",
-    "jobs",
-)
 
 
 def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int] | None) -> None:
@@ -34,7 +18,7 @@ def purge_derived(connection: Connection, user_id: str, turn_seqs: Sequence[int]
     Summaries quote their sources, so a deleted turn takes the summaries that cite it along.
     """
     if turn_seqs is None:
-        for table in _USER_TABLES:
+        for table in USER_TABLES:
             connection.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         return
     seqs = [int(seq) for seq in turn_seqs]
@@ -200,26 +184,16 @@ def _forget_pattern_occurrences(connection: Connection, user_id: str, seqs: list
     connection.execute(UNSURE_PATTERN_EVIDENCE, (user_id,))
 
 
-def put_derived(
-    connection: Connection,
-    item_id: str,
-    user_id: str,
-    tier: str,
-    content: str,
-    sources: Sequence[int],
-    created_at: datetime,
-    *,
-    is_current: bool = True,
-) -> None:
+def put_derived(connection: Connection, item: DerivedItem) -> None:
     """Create or refresh one searchable derived item and link it to its source turns."""
     row = connection.execute(
         "INSERT INTO derived (id, user_id, tier, content, is_current, created_at) VALUES (%s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (id) DO UPDATE SET content = excluded.content, is_current = excluded.is_current"
         " RETURNING seq",
-        (item_id, user_id, tier, content, is_current, created_at),
+        (item.id, item.user_id, item.tier, item.content, item.is_current, item.created_at),
     ).fetchone()
     assert row is not None  # an upsert with RETURNING always returns the row
     connection.execute(
         "INSERT INTO derived_sources (derived_seq, turn_seq) SELECT %s, unnest(%s::bigint[]) ON CONFLICT DO NOTHING",
-        (int(row[0]), [int(seq) for seq in sources]),
+        (int(row[0]), [int(seq) for seq in item.sources]),
     )

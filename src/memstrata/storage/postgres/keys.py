@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from psycopg import errors
 
 from memstrata.errors import IdConflict
 from memstrata.storage.base import ApiKey
 from memstrata.storage.postgres.connection import Connected
-from memstrata.storage.postgres.rows import Connection, optional_utc, utc
+from memstrata.storage.postgres.rows import Connection
+from memstrata.storage.sql_keys import KeyStatements
 
-_KEY_COLUMNS = "id, tenant, name, created_at, revoked_at"
 
-
-class KeysMixin(Connected):
+class KeysMixin(Connected, KeyStatements[Connection]):
     """The ``KeyStore`` protocol."""
 
     def add_api_key(self, key: ApiKey, secret_hash: str) -> None:
@@ -38,29 +34,6 @@ class KeysMixin(Connected):
 
         self._write(work)
 
-    def key_for_hash(self, secret_hash: str) -> ApiKey | None:
-        """The key whose secret hashes to ``secret_hash`` (revoked ones too), if any."""
-        row = self._read(
-            lambda connection: connection.execute(
-                f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE secret_hash = %s", (secret_hash,)
-            ).fetchone()
-        )
-        # The index found the row; compare again in constant time, as the SQLite store does.
-        if row is None or not hmac.compare_digest(str(row[5]).encode(), secret_hash.encode()):
-            return None
-        return _key(row)
-
-    def api_keys(self, tenant: str | None = None) -> list[ApiKey]:
-        """Keys (of one tenant, or all), oldest first."""
-        query = f"SELECT {_KEY_COLUMNS} FROM api_keys"
-        parameters: list[Any] = []
-        if tenant is not None:
-            query += " WHERE tenant = %s"
-            parameters.append(tenant)
-        query += ' ORDER BY created_at, id COLLATE "C"'
-        rows = self._read(lambda connection: connection.execute(query, parameters).fetchall())
-        return [_key(row) for row in rows]
-
     def revoke_api_key(self, key_id: str, when: datetime) -> bool:
         """Mark a key revoked (the first revocation's time stays); False if there is no such key."""
         row = self._write(
@@ -70,9 +43,3 @@ class KeysMixin(Connected):
             ).fetchone()
         )
         return row is not None
-
-
-def _key(row: Sequence[Any]) -> ApiKey:
-    return ApiKey(
-        id=str(row[0]), tenant=str(row[1]), name=str(row[2]), created_at=utc(row[3]), revoked_at=optional_utc(row[4])
-    )

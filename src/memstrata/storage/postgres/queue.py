@@ -19,6 +19,7 @@ from memstrata.storage.base import Job
 from memstrata.storage.exchanges import ExchangeOpenings
 from memstrata.storage.postgres.connection import Connected
 from memstrata.storage.postgres.rows import Connection
+from memstrata.storage.sql_queue import QueueStatements, fence
 
 _CLAIM = """
     UPDATE jobs SET state = 'running', attempts = attempts + 1,
@@ -41,18 +42,6 @@ _PARK = """
             || COALESCE('; last error: ' || error, '')
     WHERE state = 'running' AND lease_until < clock_timestamp() AND attempts >= %s
 """
-
-
-def _of_user(query: str, user_id: str | None) -> tuple[str, list[Any]]:
-    """``query`` (with a WHERE clause) limited to one user's rows when ``user_id`` is given."""
-    return (query, []) if user_id is None else (f"{query} AND user_id = %s", [user_id])
-
-
-def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
-    """The clause that limits a job update to the claim numbered ``attempt`` (none without one)."""
-    if attempt is None:
-        return "", ()
-    return " AND state = 'running' AND attempts = %s", (attempt,)
 
 
 def enqueue(connection: Connection, kind: str, user_id: str, payload: dict[str, Any]) -> int:
@@ -126,7 +115,7 @@ def track_working(connection: Connection, turns: Sequence[tuple[int, Turn]], cap
         enqueue(connection, "midterm", user_id, {"seqs": sorted(int(row[0]) for row in rows)})
 
 
-class QueueMixin(Connected):
+class QueueMixin(Connected, QueueStatements[Connection]):
     """Job and working-set methods of the PostgreSQL store."""
 
     def claim_job(
@@ -162,13 +151,6 @@ class QueueMixin(Connected):
             )
         )
 
-    def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
-        """Delete a finished job (with ``attempt``: only if that claim still holds it)."""
-        fence, parameters = _fence(attempt)
-        self._write(
-            lambda connection: connection.execute(f"DELETE FROM jobs WHERE id = %s{fence}", (job_id, *parameters))
-        )
-
     def fail_job(
         self, job_id: int, error: str, *, retry: bool, attempt: int | None = None, retry_after: float = 0.0
     ) -> None:
@@ -178,47 +160,17 @@ class QueueMixin(Connected):
         """
         state = "pending" if retry else "failed"
         delay = retry_after if retry else 0.0
-        fence, parameters = _fence(attempt)
+        held, parameters = fence(attempt)
         # The server's clock, as the claim compares it: a client clock ahead or behind moves nothing.
         self._write(
             lambda connection: connection.execute(
                 "UPDATE jobs SET state = %s, error = %s,"
                 " lease_until = CASE WHEN %s > 0 THEN clock_timestamp() + make_interval(secs => %s) END"
-                f" WHERE id = %s{fence}",
+                f" WHERE id = %s{held}",
                 (state, error[:2000], delay, delay, job_id, *parameters),
             )
         )
 
-    def count_failed_jobs(self, user_id: str | None = None) -> int:
-        """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
-        return self._count(_of_user("SELECT COUNT(*) FROM jobs WHERE state = 'failed'", user_id))
-
-    def retry_failed_jobs(self, user_id: str | None = None) -> int:
-        """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
-        query, parameters = _of_user(
-            "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'", user_id
-        )
-        return int(self._write(lambda connection: connection.execute(query, parameters).rowcount))
-
-    def count_jobs(self, user_id: str | None = None) -> int:
-        """Jobs not finished yet (pending or running)."""
-        return self._count(_of_user("SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')", user_id))
-
-    def _count(self, statement: tuple[str, list[Any]]) -> int:
-        query, parameters = statement
-        row = self._read(lambda connection: connection.execute(query, parameters).fetchone())
-        return int(row[0]) if row else 0
-
     def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
         """Queue background work durably."""
         return self._write(lambda connection: enqueue(connection, kind, user_id, payload))
-
-    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
-        """Turns in working memory (one session, or all of the user's), oldest first."""
-        query = "SELECT turn_seq FROM working_items WHERE user_id = %s"
-        parameters: list[Any] = [user_id]
-        if session_id is not None:
-            query += " AND session_key = %s"
-            parameters.append(session_id)
-        rows = self._read(lambda connection: connection.execute(query + " ORDER BY turn_seq", parameters).fetchall())
-        return [int(row[0]) for row in rows]

@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 from psycopg import sql
 
-from memstrata.models import SearchFilters, Turn
+from memstrata.models import SearchFilters
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
-from memstrata.storage.cell_vectors import CELL_VECTORS
 from memstrata.storage.focus import TermPlan, plan_terms
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
-from memstrata.storage.postgres.rows import TURN_COLUMNS, Connection, PgVector, filter_clause, turn_from_row
+from memstrata.storage.postgres.rows import POSTGRES, Connection, PgVector
+from memstrata.storage.sql_turns import filter_clause
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -150,7 +150,7 @@ class RetrievalMixin(Connected):
         terms = match_terms(match)
         if not terms or limit < 1:
             return []
-        where, filter_parameters = filter_clause(filters)
+        where, filter_parameters = filter_clause(POSTGRES, filters)
         kept = f"TRUE{where}"
         counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
         vector = _IN_ROW if self._column_compression else _COPIED
@@ -220,14 +220,6 @@ class RetrievalMixin(Connected):
         )
         return {int(row[0]): (str(row[1]), str(row[2]), str(row[3]), tuple(str(s) for s in row[4])) for row in rows}
 
-    def cell_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
-        """(search item seq, subject, vector) of a user's current cells that have a vector of ``model_id``, by seq."""
-        rows = self._read(lambda connection: connection.execute(CELL_VECTORS, (user_id, model_id)).fetchall())
-        return [
-            (int(seq), str(subject), np.frombuffer(bytes(vector), dtype=np.float32).copy())
-            for seq, subject, vector in sorted(rows, key=lambda row: int(row[0]))
-        ]
-
     def speakers(self, user_id: str, limit: int) -> list[str]:
         """Distinct names ``user_id``'s turns (tool turns aside) were said under, in name order, at most ``limit``."""
         if limit < 1:
@@ -238,7 +230,7 @@ class RetrievalMixin(Connected):
 
     def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
         """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
-        where, parameters = filter_clause(filters)
+        where, parameters = filter_clause(POSTGRES, filters)
         bounded = " LIMIT %s" if limit is not None else ""
         extra = [limit] if limit is not None else []
         rows = self._read(
@@ -277,29 +269,6 @@ class RetrievalMixin(Connected):
             ).fetchall()
         )
         return {int(seq): vector for seq, vector in rows}
-
-    def count_missing_vectors(self, model_id: str) -> int:
-        """How many turns have no vector of ``model_id``."""
-        row = self._read(
-            lambda connection: connection.execute(
-                "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS"
-                " (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)",
-                (model_id,),
-            ).fetchone()
-        )
-        return int(row[0]) if row else 0
-
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
-        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT {TURN_COLUMNS} FROM turns t WHERE NOT EXISTS"
-                " (SELECT 1 FROM turn_vectors v WHERE v.model_id = %s AND v.turn_seq = t.seq)"
-                " ORDER BY t.seq LIMIT %s",
-                (model_id, limit),
-            ).fetchall()
-        )
-        return [(int(row[0]), turn_from_row(row)) for row in rows]
 
     def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
         """Store vectors for existing turns (replacing any of the same model); a turn deleted meanwhile is skipped."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import struct
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +14,11 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
-from memstrata.models import Role, Scope, SearchFilters, Turn
+from memstrata.models import Turn
 from memstrata.storage.base import Vectors
+from memstrata.storage.dialect import Dialect
 
 Connection = psycopg.Connection[Any]
-TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
 _HEADER = struct.Struct(">HH")
 
 
@@ -79,6 +77,41 @@ def optional_utc(value: datetime | None) -> datetime | None:
     return None if value is None else utc(value)
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _array(subquery: str, column: str) -> str:
+    return f"ARRAY({subquery})"
+
+
+#: How PostgreSQL spells the statements both stores share: native times, JSON (jsonb), booleans
+#: and arrays; text sorted by code point whatever the database's collation; row locks.
+POSTGRES = Dialect(
+    question_marks=False,
+    true="true",
+    false="false",
+    greatest="GREATEST",
+    code_point=' COLLATE "C"',
+    ordinal="ordinal",
+    text_cast="::text",
+    jsonb_cast="::jsonb",
+    same="IS NOT DISTINCT FROM",
+    insert_or_ignore="INSERT",
+    do_nothing=" ON CONFLICT DO NOTHING",
+    lower="lower",
+    no_limit=None,
+    locks_rows=True,
+    chunk=None,
+    time=_as_is,
+    read_time=utc,
+    json=Jsonb,
+    read_json=_as_is,
+    array=_array,
+    read_array=list,
+)
+
+
 def turn_row(turn: Turn) -> tuple[Any, ...]:
     """The column values of a turn, in ``TURN_COLUMNS`` order without ``seq``."""
     return (
@@ -93,61 +126,3 @@ def turn_row(turn: Turn) -> tuple[Any, ...]:
         Jsonb(dict(turn.metadata)),
         turn.importance,
     )
-
-
-def turn_from_row(row: Sequence[Any]) -> Turn:
-    """A turn from a row selected with ``TURN_COLUMNS``."""
-    return Turn(
-        id=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=Role(row[5]),
-        name=row[6],
-        content=row[7],
-        created_at=utc(row[8]),
-        metadata=row[9],
-        importance=row[10],
-    )
-
-
-def record_event(connection: Connection, kind: str, user_id: str | None, detail: Mapping[str, Any]) -> None:
-    """Append to the audit log inside the caller's transaction."""
-    connection.execute(
-        "INSERT INTO events (at, kind, user_id, detail) VALUES (%s, %s, %s, %s::jsonb)",
-        (datetime.now(UTC), kind, user_id, json.dumps(dict(detail), sort_keys=True, default=str)),
-    )
-
-
-def scope_clause(scope: Scope) -> tuple[str, list[Any]]:
-    """SQL narrowing ``turns`` to a scope."""
-    clauses, parameters = ["user_id = %s"], [scope.user_id]
-    if scope.agent_id is not None:
-        clauses.append("agent_id = %s")
-        parameters.append(scope.agent_id)
-    if scope.session_id is not None:
-        clauses.append("session_id = %s")
-        parameters.append(scope.session_id)
-    return " AND ".join(clauses), parameters
-
-
-def filter_clause(filters: SearchFilters) -> tuple[str, list[Any]]:
-    """SQL for the filters on table alias ``t``; empty when nothing narrows."""
-    clauses: list[str] = []
-    parameters: list[Any] = []
-    if filters.agent_id is not None:
-        clauses.append("t.agent_id = %s")
-        parameters.append(filters.agent_id)
-    if filters.session_id is not None:
-        clauses.append("t.session_id = %s")
-        parameters.append(filters.session_id)
-    if filters.roles:
-        clauses.append("t.role = ANY(%s::text[])")
-        parameters.append([role.value for role in filters.roles])
-    if filters.after is not None:
-        clauses.append("t.created_at >= %s")
-        parameters.append(filters.after)
-    if filters.before is not None:
-        clauses.append("t.created_at < %s")
-        parameters.append(filters.before)
-    return "".join(f" AND {clause}" for clause in clauses), parameters

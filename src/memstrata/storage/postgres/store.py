@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ import psycopg
 from memstrata.errors import IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
+from memstrata.storage.dialect import record_event
 from memstrata.storage.postgres import queue
 from memstrata.storage.postgres.derived import purge_derived
 from memstrata.storage.postgres.keys import KeysMixin
@@ -21,15 +22,9 @@ from memstrata.storage.postgres.migrations import TABLES
 from memstrata.storage.postgres.neighbours import neighbour_seqs, refresh_context
 from memstrata.storage.postgres.queue import QueueMixin
 from memstrata.storage.postgres.retrieval import RetrievalMixin, insert_vectors
-from memstrata.storage.postgres.rows import (
-    TURN_COLUMNS,
-    Connection,
-    record_event,
-    scope_clause,
-    turn_from_row,
-    turn_row,
-)
+from memstrata.storage.postgres.rows import POSTGRES, Connection, turn_row
 from memstrata.storage.postgres.segments import SegmentsMixin
+from memstrata.storage.sql_turns import TURN_COLUMNS, TurnStatements, prunable, scope_clause, turn_from_row
 
 log = logging.getLogger("memstrata.storage.postgres")
 
@@ -49,42 +44,23 @@ WITH RECURSIVE found(user_id) AS (
 SELECT user_id FROM found WHERE starts_with(user_id, %s) ORDER BY user_id COLLATE "C"
 """
 
-_PRUNABLE = {
-    "episodic": ("turns", "created_at", "seq", "true"),
-    # A segment promoted to a scene stays: the scene is deleted with its turns, found through the segment.
-    "midterm": (
-        "segments",
-        "last_activity",
-        "ordinal",
-        "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)",
-    ),
-    "longterm": ("cells", "valid_to", "ordinal", "valid_to IS NOT NULL"),
-}
-
 
 def open_postgres(url: str, *, busy_timeout_seconds: float = 30.0) -> PostgresStore:
     """Open ``postgresql://user:password@host:5432/database`` (``postgres://`` works too)."""
     return PostgresStore(url, busy_timeout_seconds=busy_timeout_seconds)
 
 
-class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, KeysMixin):
+class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, KeysMixin, TurnStatements[Connection]):
     """The shared source of truth; a small connection pool serves the threads of one process."""
 
     # -- turns ------------------------------------------------------------------------
 
     def insert_turns(
-        self,
-        turns: Sequence[Turn],
-        vectors: Vectors | None,
-        model_id: str,
-        *,
-        working_capacity: int | None = None,
+        self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str, *, working_capacity: int | None = None
     ) -> list[int]:
-        """Store new turns and their vectors atomically; identical re-sends are skipped.
+        """Store new turns (see ``TurnStore.insert_turns``) in one pipelined round trip, under the users' locks.
 
-        With ``working_capacity``, the same transaction adds the new turns to their
-        session's working set (moving overflow to a mid-term job) and queues a
-        ``process`` job for them, so background work is never lost.
+        The neighbours' text of each new turn is refreshed in the same transaction.
         """
         if vectors is not None and len(vectors) != len(turns):
             raise StorageError("insert_turns needs exactly one vector per turn")
@@ -125,7 +101,7 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             query += " AND user_id = %s"
             parameters.append(user_id)
         rows = self._read(lambda connection: connection.execute(query, parameters).fetchall())
-        return {str(row[1]): turn_from_row(row) for row in rows}
+        return {str(row[1]): turn_from_row(POSTGRES, row) for row in rows}
 
     def get_by_seqs(self, seqs: Sequence[int], user_id: str) -> dict[int, Turn]:
         """Turns of ``user_id`` with these seqs."""
@@ -137,7 +113,7 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
                 ([int(seq) for seq in seqs], user_id),
             ).fetchall()
         )
-        return {int(row[0]): turn_from_row(row) for row in rows}
+        return {int(row[0]): turn_from_row(POSTGRES, row) for row in rows}
 
     def delete(self, turn_id: str, user_id: str) -> int | None:
         """Delete one turn of ``user_id``; cascades clear its vectors and links, and what was derived from it."""
@@ -153,7 +129,7 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             _purge_for_turns(connection, user_id, [seq])
             connection.execute("DELETE FROM turns WHERE seq = %s", (seq,))
             refresh_context(connection, neighbours)
-            record_event(connection, "delete", user_id, {"turn_id": turn_id})
+            record_event(connection, POSTGRES, "delete", user_id, {"turn_id": turn_id})
             return seq
 
         return self._write(work, lock_users=[user_id])
@@ -164,7 +140,7 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
         The rows are gone for every reader when this returns; their bytes stay in the table
         files until (auto)vacuum reuses the space (``VACUUM FULL`` rewrites the tables).
         """
-        where, parameters = scope_clause(scope)
+        where, parameters = scope_clause(scope)  # written with %s, as PostgreSQL reads it
 
         def work(connection: Connection) -> int:
             # Locked first: a background job deriving from these turns holds them (its rows refer
@@ -182,36 +158,16 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             count = max(connection.execute(f"DELETE FROM turns WHERE {where}", parameters).rowcount, 0)
             refresh_context(connection, neighbours)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
-            record_event(connection, "forget", scope.user_id, detail)
+            record_event(connection, POSTGRES, "forget", scope.user_id, detail)
             return count
 
         return self._write(work, lock_users=[scope.user_id])
 
     def prune(self, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None) -> int:
         """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
-        table, time_column, order, where = _PRUNABLE[tier]
-        key = "seq" if tier == "episodic" else "id"
 
         def work(connection: Connection) -> int:
-            doomed: set[Any] = set()
-            if cutoff is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = %s AND {where} AND {time_column} < %s",
-                        (user_id, cutoff),
-                    )
-                }
-            if keep_last is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = %s AND {where}"
-                        f" ORDER BY {time_column} DESC, {order} DESC OFFSET %s",
-                        (user_id, keep_last),
-                    )
-                }
-            items = sorted(doomed)
+            table, _, items = prunable(connection, POSTGRES, user_id, tier, cutoff, keep_last)
             if tier == "episodic":
                 # As in ``forget``: wait for a job deriving from these turns, then purge its rows too.
                 connection.execute("SELECT seq FROM turns WHERE seq = ANY(%s::bigint[]) FOR UPDATE", (items,))
@@ -225,38 +181,10 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
             if items:
                 cutoff_text = cutoff and format_time(cutoff)
                 detail = {"tier": tier, "items": len(items), "cutoff": cutoff_text, "keep_last": keep_last}
-                record_event(connection, "retention", user_id, detail)
+                record_event(connection, POSTGRES, "retention", user_id, detail)
             return len(items)
 
         return self._write(work, lock_users=[user_id])
-
-    def history(self, scope: Scope, *, limit: int, offset: int = 0, newest_first: bool = False) -> list[Turn]:
-        """Turns of ``scope`` in time order (ties in insertion order)."""
-        where, parameters = scope_clause(scope)
-        direction = "DESC" if newest_first else "ASC"
-        query = (
-            f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} "
-            f"ORDER BY created_at {direction}, seq {direction} LIMIT %s OFFSET %s"
-        )
-        rows = self._read(lambda connection: connection.execute(query, [*parameters, limit, offset]).fetchall())
-        return [turn_from_row(row) for row in rows]
-
-    def iterate(self, user_id: str | None = None) -> Iterator[tuple[int, Turn]]:
-        """Every turn as (seq, turn), in pages, so memory stays flat on large stores."""
-        after = 0
-        while True:
-            if user_id is None:
-                query = f"SELECT {TURN_COLUMNS} FROM turns WHERE seq > %s ORDER BY seq LIMIT {_PAGE}"
-                parameters: list[Any] = [after]
-            else:
-                query = f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = %s AND seq > %s ORDER BY seq LIMIT {_PAGE}"
-                parameters = [user_id, after]
-            rows = self._fetch_all(query, parameters)
-            if not rows:
-                return
-            for row in rows:
-                yield int(row[0]), turn_from_row(row)
-            after = int(rows[-1][0])
 
     def user_ids(self, prefix: str) -> list[str]:
         """Users whose id starts with ``prefix``: one seek in the user index per user, not a scan of the turns.
@@ -270,24 +198,6 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
         """The database server's clock, which every process and machine sharing the store reads alike."""
         (row,) = self._fetch_all("SELECT extract(epoch FROM clock_timestamp())::float8", [])
         return float(row[0])
-
-    def counts(self) -> dict[str, int]:
-        """Totals for ``info``."""
-
-        def work(connection: Connection) -> dict[str, int]:
-            row = connection.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT user_id), COUNT(DISTINCT user_id || '/' || COALESCE(session_id, ''))"
-                " FROM turns"
-            ).fetchone()
-            assert row is not None  # an aggregate always returns one row
-            result = {"turns": int(row[0]), "users": int(row[1]), "sessions": int(row[2])}
-            for model_id, count in connection.execute(
-                'SELECT model_id, COUNT(*) FROM turn_vectors GROUP BY model_id ORDER BY model_id COLLATE "C"'
-            ):
-                result[f"vectors[{model_id}]"] = int(count)
-            return result
-
-        return self._read(work)
 
     def size_bytes(self) -> int:
         """The bytes memstrata's tables take with their indexes and TOAST data."""
@@ -375,7 +285,7 @@ def _existing_seq(connection: Connection, turn: Turn) -> int:
     row = connection.execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = %s", (turn.id,)).fetchone()
     if row is None:  # deleted between the conflicting insert and this read: a conflict, to be retried
         raise StorageError(f"turn {turn.id!r} was deleted while being written; retry the write")
-    if not turn_from_row(row).is_same_message(turn):
+    if not turn_from_row(POSTGRES, row).is_same_message(turn):
         raise IdConflict(f"id {turn.id!r} is already used by another message; use a new id")
     return int(row[0])
 

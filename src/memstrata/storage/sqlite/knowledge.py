@@ -1,48 +1,28 @@
-"""SQL for the long-term tiers: cells, profile, search items, importance, events, purging.
+"""The long-term tiers in SQLite: what they word apart from PostgreSQL, and purging what deleted turns derived.
 
-Mid-term segments and consolidations are in ``segments.py``; patterns and entities in ``graph.py``.
+``sql_knowledge.py`` holds the statements both stores share; mid-term segments and consolidations
+are in ``segments.py``; patterns and entities in ``graph.py``.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
 
-import numpy as np
-
-from memstrata.models import Cell, MemoryEvent, format_time
-from memstrata.storage.base import Vectors
-from memstrata.storage.cell_vectors import CELL_VECTORS, CELLS_WITHOUT_VECTORS, DROP_CELL_VECTORS, SAVE_CELL_VECTOR
+from memstrata.storage.cell_vectors import DROP_CELL_VECTORS
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
+from memstrata.storage.sql_knowledge import USER_TABLES, KnowledgeStatements
 from memstrata.storage.sqlite.focus import terms_of
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
-from memstrata.storage.sqlite.shared import put_derived, tier_event
-from memstrata.storage.text import (
-    CELL_TEXT_COLUMNS,
-    PROFILE_CELLS,
-    cell_text,
-    cell_text_of,
-    late_supersession,
-    stale_cell_texts,
-    supersession,
-)
+from memstrata.storage.sqlite.rows import SQLITE
+from memstrata.storage.sqlite.shared import SQLiteRunner
+from memstrata.storage.text import CELL_TEXT_COLUMNS, PROFILE_CELLS, cell_text_of, stale_cell_texts
 
-T = TypeVar("T")
 _REDERIVE_CHUNK = 2_000
-_CELL_COLUMNS = (
-    "c.id, c.user_id, c.kind, c.subject, c.attribute, c.value, c.content, c.salience, c.valid_from,"
-    " t.id, c.valid_to, c.superseded_by, c.scene_id"
-)
 
 
-class KnowledgeMixin:
+class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
     """Methods the tiers call; mixed into SQLiteStore, which provides ``_read`` and ``_write``."""
-
-    _read: Callable[[Callable[[sqlite3.Connection], Any]], Any]
-    _write: Callable[[Callable[[sqlite3.Connection], Any]], Any]
 
     # -- search items -----------------------------------------------------------------
 
@@ -97,29 +77,6 @@ class KnowledgeMixin:
 
         return dict(self._read(work))
 
-    # -- fact vectors -------------------------------------------------------------------
-
-    def cells_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[Cell]:
-        """At most ``limit`` of a user's current cells with no vector of ``model_id``, newest first."""
-        sql = _sqlite(CELLS_WITHOUT_VECTORS.format(columns=_CELL_COLUMNS))
-        rows = self._read(lambda connection: connection.execute(sql, (user_id, model_id, limit)).fetchall())
-        return [_cell(row) for row in rows]
-
-    def save_cell_vectors(self, model_id: str, vectors: Mapping[str, Vectors]) -> None:
-        """Store vectors by cell id; a cell deleted meanwhile is skipped, a stored vector replaced."""
-        rows = [
-            (model_id, np.asarray(vector, dtype=np.float32).tobytes(), cell_id) for cell_id, vector in vectors.items()
-        ]
-        self._write(lambda connection: connection.executemany(_sqlite(SAVE_CELL_VECTOR), rows))
-
-    def cell_vectors(self, user_id: str, model_id: str) -> list[tuple[int, str, Vectors]]:
-        """(search item seq, subject, vector) of a user's current cells that have a vector of ``model_id``, by seq."""
-        rows = self._read(lambda connection: connection.execute(_sqlite(CELL_VECTORS), (user_id, model_id)).fetchall())
-        return [
-            (int(seq), str(subject), np.frombuffer(vector, dtype=np.float32).copy())
-            for seq, subject, vector in sorted(rows, key=lambda row: int(row[0]))
-        ]
-
     # -- per-turn scores ----------------------------------------------------------------
 
     def set_importance(self, scores: Mapping[int, float]) -> None:
@@ -132,31 +89,6 @@ class KnowledgeMixin:
             )
         )
 
-    def importance_of(self, turn_seqs: Sequence[int]) -> dict[int, float]:
-        """Importance per turn: the caller's when given, else the computed one."""
-        if not turn_seqs:
-            return {}
-        marks = ",".join("?" * len(turn_seqs))
-        rows = self._read(
-            lambda connection: connection.execute(
-                f"SELECT t.seq, COALESCE(t.importance, s.importance) FROM turns t"
-                f" LEFT JOIN turn_scores s ON s.turn_seq = t.seq WHERE t.seq IN ({marks})",
-                list(turn_seqs),
-            ).fetchall()
-        )
-        return {int(seq): float(value) for seq, value in rows if value is not None}
-
-    def previous_user_text(self, user_id: str, session_id: str | None, before_seq: int) -> str | None:
-        """The user's message before ``before_seq`` in the same session."""
-        row = self._read(
-            lambda connection: connection.execute(
-                "SELECT content FROM turns WHERE user_id = ? AND session_id IS ? AND role = 'user' AND seq < ?"
-                " ORDER BY seq DESC LIMIT 1",
-                (user_id, session_id, before_seq),
-            ).fetchone()
-        )
-        return None if row is None else str(row[0])
-
     def recent_vectors(self, model_id: str, user_id: str, before_seq: int, limit: int) -> list[bytes]:
         """Vectors of the user's turns just before ``before_seq``, for novelty."""
         rows = self._read(
@@ -168,202 +100,6 @@ class KnowledgeMixin:
         )
         return [bytes(row[0]) for row in rows]
 
-    # -- cells and profile ------------------------------------------------------------
-
-    def current_cells(self, user_id: str, subject: str, attribute: str) -> list[Cell]:
-        """Every cell still valid for one subject and attribute, newest first."""
-        return self.cells(user_id, subject=subject, attribute=attribute, include_superseded=False, limit=None)
-
-    def cells(
-        self,
-        user_id: str,
-        *,
-        subject: str | None = None,
-        attribute: str | None = None,
-        include_superseded: bool = False,
-        limit: int | None = 500,
-    ) -> list[Cell]:
-        """A user's cells, newest first; superseded ones only when asked; all of them with ``limit=None``."""
-        clauses, parameters = ["c.user_id = ?"], [user_id]
-        if subject is not None:
-            clauses.append("c.subject = ?")
-            parameters.append(subject)
-        if attribute is not None:
-            clauses.append("c.attribute = ?")
-            parameters.append(attribute)
-        if not include_superseded:
-            clauses.append("c.valid_to IS NULL")
-        sql = (
-            f"SELECT {_CELL_COLUMNS} FROM cells c JOIN turns t ON t.seq = c.source_turn_seq"
-            f" WHERE {' AND '.join(clauses)} ORDER BY c.valid_from DESC, c.rowid DESC LIMIT ?"
-        )
-        bound = -1 if limit is None else limit  # SQLite reads a negative limit as none
-        rows = self._read(lambda connection: connection.execute(sql, (*parameters, bound)).fetchall())
-        return [_cell(row) for row in rows]
-
-    def add_cell(
-        self,
-        cell: Cell,
-        source_turn_seq: int,
-        *,
-        single_valued: bool,
-        supersede: Sequence[str],
-        seen_slot: Mapping[str, bool] | None = None,
-    ) -> bool:
-        """Store a cell, closing the validity of the cells it supersedes (kept as history).
-
-        False, storing nothing, when ``seen_slot`` is given and the slot is no longer as read.
-        """
-
-        def work(connection: sqlite3.Connection) -> bool:
-            if seen_slot is not None:
-                rows = connection.execute(
-                    "SELECT id, valid_to IS NULL FROM cells WHERE user_id = ? AND subject = ? AND attribute = ?",
-                    (cell.user_id, cell.subject, cell.attribute),
-                ).fetchall()
-                if {str(row[0]): bool(row[1]) for row in rows} != dict(seen_slot):
-                    return False  # another worker stored, ended or deleted one of them since the read
-            connection.execute(
-                "INSERT INTO cells (id, user_id, kind, subject, attribute, value, content, salience, single_valued,"
-                " scene_id, source_turn_seq, valid_from, valid_to, superseded_by, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    cell.id,
-                    cell.user_id,
-                    cell.kind,
-                    cell.subject,
-                    cell.attribute,
-                    cell.value,
-                    cell.content,
-                    cell.salience,
-                    int(single_valued),
-                    cell.scene_id,
-                    source_turn_seq,
-                    format_time(cell.valid_from),
-                    None if cell.valid_to is None else format_time(cell.valid_to),
-                    cell.superseded_by,
-                    format_time(cell.valid_from),
-                ),
-            )
-            if cell.superseded_by is not None:
-                tier_event(connection, "supersession", cell.user_id, late_supersession(cell))
-            for old_id in supersede:
-                ended = connection.execute(
-                    "UPDATE cells SET valid_to = ?, superseded_by = ? WHERE id = ? AND valid_from <= ?"
-                    " AND (valid_to IS NULL OR valid_to > ?)",
-                    (format_time(cell.valid_from), cell.id, old_id, *[format_time(cell.valid_from)] * 2),
-                ).rowcount
-                if not ended:  # began after this cell, or already ended before it: not this cell's to end
-                    continue
-                connection.execute("UPDATE derived SET is_current = 0 WHERE id = ?", (old_id,))
-                tier_event(connection, "supersession", cell.user_id, supersession(old_id, cell.id))
-            put_derived(
-                connection,
-                cell.id,
-                cell.user_id,
-                "longterm",
-                cell_text(cell),
-                [source_turn_seq],
-                cell.valid_from,
-                is_current=cell.is_current,
-            )
-            return True
-
-        return bool(self._write(work))
-
-    def restate_cell(self, user_id: str, cell_id: str, turn_seq: int, value: str, content: str) -> bool:
-        """Note that turn ``turn_seq`` said the cell ``cell_id`` again (``value`` in ``content``); False if gone."""
-
-        def work(connection: sqlite3.Connection) -> bool:
-            if connection.execute("SELECT 1 FROM cells WHERE id = ? AND user_id = ?", (cell_id, user_id)).fetchone():
-                connection.execute(
-                    "INSERT OR IGNORE INTO cell_restatements (cell_id, turn_seq, value, content)"
-                    " SELECT ?, seq, ?, ? FROM turns WHERE seq = ? AND user_id = ?",
-                    (cell_id, value, content, turn_seq, user_id),
-                )
-                return True
-            return False
-
-        return bool(self._write(work))
-
-    def set_profile(self, user_id: str, values: Mapping[str, str], source_turn_seq: int, now: datetime) -> None:
-        """Upsert profile traits, each with the turn it came from and when."""
-
-        def work(connection: sqlite3.Connection) -> None:
-            for key, value in values.items():
-                connection.execute(
-                    "INSERT INTO profile (user_id, key, value, source_turn_seq, updated_at) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value,"
-                    " source_turn_seq = excluded.source_turn_seq, updated_at = excluded.updated_at"
-                    # A turn processed late never overwrites what a newer one set.
-                    " WHERE excluded.updated_at >= profile.updated_at",
-                    (user_id, key, value, source_turn_seq, format_time(now)),
-                )
-
-        self._write(work)
-
-    def profile(self, user_id: str) -> dict[str, str]:
-        """The user's current profile."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT key, value FROM profile WHERE user_id = ? ORDER BY key", (user_id,)
-            ).fetchall()
-        )
-        return {str(key): str(value) for key, value in rows}
-
-    def profile_entries(self, user_id: str) -> list[tuple[str, str, str | None]]:
-        """The profile with who said each trait: (key, value, speaker name of the turn that set it or None), by key."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT p.key, p.value, t.name FROM profile p LEFT JOIN turns t ON t.seq = p.source_turn_seq"
-                " WHERE p.user_id = ? ORDER BY p.key",
-                (user_id,),
-            ).fetchall()
-        )
-        return [(str(key), str(value), None if name is None else str(name)) for key, value, name in rows]
-
-    # -- audit and counts -------------------------------------------------------------
-
-    def events(self, user_id: str, *, limit: int = 50) -> list[MemoryEvent]:
-        """The user's audit log, newest first."""
-        rows = self._read(
-            lambda connection: connection.execute(
-                "SELECT at, kind, detail FROM events WHERE user_id = ? ORDER BY id DESC LIMIT ?", (user_id, limit)
-            ).fetchall()
-        )
-        return [MemoryEvent(datetime.fromisoformat(r[0]), str(r[1]), json.loads(r[2])) for r in rows]
-
-    def tier_counts(self, user_id: str) -> dict[str, int]:
-        """How many items each tier holds for a user."""
-        queries = {
-            "episodic": "SELECT COUNT(*) FROM turns WHERE user_id = ?",
-            "working": "SELECT COUNT(*) FROM working_items WHERE user_id = ?",
-            "midterm_active": "SELECT COUNT(*) FROM segments WHERE user_id = ? AND state = 'active'",
-            "midterm_archived": "SELECT COUNT(*) FROM segments WHERE user_id = ? AND state = 'archived'",
-            "scenes": "SELECT COUNT(*) FROM scenes WHERE user_id = ?",
-            "cells_current": "SELECT COUNT(*) FROM cells WHERE user_id = ? AND valid_to IS NULL",
-            "cells_superseded": "SELECT COUNT(*) FROM cells WHERE user_id = ? AND valid_to IS NOT NULL",
-            "profile": "SELECT COUNT(*) FROM profile WHERE user_id = ?",
-            "patterns": "SELECT COUNT(*) FROM patterns WHERE user_id = ?",
-            "entities": "SELECT COUNT(*) FROM entities WHERE user_id = ?",
-            "consolidations": "SELECT COUNT(*) FROM consolidations WHERE user_id = ?",
-        }
-
-        def work(connection: sqlite3.Connection) -> dict[str, int]:
-            return {name: int(connection.execute(sql, (user_id,)).fetchone()[0]) for name, sql in queries.items()}
-
-        return dict(self._read(work))
-
-    def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
-        """Turns in working memory (one session, or all of the user's), oldest first."""
-        sql = "SELECT turn_seq FROM working_items WHERE user_id = ?"
-        parameters: list[Any] = [user_id]
-        if session_id is not None:
-            sql += " AND session_key = ?"
-            parameters.append(session_id)
-        rows = self._read(lambda connection: connection.execute(sql + " ORDER BY turn_seq", parameters).fetchall())
-        return [int(row[0]) for row in rows]
-
 
 def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Sequence[int] | None) -> None:
     """Delete every derived item built from these turns (all of the user's when ``None``).
@@ -371,21 +107,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
     Summaries quote their sources, so a deleted turn takes the summaries that cite it along.
     """
     if turn_seqs is None:
-        for table in (
-            "segments",
-            "scenes",
-            "cells",
-            "profile",
-            "patterns",
-            "pattern_observations",
-            "sleep_marks",
-            "entities",
-            "entity_edges",
-            "consolidations",
-            "derived",
-            "working_items",
-            "jobs",
-        ):
+        for table in USER_TABLES:
             connection.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
         return
     doomed = set(turn_seqs)  # every turn deleted in this call: none of them may take a fact over
@@ -469,7 +191,7 @@ def _rehome_restated(connection: sqlite3.Connection, marks: str, chunk: list[int
         # The value it replaced held until the fact's first kept evidence: no gap between them.
         connection.execute("UPDATE cells SET valid_to = ? WHERE superseded_by = ?", (since, cell_id))
         connection.execute("DELETE FROM cell_restatements WHERE cell_id = ? AND turn_seq = ?", (cell_id, seq))
-        connection.execute(_sqlite(DROP_CELL_VECTORS), (cell_id,))  # made from the deleted turn's words
+        connection.execute(SQLITE.sql(DROP_CELL_VECTORS), (cell_id,))  # made from the deleted turn's words
         item = connection.execute("SELECT seq FROM derived WHERE id = ?", (cell_id,)).fetchone()
         if item is not None:
             connection.execute(
@@ -571,7 +293,7 @@ def _forget_pattern_occurrences(connection: sqlite3.Connection, user_id: str, tu
             (count, first, last, evidence, user_id, key),
         )
     # Occurrences counted before they were recorded cannot say which turn they quote.
-    connection.execute(UNSURE_PATTERN_EVIDENCE.replace("%s", "?"), (user_id,))
+    connection.execute(SQLITE.sql(UNSURE_PATTERN_EVIDENCE), (user_id,))
 
 
 def rederive_cell_texts(connection: sqlite3.Connection) -> int:
@@ -588,26 +310,3 @@ def rederive_cell_texts(connection: sqlite3.Connection) -> int:
         connection.executemany("UPDATE derived SET content = ? WHERE id = ?", stale)
         changed, after = changed + len(stale), str(rows[-1][0])
     return changed
-
-
-def _sqlite(statement: str) -> str:
-    """A statement both backends share (written with ``%s``) in SQLite's placeholders."""
-    return statement.replace("%s", "?")
-
-
-def _cell(row: Sequence[Any]) -> Cell:
-    return Cell(
-        id=str(row[0]),
-        user_id=str(row[1]),
-        kind=str(row[2]),
-        subject=str(row[3]),
-        attribute=str(row[4]),
-        value=str(row[5]),
-        content=str(row[6]),
-        salience=float(row[7]),
-        valid_from=datetime.fromisoformat(row[8]),
-        source_turn_id=str(row[9]),
-        valid_to=datetime.fromisoformat(row[10]) if row[10] else None,
-        superseded_by=row[11],
-        scene_id=row[12],
-    )

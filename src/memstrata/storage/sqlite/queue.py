@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstrata.models import Role, Turn, format_time
 from memstrata.storage.base import Job
 from memstrata.storage.exchanges import ExchangeOpenings
+from memstrata.storage.sql_queue import QueueStatements, fence
+from memstrata.storage.sqlite.rows import SQLITE
+from memstrata.storage.sqlite.shared import SQLiteRunner
 
 
 def enqueue(connection: sqlite3.Connection, kind: str, user_id: str, payload: dict[str, Any], now: datetime) -> int:
@@ -134,11 +137,8 @@ def claim(
     return Job(int(claimed[0]), str(claimed[1]), str(claimed[2]), json.loads(claimed[3]), int(claimed[4]))
 
 
-class QueueMixin:
-    """The job-queue methods of the store; mixed into SQLiteStore, which provides ``_write`` and ``_fetch_all``."""
-
-    _write: Callable[[Callable[[sqlite3.Connection], Any]], Any]
-    _fetch_all: Callable[[str, Sequence[Any]], list[Any]]
+class QueueMixin(SQLiteRunner, QueueStatements[sqlite3.Connection]):
+    """The job-queue methods of the store; mixed into SQLiteStore, which provides ``_read`` and ``_write``."""
 
     def claim_job(
         self, lease_seconds: float, max_attempts: int | None = None, *, user_id: str | None = None
@@ -162,13 +162,6 @@ class QueueMixin:
 
         return bool(self._write(work))
 
-    def finish_job(self, job_id: int, *, attempt: int | None = None) -> None:
-        """Delete a finished job (with ``attempt``: only if that claim still holds it)."""
-        fence, parameters = _fence(attempt)
-        self._write(
-            lambda connection: connection.execute(f"DELETE FROM jobs WHERE id = ?{fence}", (job_id, *parameters))
-        )
-
     def fail_job(
         self, job_id: int, error: str, *, retry: bool, attempt: int | None = None, retry_after: float = 0.0
     ) -> None:
@@ -178,43 +171,14 @@ class QueueMixin:
         """
         state = "pending" if retry else "failed"
         not_before = format_time(datetime.now(UTC) + timedelta(seconds=retry_after)) if retry and retry_after else None
-        fence, parameters = _fence(attempt)
+        held, parameters = fence(attempt)
         self._write(
             lambda connection: connection.execute(
-                f"UPDATE jobs SET state = ?, error = ?, lease_until = ? WHERE id = ?{fence}",
+                SQLITE.sql(f"UPDATE jobs SET state = %s, error = %s, lease_until = %s WHERE id = %s{held}"),
                 (state, error[:2000], not_before, job_id, *parameters),
             )
         )
 
-    def count_failed_jobs(self, user_id: str | None = None) -> int:
-        """Jobs parked as failed (tried too often), of ``user_id`` or of everyone."""
-        sql, parameters = _of_user("SELECT COUNT(*) FROM jobs WHERE state = 'failed'", user_id)
-        return int(self._fetch_all(sql, parameters)[0][0])
-
-    def retry_failed_jobs(self, user_id: str | None = None) -> int:
-        """Queue the failed jobs (of ``user_id``, or everyone's) again, with fresh attempts; how many."""
-        sql, parameters = _of_user(
-            "UPDATE jobs SET state = 'pending', attempts = 0, lease_until = NULL WHERE state = 'failed'", user_id
-        )
-        return int(self._write(lambda connection: connection.execute(sql, parameters).rowcount))
-
-    def count_jobs(self, user_id: str | None = None) -> int:
-        """Jobs not finished yet (pending or running)."""
-        sql, parameters = _of_user("SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')", user_id)
-        return int(self._fetch_all(sql, parameters)[0][0])
-
     def enqueue_job(self, kind: str, user_id: str, payload: dict[str, Any]) -> int:
         """Queue background work durably."""
         return int(self._write(lambda connection: enqueue(connection, kind, user_id, payload, datetime.now(UTC))))
-
-
-def _of_user(sql: str, user_id: str | None) -> tuple[str, list[Any]]:
-    """``sql`` (with a WHERE clause) limited to one user's rows when ``user_id`` is given."""
-    return (sql, []) if user_id is None else (f"{sql} AND user_id = ?", [user_id])
-
-
-def _fence(attempt: int | None) -> tuple[str, tuple[int, ...]]:
-    """The clause that limits a job update to the claim numbered ``attempt`` (none without one)."""
-    if attempt is None:
-        return "", ()
-    return " AND state = 'running' AND attempts = ?", (attempt,)

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from memstrata.models import SearchFilters, Turn, format_time
+from memstrata.models import SearchFilters
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
+from memstrata.storage.sql_turns import filter_clause
 from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
-from memstrata.storage.sqlite.rows import TURN_COLUMNS, chunks, turn_from_row
+from memstrata.storage.sqlite.rows import SQLITE, chunks
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
 # Chosen on LoCoMo conversations 1-5 (see docs/benchmarks.md).
@@ -47,7 +48,7 @@ class RetrievalMixin:
 
     def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
         """BM25 candidates, with the user's own term statistics (``ranking.py``); higher is better."""
-        where, parameters = filter_clause(filters, alias="x")
+        where, parameters = filter_clause(SQLITE, filters, alias="x")
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
             with one_snapshot(connection):
@@ -83,7 +84,7 @@ class RetrievalMixin:
 
     def filtered_seqs(self, user_id: str, filters: SearchFilters, limit: int | None = None) -> Seqs:
         """Seqs of ``user_id``'s turns that pass ``filters`` (with a ``limit``, at most that many, any of them)."""
-        where, parameters = filter_clause(filters)
+        where, parameters = filter_clause(SQLITE, filters)
         sql = f"SELECT t.seq FROM turns t WHERE t.user_id = ?{where} LIMIT ?"
         bound = -1 if limit is None else limit  # SQLite: a negative LIMIT is no limit
         rows = self._read(lambda connection: connection.execute(sql, [user_id, *parameters, bound]).fetchall())
@@ -120,25 +121,6 @@ class RetrievalMixin:
             return result
 
         return self._read(work)
-
-    def count_missing_vectors(self, model_id: str) -> int:
-        """How many turns have no vector of ``model_id``."""
-        row = self._fetch_all(
-            "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS ("
-            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)",
-            (model_id,),
-        )
-        return int(row[0][0])
-
-    def turns_missing_vectors(self, model_id: str, limit: int) -> list[tuple[int, Turn]]:
-        """Turns that have no vector of ``model_id`` yet, as (seq, turn)."""
-        rows = self._fetch_all(
-            f"SELECT {TURN_COLUMNS} FROM turns t WHERE NOT EXISTS ("
-            " SELECT 1 FROM turn_vectors v WHERE v.model_id = ? AND v.turn_seq = t.seq)"
-            " ORDER BY t.seq LIMIT ?",
-            (model_id, limit),
-        )
-        return [(int(row[0]), turn_from_row(row)) for row in rows]
 
     def put_vectors(self, model_id: str, seqs: Sequence[int], vectors: Vectors) -> None:
         """Store vectors for existing turns; a turn deleted meanwhile is skipped."""
@@ -191,25 +173,3 @@ def insert_vector(connection: sqlite3.Connection, model_id: str, seq: int, user_
         "INSERT INTO turn_vectors (turn_seq, model_id, user_id, dimension, vector) VALUES (?, ?, ?, ?, ?)",
         (seq, model_id, user_id, int(array.shape[-1]), array.tobytes()),
     )
-
-
-def filter_clause(filters: SearchFilters, alias: str = "t") -> tuple[str, list[Any]]:
-    """SQL for the filters on table alias ``alias``; empty when nothing narrows."""
-    clauses: list[str] = []
-    parameters: list[Any] = []
-    if filters.agent_id is not None:
-        clauses.append(f"{alias}.agent_id = ?")
-        parameters.append(filters.agent_id)
-    if filters.session_id is not None:
-        clauses.append(f"{alias}.session_id = ?")
-        parameters.append(filters.session_id)
-    if filters.roles:
-        clauses.append(f"{alias}.role IN ({','.join('?' * len(filters.roles))})")
-        parameters.extend(role.value for role in filters.roles)
-    if filters.after is not None:
-        clauses.append(f"{alias}.created_at >= ?")
-        parameters.append(format_time(filters.after))
-    if filters.before is not None:
-        clauses.append(f"{alias}.created_at < ?")
-        parameters.append(format_time(filters.before))
-    return "".join(f" AND {clause}" for clause in clauses), parameters

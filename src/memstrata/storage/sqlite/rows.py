@@ -1,16 +1,18 @@
-"""Turn rows of the SQLite store: the column list, conversion both ways, parameter chunks."""
+"""Turn rows of the SQLite store as written, parameter chunks, and its SQL dialect."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
-from memstrata.models import Role, Turn, format_time
+from memstrata.models import Turn, format_time
+from memstrata.storage.dialect import Dialect
+from memstrata.storage.sql_turns import TURN_COLUMNS
 
 T = TypeVar("T")
-TURN_COLUMNS = "seq, id, user_id, agent_id, session_id, role, name, content, created_at, metadata, importance"
+__all__ = ["CHUNK", "SQLITE", "TURN_COLUMNS", "chunks", "turn_row"]
 CHUNK = 500  # stay far below SQLite's limit on bound parameters
 
 
@@ -30,23 +32,46 @@ def turn_row(turn: Turn) -> tuple[Any, ...]:
     )
 
 
-def turn_from_row(row: Sequence[Any]) -> Turn:
-    """The turn a row selected with ``TURN_COLUMNS`` holds."""
-    return Turn(
-        id=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=Role(row[5]),
-        name=row[6],
-        content=row[7],
-        created_at=datetime.fromisoformat(row[8]),
-        metadata=json.loads(row[9]),
-        importance=row[10],
-    )
-
-
 def chunks(items: list[T]) -> Iterator[list[T]]:
     """``items`` in slices of at most ``CHUNK``."""
     for start in range(0, len(items), CHUNK):
         yield items[start : start + CHUNK]
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _json_array(subquery: str, column: str) -> str:
+    return f"(SELECT json_group_array({column}) FROM ({subquery}))"
+
+
+def _read_json_array(value: Any) -> list[Any]:
+    return list(json.loads(value))
+
+
+#: How SQLite spells the statements both stores share: times as fixed-width UTC text, JSON as
+#: text, booleans as 0 and 1, arrays as JSON text; one writer at a time holds the whole file.
+SQLITE = Dialect(
+    question_marks=True,
+    true="1",
+    false="0",
+    greatest="max",
+    code_point="",
+    ordinal="rowid",
+    text_cast="",
+    jsonb_cast="",
+    same="IS",
+    insert_or_ignore="INSERT OR IGNORE",
+    do_nothing="",
+    lower="memstrata_lower",
+    no_limit=-1,
+    locks_rows=False,
+    chunk=CHUNK,
+    time=format_time,
+    read_time=datetime.fromisoformat,
+    json=_json_text,
+    read_json=json.loads,
+    array=_json_array,
+    read_array=_read_json_array,
+)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +16,8 @@ from urllib.parse import unquote
 from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
+from memstrata.storage.dialect import record_event
+from memstrata.storage.sql_turns import TurnStatements, prunable, scope_clause, turn_from_row
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
@@ -27,7 +28,7 @@ from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate, refuse_if_too_new, stored_version
 from memstrata.storage.sqlite.queue import QueueMixin
 from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector, merge_fulltext
-from memstrata.storage.sqlite.rows import CHUNK, TURN_COLUMNS, chunks, turn_from_row, turn_row
+from memstrata.storage.sqlite.rows import CHUNK, SQLITE, TURN_COLUMNS, chunks, turn_row
 from memstrata.storage.sqlite.segments import SegmentsMixin
 
 T = TypeVar("T")
@@ -60,11 +61,9 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
     return SQLiteStore(file, busy_timeout_seconds=busy_timeout_seconds)
 
 
-# Archived segments that retention may delete: not one promoted to a scene.
-PRUNABLE_SEGMENTS = "state = 'archived' AND id NOT IN (SELECT segment_id FROM scenes WHERE segment_id IS NOT NULL)"
-
-
-class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin):
+class SQLiteStore(
+    RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin, TurnStatements[sqlite3.Connection]
+):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
     def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
@@ -138,8 +137,12 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
     def _fetch_all(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
         return self._read(lambda connection: connection.execute(sql, parameters).fetchall())
 
-    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one IMMEDIATE transaction: all of it commits, or none."""
+    def _write(self, work: Callable[[sqlite3.Connection], T], *, lock_users: Iterable[str] = ()) -> T:
+        """Run ``work`` in one IMMEDIATE transaction: all of it commits, or none.
+
+        The transaction holds the file's one write lock, so ``lock_users`` (the users whose
+        writers PostgreSQL serialises) need nothing more here.
+        """
         with self._lock:
             connection = self._connection
             try:
@@ -160,19 +163,9 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
     # -- turns ------------------------------------------------------------------------
 
     def insert_turns(
-        self,
-        turns: Sequence[Turn],
-        vectors: Vectors | None,
-        model_id: str,
-        *,
-        working_capacity: int | None = None,
+        self, turns: Sequence[Turn], vectors: Vectors | None, model_id: str, *, working_capacity: int | None = None
     ) -> list[int]:
-        """Store new turns and their vectors atomically; identical re-sends are skipped.
-
-        With ``working_capacity``, the same transaction adds the new turns to their
-        session's working set (moving overflow to a mid-term job) and queues a
-        ``process`` job for them, so background work is never lost.
-        """
+        """Store new turns (see ``TurnStore.insert_turns``): a stored id is looked up first, then each turn inserted."""
         if vectors is not None and len(vectors) != len(turns):
             raise StorageError("insert_turns needs exactly one vector per turn")
 
@@ -223,7 +216,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                     [*chunk, user_id],
                 )
                 for row in rows:
-                    result[int(row[0])] = turn_from_row(row)
+                    result[int(row[0])] = turn_from_row(SQLITE, row)
             return result
 
         return self._read(work)
@@ -239,7 +232,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                 return None
             _purge_for_turns(connection, user_id, [int(row[0])])
             connection.execute("DELETE FROM turns WHERE seq = ?", (row[0],))
-            _record_event(connection, "delete", user_id, {"turn_id": turn_id})
+            record_event(connection, SQLITE, "delete", user_id, {"turn_id": turn_id})
             return int(row[0])
 
         return self._write(work)
@@ -251,7 +244,8 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         If a reader keeps the WAL from being checkpointed, a warning says so; the next
         checkpoint clears it.
         """
-        where, parameters = _scope_clause(scope)
+        where, parameters = scope_clause(scope)
+        where = SQLITE.sql(where)
 
         def work(connection: sqlite3.Connection) -> int:
             if scope.agent_id is None and scope.session_id is None:
@@ -262,7 +256,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
             cursor = connection.execute(f"DELETE FROM turns WHERE {where}", parameters)
             count = max(cursor.rowcount, 0)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
-            _record_event(connection, "forget", scope.user_id, detail)
+            record_event(connection, SQLITE, "forget", scope.user_id, detail)
             merge_fulltext(connection)
             return count
 
@@ -332,35 +326,9 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         Like ``forget``, it merges the full-text indexes and checkpoints the WAL, so the
         deleted text does not linger in the files.
         """
-        table, time_column, where = {
-            "episodic": ("turns", "created_at", "1 = 1"),
-            # A segment promoted to a scene stays: the scene (long-term) is deleted with its turns,
-            # which it is found by through the segment's links.
-            "midterm": ("segments", "last_activity", PRUNABLE_SEGMENTS),
-            "longterm": ("cells", "valid_to", "valid_to IS NOT NULL"),
-        }[tier]
-        key = "seq" if tier == "episodic" else "id"
 
         def work(connection: sqlite3.Connection) -> int:
-            doomed: set[Any] = set()
-            if cutoff is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = ? AND {where} AND {time_column} < ?",
-                        (user_id, format_time(cutoff)),
-                    )
-                }
-            if keep_last is not None:
-                doomed |= {
-                    row[0]
-                    for row in connection.execute(
-                        f"SELECT {key} FROM {table} WHERE user_id = ? AND {where}"
-                        f" ORDER BY {time_column} DESC, rowid DESC LIMIT -1 OFFSET ?",
-                        (user_id, keep_last),
-                    )
-                }
-            items = sorted(doomed)
+            table, key, items = prunable(connection, SQLITE, user_id, tier, cutoff, keep_last)
             if tier == "episodic":
                 _purge_for_turns(connection, user_id, items)
             for start in range(0, len(items), CHUNK):
@@ -376,7 +344,7 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
                     "cutoff": cutoff and format_time(cutoff),
                     "keep_last": keep_last,
                 }
-                _record_event(connection, "retention", user_id, detail)
+                record_event(connection, SQLITE, "retention", user_id, detail)
                 merge_fulltext(connection)  # as forget does: no copy of the text left in the indexes
             return len(items)
 
@@ -384,35 +352,6 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
         if count:
             self._read(self._checkpoint_without_waiting)
         return count
-
-    def history(self, scope: Scope, *, limit: int, offset: int = 0, newest_first: bool = False) -> list[Turn]:
-        """Turns of ``scope`` in time order (ties in insertion order)."""
-        where, parameters = _scope_clause(scope)
-        direction = "DESC" if newest_first else "ASC"
-        sql = (
-            f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} "
-            f"ORDER BY created_at {direction}, seq {direction} LIMIT ? OFFSET ?"
-        )
-        return self._read(
-            lambda connection: [turn_from_row(row) for row in connection.execute(sql, [*parameters, limit, offset])]
-        )
-
-    def iterate(self, user_id: str | None = None) -> Iterator[tuple[int, Turn]]:
-        """Every turn as (seq, turn), in pages, so memory stays flat on large stores."""
-        after = 0
-        while True:
-            parameters: list[Any]
-            if user_id is None:
-                sql, parameters = f"SELECT {TURN_COLUMNS} FROM turns WHERE seq > ? ORDER BY seq LIMIT 1000", [after]
-            else:
-                sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT 1000"
-                parameters = [user_id, after]
-            rows = self._fetch_all(sql, parameters)
-            if not rows:
-                return
-            for row in rows:
-                yield int(row[0]), turn_from_row(row)
-            after = int(rows[-1][0])
 
     def user_ids(self, prefix: str) -> list[str]:
         """Users whose id starts with ``prefix``: one seek in the user index per user, not a scan of the turns.
@@ -425,21 +364,6 @@ class SQLiteStore(RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, Key
     def clock(self) -> float:
         """This machine's clock: a SQLite file is shared only by processes on the machine that holds it."""
         return time.time()
-
-    def counts(self) -> dict[str, int]:
-        """Totals for ``info``."""
-
-        def work(connection: sqlite3.Connection) -> dict[str, int]:
-            turns, users, sessions = connection.execute(
-                "SELECT COUNT(*), COUNT(DISTINCT user_id), COUNT(DISTINCT user_id || '/' || COALESCE(session_id, ''))"
-                " FROM turns"
-            ).fetchone()
-            result = {"turns": int(turns), "users": int(users), "sessions": int(sessions)}
-            for model_id, count in connection.execute("SELECT model_id, COUNT(*) FROM turn_vectors GROUP BY model_id"):
-                result[f"vectors[{model_id}]"] = int(count)
-            return result
-
-        return self._read(work)
 
 
 # -- row helpers -----------------------------------------------------------------------
@@ -463,7 +387,7 @@ def _fetch_by_ids(
             sql += " AND user_id = ?"
             parameters.append(user_id)
         for row in connection.execute(sql, parameters):
-            result[row[1]] = (int(row[0]), turn_from_row(row))
+            result[row[1]] = (int(row[0]), turn_from_row(SQLITE, row))
     return result
 
 
@@ -488,24 +412,6 @@ def _purge_for_turns(connection: sqlite3.Connection, user_id: str, seqs: list[in
     purge_derived(connection, user_id, seqs)
     if remaining:
         queue.enqueue(connection, "midterm", user_id, {"seqs": sorted(set(remaining))}, datetime.now(UTC))
-
-
-def _record_event(connection: sqlite3.Connection, kind: str, user_id: str | None, detail: dict[str, Any]) -> None:
-    connection.execute(
-        "INSERT INTO events (at, kind, user_id, detail) VALUES (?, ?, ?, ?)",
-        (format_time(datetime.now(UTC)), kind, user_id, json.dumps(detail, sort_keys=True)),
-    )
-
-
-def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
-    clauses, parameters = ["user_id = ?"], [scope.user_id]
-    if scope.agent_id is not None:
-        clauses.append("agent_id = ?")
-        parameters.append(scope.agent_id)
-    if scope.session_id is not None:
-        clauses.append("session_id = ?")
-        parameters.append(scope.session_id)
-    return " AND ".join(clauses), parameters
 
 
 if TYPE_CHECKING:
