@@ -1254,7 +1254,7 @@ def test_closing_a_memory_closes_the_model_client_it_built(tmp_path: Path) -> No
         llm_model="m",
         llm_base_url="http://127.0.0.1:9",
     )
-    client = memory.llm._http  # type: ignore[attr-defined]
+    client = memory.llm._remote.http  # type: ignore[attr-defined]
     client._http()  # a pooled connection set up, as the first call would
     memory.close()
     assert client._client is None

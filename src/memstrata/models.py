@@ -59,7 +59,7 @@ class Scope:
     session_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Turn:
     """One message, stored verbatim: the episodic ground truth everything else derives from."""
 
@@ -209,7 +209,7 @@ def format_time(moment: datetime) -> str:
     return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.%f+00:00")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Cell:
     """A typed long-term memory (fact, preference, task, decision, plan, risk) with validity.
 
@@ -237,7 +237,7 @@ class Cell:
         return self.valid_to is None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Segment:
     """A mid-term topic segment built from exchanges that left working memory."""
 
@@ -268,7 +268,7 @@ class Pattern:
     evidence: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class EntityNode:
     """A named entity seen in a user's memory."""
 
@@ -296,7 +296,7 @@ class Subgraph:
     edges: tuple[EntityEdge, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Consolidation:
     """One "sleep" summary of a cluster of turns, with its token-efficiency score (TES)."""
 

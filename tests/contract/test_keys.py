@@ -20,9 +20,9 @@ def _keys(store: TierStore) -> KeyStore:
 
 def test_keys_are_added_found_by_hash_listed_and_revoked(store: TierStore) -> None:
     keys = _keys(store)
-    first = ApiKey("k1", "acme", "ci", T0)
-    second = ApiKey("k2", "acme", "laptop", T0 + timedelta(seconds=1))
-    other = ApiKey("k3", "globex", "prod", T0 - timedelta(days=1))
+    first = ApiKey(id="k1", tenant="acme", name="ci", created_at=T0)
+    second = ApiKey(id="k2", tenant="acme", name="laptop", created_at=T0 + timedelta(seconds=1))
+    other = ApiKey(id="k3", tenant="globex", name="prod", created_at=T0 - timedelta(days=1))
     keys.add_api_key(first, "hash-1")
     keys.add_api_key(second, "hash-2")
     keys.add_api_key(other, "hash-3")
@@ -41,8 +41,8 @@ def test_keys_are_added_found_by_hash_listed_and_revoked(store: TierStore) -> No
 @pytest.mark.parametrize(("key_id", "secret_hash"), [("k1", "fresh-hash"), ("fresh-id", "hash-1")])
 def test_a_reused_id_or_hash_conflicts_and_writes_nothing(store: TierStore, key_id: str, secret_hash: str) -> None:
     keys = _keys(store)
-    keys.add_api_key(ApiKey("k1", "acme", "ci", T0), "hash-1")
+    keys.add_api_key(ApiKey(id="k1", tenant="acme", name="ci", created_at=T0), "hash-1")
     with pytest.raises(IdConflict):
-        keys.add_api_key(ApiKey(key_id, "acme", "dup", T0), secret_hash)
+        keys.add_api_key(ApiKey(id=key_id, tenant="acme", name="dup", created_at=T0), secret_hash)
     assert [key.id for key in keys.api_keys()] == ["k1"]
     assert keys.key_for_hash("fresh-hash") is None

@@ -590,9 +590,15 @@ def test_importance_scores_and_neighbouring_turns(store: TierStore) -> None:
 def test_patterns_and_entities_count_and_connect(store: TierStore) -> None:
     seqs = store.insert_turns([_turn("t0", "Caroline met Melanie"), _turn("t1", "Caroline again")], None, MODEL)
     later = T0 + timedelta(days=2)
-    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", T0)
-    store.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code please", later)
-    store.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code please", later)  # a retry
+    store.observe_pattern(
+        "ana", seqs[0], "code_first", description="wants code first", evidence="give me the code", when=T0
+    )
+    store.observe_pattern(
+        "ana", seqs[1], "code_first", description="wants code first", evidence="code please", when=later
+    )
+    store.observe_pattern(
+        "ana", seqs[1], "code_first", description="wants code first", evidence="code please", when=later
+    )  # a retry
     [(key, description, count, first, last, evidence)] = store.pattern_rows("ana")
     assert (key, description, count, first, last, evidence) == (
         "code_first",
@@ -728,10 +734,28 @@ def test_consolidations_link_their_turns(store: TierStore) -> None:
     seqs = store.insert_turns([_turn(f"t{n}", f"garden shed roof leak number {n}") for n in range(4)], None, MODEL)
     assert store.unconsolidated_turns("ana", 10) == seqs
     assert store.unconsolidated_size("ana") == (4, 24)
-    made = Consolidation("k1", "ana", "The shed roof leaks.", ("t0", "t1", "t2"), 0.5, 1.0, 0.75, T0)
+    made = Consolidation(
+        id="k1",
+        user_id="ana",
+        summary="The shed roof leaks.",
+        source_turn_ids=("t0", "t1", "t2"),
+        compression_ratio=0.5,
+        entity_preservation=1.0,
+        tes=0.75,
+        created_at=T0,
+    )
     assert store.add_consolidation(made, seqs[:3])
     # A second sleep that read the same turns before the first stored its summary stores nothing.
-    overlapping = Consolidation("k2", "ana", "The roof.", ("t2", "t3"), 0.5, 1.0, 0.75, T0)
+    overlapping = Consolidation(
+        id="k2",
+        user_id="ana",
+        summary="The roof.",
+        source_turn_ids=("t2", "t3"),
+        compression_ratio=0.5,
+        entity_preservation=1.0,
+        tes=0.75,
+        created_at=T0,
+    )
     assert not store.add_consolidation(overlapping, seqs[2:])
     assert store.consolidations("ana") == [made]
     assert store.consolidations("bob") == []
@@ -773,7 +797,19 @@ def _populate(store: TierStore) -> list[int]:
     store.set_profile("ana", {"location": "Porto"}, seqs[0], T0)
     store.add_entities("ana", seqs[1], [("Caroline", "person")], T0)
     store.save_segment(_segment("seg1"), b"", seqs[:2])
-    store.add_consolidation(Consolidation("k1", "ana", "summary", ("t0", "t1"), 0.5, 0.5, 0.5, T0), seqs[:2])
+    store.add_consolidation(
+        Consolidation(
+            id="k1",
+            user_id="ana",
+            summary="summary",
+            source_turn_ids=("t0", "t1"),
+            compression_ratio=0.5,
+            entity_preservation=0.5,
+            tes=0.5,
+            created_at=T0,
+        ),
+        seqs[:2],
+    )
     store.set_importance({seq: 0.5 for seq in seqs})
     return seqs
 
@@ -827,11 +863,15 @@ def test_deleting_a_turn_takes_back_the_co_occurrences_it_made(store: TierStore)
 def test_deleting_a_turn_takes_back_its_pattern_occurrence(store: TierStore) -> None:
     seqs = store.insert_turns([_turn(f"t{n}", f"give me the code {n}") for n in range(3)], None, MODEL)
     for n, seq in enumerate(seqs):
-        store.observe_pattern("ana", seq, "code_first", "wants code first", f"code {n}", T0 + timedelta(days=n))
-    store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "code 0", T0)
+        store.observe_pattern(
+            "ana", seq, "code_first", description="wants code first", evidence=f"code {n}", when=T0 + timedelta(days=n)
+        )
+    store.observe_pattern("ana", seqs[0], "terse", description="writes tersely", evidence="code 0", when=T0)
     [bobs] = store.insert_turns([_turn("b0", "give me the code", user_id="bob")], None, MODEL)
-    store.observe_pattern("bob", bobs, "terse", "writes tersely", "not ana's", T0)
-    store.observe_pattern("bob", seqs[1], "terse", "writes tersely", "ana's turn", T0)  # not bob's: not counted
+    store.observe_pattern("bob", bobs, "terse", description="writes tersely", evidence="not ana's", when=T0)
+    store.observe_pattern(
+        "bob", seqs[1], "terse", description="writes tersely", evidence="ana's turn", when=T0
+    )  # not bob's: not counted
     store.delete("t2", "ana")
     rows = {row[0]: row[2:] for row in store.pattern_rows("ana")}
     assert rows == {
@@ -842,8 +882,8 @@ def test_deleting_a_turn_takes_back_its_pattern_occurrence(store: TierStore) -> 
     assert [row[0:3] for row in store.pattern_rows("ana")] == [("code_first", "wants code first", 1)]
     assert [row[2] for row in store.pattern_rows("bob")] == [1]
     # A job that read t0 before it was deleted observes it afterwards: nothing is counted.
-    store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "code 0", T0)
-    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "code 0", T0)
+    store.observe_pattern("ana", seqs[0], "terse", description="writes tersely", evidence="code 0", when=T0)
+    store.observe_pattern("ana", seqs[0], "code_first", description="wants code first", evidence="code 0", when=T0)
     assert [row[0:3] for row in store.pattern_rows("ana")] == [("code_first", "wants code first", 1)]
 
 

@@ -190,7 +190,18 @@ def test_a_profile_reply_without_an_update_list_is_unusable() -> None:
 
 def _stored(cell_id: str, value: str) -> Cell:
     when = datetime(2026, 1, 2, tzinfo=UTC)
-    return Cell(cell_id, "ana", "fact", "user", "location", value, f"I live in {value}.", 0.8, when, "turn-" + cell_id)
+    return Cell(
+        id=cell_id,
+        user_id="ana",
+        kind="fact",
+        subject="user",
+        attribute="location",
+        value=value,
+        content=f"I live in {value}.",
+        salience=0.8,
+        valid_from=when,
+        source_turn_id="turn-" + cell_id,
+    )
 
 
 def test_only_candidate_ids_are_superseded() -> None:

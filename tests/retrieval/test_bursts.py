@@ -21,7 +21,16 @@ START = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
 
 
 def _turn(seq: int, name: str, *, session: str | None = "s", seconds: float = 0.0, role: Role = Role.USER) -> Turn:
-    return Turn(f"t{seq}", "u", role, f"message {seq}", START + timedelta(seconds=seconds), session, None, name)
+    return Turn(
+        id=f"t{seq}",
+        user_id="u",
+        role=role,
+        content=f"message {seq}",
+        created_at=START + timedelta(seconds=seconds),
+        session_id=session,
+        agent_id=None,
+        name=name,
+    )
 
 
 def _hit(turn: Turn, seq: int) -> Hit:
@@ -118,6 +127,18 @@ def test_a_piece_is_embedded_after_the_earlier_pieces_of_its_burst() -> None:
 
 
 def test_a_long_burst_keeps_the_piece_itself_whole_and_leaves_out_the_oldest_pieces() -> None:
-    long = [Turn(f"t{n}", "u", Role.USER, f"{n}" * 400, START, "s", None, "Bo") for n in range(1, 5)]
+    long = [
+        Turn(
+            id=f"t{n}",
+            user_id="u",
+            role=Role.USER,
+            content=f"{n}" * 400,
+            created_at=START,
+            session_id="s",
+            agent_id=None,
+            name="Bo",
+        )
+        for n in range(1, 5)
+    ]
     text = str(burst_texts(long)[-1])
     assert text.endswith("4" * 400) and "1" not in text and len(text) <= BURST_CONTEXT_CHARS + 400 + len("Bo: ")

@@ -189,8 +189,12 @@ def test_stemming_and_neighbour_text_are_indexed(store: PostgresStore, postgres_
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     seqs = store.insert_turns(
         [
-            Turn("a", "ana", Role.USER, "running late today", moment, session_id="s"),
-            Turn("b", "ana", Role.ASSISTANT, "she runs daily", moment, session_id="s"),
+            Turn(
+                id="a", user_id="ana", role=Role.USER, content="running late today", created_at=moment, session_id="s"
+            ),
+            Turn(
+                id="b", user_id="ana", role=Role.ASSISTANT, content="she runs daily", created_at=moment, session_id="s"
+            ),
         ],
         None,
         MODEL,
@@ -242,15 +246,23 @@ def test_each_users_lexeme_counts_follow_inserts_neighbours_and_deletes(
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     store.insert_turns(
         [
-            Turn("a", "ana", Role.USER, "we moved to Lisbon", moment, session_id="s"),
-            Turn("b", "ana", Role.ASSISTANT, "Lisbon is sunny", moment, session_id="s"),
-            Turn("c", "bob", Role.USER, "sunny days", moment),
+            Turn(
+                id="a", user_id="ana", role=Role.USER, content="we moved to Lisbon", created_at=moment, session_id="s"
+            ),
+            Turn(
+                id="b", user_id="ana", role=Role.ASSISTANT, content="Lisbon is sunny", created_at=moment, session_id="s"
+            ),
+            Turn(id="c", user_id="bob", role=Role.USER, content="sunny days", created_at=moment),
         ],
         None,
         MODEL,
     )
     # One turn at a time, as an agent adds them: each changes its neighbours' text too.
-    store.insert_turns([Turn("d", "ana", Role.USER, "I love the sea", moment, session_id="s")], None, MODEL)
+    store.insert_turns(
+        [Turn(id="d", user_id="ana", role=Role.USER, content="I love the sea", created_at=moment, session_id="s")],
+        None,
+        MODEL,
+    )
     assert kept() == recounted()
     assert kept()["ana", "lisbon"] == 3  # "d" holds Lisbon among the words two turns away
     assert kept()["ana", "sea"] == 3
@@ -277,7 +289,10 @@ def test_full_text_reads_the_rare_terms_rows_within_a_budget_and_scores_them_by_
         for n in range(40)
     ]
     seqs = store.insert_turns(
-        [Turn(f"t{n}", "ana", Role.USER, text, moment, session_id=f"s{n}") for n, text in enumerate(texts)],
+        [
+            Turn(id=f"t{n}", user_id="ana", role=Role.USER, content=text, created_at=moment, session_id=f"s{n}")
+            for n, text in enumerate(texts)
+        ],
         None,
         MODEL,
     )
@@ -306,7 +321,10 @@ def test_a_phrase_term_is_weighed_by_its_own_count(store: PostgresStore) -> None
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     texts = ["snake case", "snake_case here", "case closed", "a snake", "snake"]
     store.insert_turns(
-        [Turn(f"t{n}", "ana", Role.USER, text, moment, session_id=f"s{n}") for n, text in enumerate(texts)],
+        [
+            Turn(id=f"t{n}", user_id="ana", role=Role.USER, content=text, created_at=moment, session_id=f"s{n}")
+            for n, text in enumerate(texts)
+        ],
         None,
         MODEL,
     )
@@ -340,7 +358,14 @@ def test_full_text_vectors_move_into_the_row_when_an_older_database_is_opened(
     words = iter(f"w{n:05d}x" for n in range(100_000))
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     turns = [
-        Turn(f"t{n}", "ana", Role.USER, " ".join(next(words) for _ in range(30)), moment, session_id="s")
+        Turn(
+            id=f"t{n}",
+            user_id="ana",
+            role=Role.USER,
+            content=" ".join(next(words) for _ in range(30)),
+            created_at=moment,
+            session_id="s",
+        )
         for n in range(40)
     ]
     store.insert_turns(turns, None, MODEL)
@@ -376,7 +401,9 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(
 ) -> None:
     moment = datetime(2024, 1, 1, tzinfo=UTC)
     seqs = store.insert_turns([_turn("a", "give me the code"), _turn("b", "code again")], None, MODEL)
-    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", moment)
+    store.observe_pattern(
+        "ana", seqs[0], "code_first", description="wants code first", evidence="give me the code", when=moment
+    )
     store.close()
     _query(postgres_url, "DROP TABLE pattern_observations")  # as version 7 left it: a count, no rows
     _query(postgres_url, "DROP TABLE sleep_marks")
@@ -386,7 +413,9 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(
     _query(postgres_url, "UPDATE patterns SET count = 4")
     upgraded = open_postgres(postgres_url)
     try:
-        upgraded.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code again", moment)
+        upgraded.observe_pattern(
+            "ana", seqs[1], "code_first", description="wants code first", evidence="code again", when=moment
+        )
         assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(5, moment, moment, "code again")]
         upgraded.delete("b", "ana")  # its occurrence goes; the four older ones stay, without a quote
         assert [row[2:] for row in upgraded.pattern_rows("ana")] == [(4, moment, moment, "")]
@@ -529,7 +558,19 @@ def test_an_eviction_waits_for_a_filing_that_holds_its_segment(
         [_turn("t0", "we sailed the regatta"), _turn("t1", "and sailed again")], None, MODEL
     )
     moment = datetime(2024, 1, 1, tzinfo=UTC)
-    segment = Segment("seg1", "ana", "sailing", ("sailing",), 0, 1, 1.0, "active", moment, moment, "s")
+    segment = Segment(
+        id="seg1",
+        user_id="ana",
+        summary="sailing",
+        keywords=("sailing",),
+        visits=0,
+        turn_count=1,
+        heat=1.0,
+        state="active",
+        created_at=moment,
+        last_activity=moment,
+        session_id="s",
+    )
     centroid = np.ones(4, np.float32).tobytes()
     assert store.save_segment(segment, centroid, [first])
     holding, release = threading.Event(), threading.Event()

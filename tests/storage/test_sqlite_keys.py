@@ -18,7 +18,7 @@ HASH = "a" * 64
 
 
 def _key(key_id: str = "k1", tenant: str = "acme") -> ApiKey:
-    return ApiKey(key_id, tenant, "bot", WHEN)
+    return ApiKey(id=key_id, tenant=tenant, name="bot", created_at=WHEN)
 
 
 def test_migration_3_creates_the_api_keys_table(tmp_path: Path) -> None:

@@ -100,8 +100,10 @@ def test_reopening_applies_nothing_twice(db_path: Path) -> None:
 def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     seqs = store.insert_turns([_turn("a", "give me the code"), _turn("b", "code again")], None, MODEL)
-    store.observe_pattern("ana", seqs[0], "code_first", "wants code first", "give me the code", T0)
-    store.observe_pattern("ana", seqs[0], "terse", "writes tersely", "give me the code", T0)
+    store.observe_pattern(
+        "ana", seqs[0], "code_first", description="wants code first", evidence="give me the code", when=T0
+    )
+    store.observe_pattern("ana", seqs[0], "terse", description="writes tersely", evidence="give me the code", when=T0)
     store.close()
     with _raw(db_path) as connection:  # the store as version 5 left it: counts, no occurrence rows
         connection.execute("DROP TABLE pattern_observations")
@@ -113,7 +115,9 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
         connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)
     try:
-        upgraded.observe_pattern("ana", seqs[1], "code_first", "wants code first", "code again", T0)
+        upgraded.observe_pattern(
+            "ana", seqs[1], "code_first", description="wants code first", evidence="code again", when=T0
+        )
         assert sorted(row[:1] + row[2:] for row in upgraded.pattern_rows("ana")) == [
             ("code_first", 5, T0, T0, "code again"),
             ("terse", 1, T0, T0, "give me the code"),
@@ -307,7 +311,18 @@ def test_rebuild_fulltext_after_deleting_fts_rows(store: SQLiteStore) -> None:
 
 def test_rebuild_fulltext_restores_the_derived_items_index(store: SQLiteStore) -> None:
     [seq] = store.insert_turns([_turn("a", "I live in Porto")], None, MODEL)
-    cell = Cell("c1", "ana", "fact", "ana", "location", "Porto", "I live in Porto", 0.8, T0, "a")
+    cell = Cell(
+        id="c1",
+        user_id="ana",
+        kind="fact",
+        subject="ana",
+        attribute="location",
+        value="Porto",
+        content="I live in Porto",
+        salience=0.8,
+        valid_from=T0,
+        source_turn_id="a",
+    )
     store.add_cell(cell, seq, single_valued=True, supersede=[])
     [(derived_seq, _)] = store.derived_fulltext('"porto"', "ana", 5)
     with store._lock:

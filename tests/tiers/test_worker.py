@@ -25,7 +25,7 @@ class EndlessQueue:
         self.done: list[Job] = []
 
     def _job(self, user: str) -> Job:
-        return Job(next(self._ids), "step", user, {}, 0)
+        return Job(id=next(self._ids), kind="step", user_id=user, payload={}, attempts=0)
 
     def claim(self) -> Job | None:
         with self._lock:
@@ -102,19 +102,19 @@ class Chatty:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._anas_first = anas_first
-        self.anas: list[Job] = [Job(next(self._ids), "step", "ana", {}, 0)]
+        self.anas: list[Job] = [Job(id=next(self._ids), kind="step", user_id="ana", payload={}, attempts=0)]
         self.done: list[Job] = []
 
     def claim(self) -> Job | None:
         with self._lock:
             if self._anas_first and self.anas:
                 return self.anas.pop()
-            return Job(next(self._ids), "step", "bob", {}, 0)
+            return Job(id=next(self._ids), kind="step", user_id="bob", payload={}, attempts=0)
 
     def claim_for(self, user: str) -> Job | None:
         with self._lock:
             if user == "bob":
-                return Job(next(self._ids), "step", "bob", {}, 0)
+                return Job(id=next(self._ids), kind="step", user_id="bob", payload={}, attempts=0)
             return self.anas.pop() if self.anas else None
 
     def finish(self, job: Job) -> None:
@@ -150,7 +150,7 @@ def test_users_whose_work_is_awaited_take_turns_and_queue_order_keeps_its_share(
 
     def job_of(user: str) -> Job:
         claimed.append(user)
-        return Job(len(claimed), "step", user, {}, 0)
+        return Job(id=len(claimed), kind="step", user_id=user, payload={}, attempts=0)
 
     worker = Worker(lambda: job_of("queue"), lambda job: None, lambda job: None, lambda *_: None, claim_for=job_of)
     worker._awaited.extend(["u0", "u1", "u2", "u3"])  # four flushes wait, and everyone always has work
@@ -199,7 +199,12 @@ def test_two_waiters_keep_the_worker_hurried_until_both_are_done() -> None:
 def test_a_slow_job_keeps_its_lease_while_it_runs_and_only_then() -> None:
     renewed: list[int] = []
     release = threading.Event()
-    jobs = deque([Job(1, "slow", "ana", {}, 1), Job(2, "quick", "ana", {}, 1)])
+    jobs = deque(
+        [
+            Job(id=1, kind="slow", user_id="ana", payload={}, attempts=1),
+            Job(id=2, kind="quick", user_id="ana", payload={}, attempts=1),
+        ]
+    )
     finished: list[int] = []
 
     def run(job: Job) -> None:
@@ -237,7 +242,13 @@ def test_a_busy_store_when_an_outcome_is_recorded_neither_stops_the_worker_nor_l
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(worker_module, "RECORD_PAUSE_SECONDS", 0.01)
-    jobs = deque([Job(1, "step", "ana", {}, 1), Job(2, "step", "ana", {}, 1), Job(3, "step", "ana", {}, 1)])
+    jobs = deque(
+        [
+            Job(id=1, kind="step", user_id="ana", payload={}, attempts=1),
+            Job(id=2, kind="step", user_id="ana", payload={}, attempts=1),
+            Job(id=3, kind="step", user_id="ana", payload={}, attempts=1),
+        ]
+    )
     finished: list[int] = []
     busy = iter([True, True, False] + [False] * 10)  # job 1's outcome meets a locked database twice
 
@@ -257,7 +268,7 @@ def test_a_busy_store_when_an_outcome_is_recorded_neither_stops_the_worker_nor_l
         # An outcome that cannot be recorded at all leaves the job leased (it runs again later),
         # and the thread goes on with the next.
         worker._finish = never_recorded  # type: ignore[method-assign]
-        jobs.extend([Job(4, "step", "ana", {}, 1)])
+        jobs.extend([Job(id=4, kind="step", user_id="ana", payload={}, attempts=1)])
         worker.wake()
         assert worker.wait_until(lambda: not jobs, 10)
         threading.Event().wait(0.2)

@@ -145,7 +145,7 @@ def run_locomo(options: LocomoOptions, console: Console | None = None) -> tuple[
         return report, records
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Dialogue:
     """The chosen LoCoMo conversations: their turns, every question of the data, each conversation's 1-based number."""
 

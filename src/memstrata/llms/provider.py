@@ -18,7 +18,7 @@ from memstrata.llms.json_output import complete_json
 __all__ = ["ChatRequest", "LLMBase"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ChatRequest:
     """What one ``generate`` call asks for besides the conversation, which a JSON retry extends."""
 

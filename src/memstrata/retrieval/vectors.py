@@ -25,7 +25,7 @@ WARN_EVERY_SECONDS = 600.0
 log = logging.getLogger("memstrata.vectors")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Block:
     """One user's vectors in turn order; rows past ``size`` are spare capacity."""
 
@@ -93,7 +93,7 @@ class VectorIndex:
             if block is None:
                 if not len(seqs):
                     return  # a user with no vectors yet takes no room: a search for any name is one store read
-                block = _Block(np.zeros(0, np.int64), np.zeros((0, self.dimension), np.float32))
+                block = _Block(seqs=np.zeros(0, np.int64), vectors=np.zeros((0, self.dimension), np.float32))
                 self._blocks[user_id] = block
                 if user_id in self._unloaded:
                     del self._unloaded[user_id]

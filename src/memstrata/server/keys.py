@@ -45,7 +45,7 @@ def create_key(
 ) -> tuple[ApiKey, str]:
     """Make and store a key for ``tenant``; returns the record and the secret, which is shown only now."""
     label = str(check_identifier(name, "name"))
-    key = ApiKey(IdGenerator().new(), check_tenant(tenant), label, now or datetime.now(UTC))
+    key = ApiKey(id=IdGenerator().new(), tenant=check_tenant(tenant), name=label, created_at=now or datetime.now(UTC))
     secret = new_secret()
     store.add_api_key(key, hash_secret(secret))
     return key, secret

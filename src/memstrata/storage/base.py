@@ -203,7 +203,7 @@ class WorkingSet(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class ApiKey:
     """An API key's record: only a hash of the secret is ever stored."""
 

@@ -50,7 +50,7 @@ class Connection(Protocol):
 C = TypeVar("C", bound=Connection)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Dialect:
     """How one database spells what the shared statements leave open."""
 
@@ -121,7 +121,7 @@ class Dialect:
             yield list(values[start : start + self.chunk])
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class DerivedItem:
     """A searchable item a tier derives (a cell, segment, scene or consolidation) and the turns it came from."""
 

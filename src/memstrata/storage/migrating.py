@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from memstrata.errors import SchemaTooNew
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Migration:
     """One schema step."""
 

@@ -41,7 +41,7 @@ class VectorBatch:
     high_water: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Job:
     """A unit of background work taken from the durable queue."""
 
@@ -338,7 +338,7 @@ class KnowledgeStore(Protocol):
         ...
 
     def observe_pattern(
-        self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
+        self, user_id: str, turn_seq: int, key: str, *, description: str, evidence: str, when: datetime
     ) -> None:
         """Count an interaction pattern seen in turn ``turn_seq``, once per (user, key, turn), in one transaction."""
         ...

@@ -208,7 +208,13 @@ class KnowledgeStatements(Runner[C]):
                 record_event(connection, d, "supersession", cell.user_id, supersession(old_id, cell.id))
             content = cell_text(cell)
             item = DerivedItem(
-                cell.id, cell.user_id, "longterm", content, [source_turn_seq], cell.valid_from, cell.is_current
+                id=cell.id,
+                user_id=cell.user_id,
+                tier="longterm",
+                content=content,
+                sources=[source_turn_seq],
+                created_at=cell.valid_from,
+                is_current=cell.is_current,
             )
             self._put_derived(connection, item)
             return True
@@ -396,7 +402,16 @@ class GraphStatements(Runner[C]):
             parameters.extend(named)
         statement = d.sql(statement + f" ORDER BY mentions DESC, name{d.code_point} LIMIT %s")
         rows = self._read(lambda connection: connection.execute(statement, (*parameters, limit)).fetchall())
-        return [EntityNode(str(r[0]), str(r[1]), int(r[2]), d.read_time(r[3]), d.read_time(r[4])) for r in rows]
+        return [
+            EntityNode(
+                name=str(r[0]),
+                kind=str(r[1]),
+                mentions=int(r[2]),
+                first_seen=d.read_time(r[3]),
+                last_seen=d.read_time(r[4]),
+            )
+            for r in rows
+        ]
 
     def neighbours(self, user_id: str, names: Sequence[str], limit: int = 20) -> list[EntityEdge]:
         """Edges touching the named entities, heaviest first."""

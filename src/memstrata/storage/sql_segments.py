@@ -170,7 +170,15 @@ class SegmentStatements(Runner[C]):
             content = segment.summary + (f" (topics: {', '.join(segment.keywords)})" if segment.keywords else "")
             sources = self._segment_turns(connection, segment.id)
             is_current = segment.state == "active"
-            item = DerivedItem(segment.id, segment.user_id, "midterm", content, sources, segment.created_at, is_current)
+            item = DerivedItem(
+                id=segment.id,
+                user_id=segment.user_id,
+                tier="midterm",
+                content=content,
+                sources=sources,
+                created_at=segment.created_at,
+                is_current=is_current,
+            )
             self._put_derived(connection, item)
             return True
 
@@ -245,7 +253,12 @@ class SegmentStatements(Runner[C]):
             )
             sources = self._segment_turns(connection, segment.id)
             content = f"{title}: {segment.summary}"
-            self._put_derived(connection, DerivedItem(scene_id, segment.user_id, "scene", content, sources, now))
+            self._put_derived(
+                connection,
+                DerivedItem(
+                    id=scene_id, user_id=segment.user_id, tier="scene", content=content, sources=sources, created_at=now
+                ),
+            )
             detail = {"segment_id": segment.id, "scene_id": scene_id, "heat": segment.heat}
             record_event(connection, d, "promotion", segment.user_id, detail)
 
@@ -330,12 +343,12 @@ class SegmentStatements(Runner[C]):
                 connection, "consolidation_turns", "consolidation_id", consolidation.id, turn_seqs, once=False
             )
             item = DerivedItem(
-                consolidation.id,
-                consolidation.user_id,
-                "consolidation",
-                consolidation.summary,
-                list(turn_seqs),
-                consolidation.created_at,
+                id=consolidation.id,
+                user_id=consolidation.user_id,
+                tier="consolidation",
+                content=consolidation.summary,
+                sources=list(turn_seqs),
+                created_at=consolidation.created_at,
             )
             self._put_derived(connection, item)
             detail = {"id": consolidation.id, "turns": len(turn_seqs), "tes": round(consolidation.tes, 4)}
@@ -360,14 +373,14 @@ class SegmentStatements(Runner[C]):
         rows = self._read(lambda connection: connection.execute(statement, (user_id, limit)).fetchall())
         return [
             Consolidation(
-                str(row[0]),
-                str(row[1]),
-                str(row[2]),
-                tuple(str(turn_id) for turn_id in d.read_array(row[7])),
-                float(row[3]),
-                float(row[4]),
-                float(row[5]),
-                d.read_time(row[6]),
+                id=str(row[0]),
+                user_id=str(row[1]),
+                summary=str(row[2]),
+                source_turn_ids=tuple(str(turn_id) for turn_id in d.read_array(row[7])),
+                compression_ratio=float(row[3]),
+                entity_preservation=float(row[4]),
+                tes=float(row[5]),
+                created_at=d.read_time(row[6]),
             )
             for row in rows
         ]

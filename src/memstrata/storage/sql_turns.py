@@ -80,7 +80,13 @@ def filter_clause(dialect: Dialect, filters: SearchFilters, alias: str = "t") ->
 
 
 def prunable(
-    connection: Connection, dialect: Dialect, user_id: str, tier: str, cutoff: datetime | None, keep_last: int | None
+    connection: Connection,
+    dialect: Dialect,
+    user_id: str,
+    tier: str,
+    *,
+    cutoff: datetime | None,
+    keep_last: int | None,
 ) -> tuple[str, str, list[Any]]:
     """A tier's table, its key column, and the keys (in order) of the user's items ``prune`` deletes.
 

@@ -23,7 +23,12 @@ class Procedural:
         previous = self._store.previous_user_text(user_id, turn.session_id, seq)
         for pattern in observe_patterns(turn.content, previous_user_text=previous):
             self._store.observe_pattern(
-                user_id, seq, pattern.key, pattern.description, pattern.evidence, turn.created_at
+                user_id,
+                seq,
+                pattern.key,
+                description=pattern.description,
+                evidence=pattern.evidence,
+                when=turn.created_at,
             )
 
     def patterns(self, user_id: str, query: str | None, limit: int, now: datetime) -> list[Pattern]:

@@ -245,7 +245,15 @@ class SharedWorkingMemory:
             log.warning("working memory unreachable; filing %d turns straight to mid-term: %s", len(pairs), exc)
             overflows = [Overflow("", job.user_id, tuple(seq for seq, _ in pairs))]
         self._queue(overflows)
-        run(Job(job.id, "process", job.user_id, {"seqs": [seq for seq, _ in pairs]}, job.attempts))
+        run(
+            Job(
+                id=job.id,
+                kind="process",
+                user_id=job.user_id,
+                payload={"seqs": [seq for seq, _ in pairs]},
+                attempts=job.attempts,
+            )
+        )
         self._release(batch)
 
     def _tracked(self, batch: str) -> bool:

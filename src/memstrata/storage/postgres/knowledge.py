@@ -50,7 +50,7 @@ class KnowledgeMixin(Connected, KnowledgeStatements[Connection], GraphStatements
     # -- patterns and entity vectors ---------------------------------------------------
 
     def observe_pattern(
-        self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
+        self, user_id: str, turn_seq: int, key: str, *, description: str, evidence: str, when: datetime
     ) -> None:
         """Count an interaction pattern seen in one turn; the same turn observed again counts once.
 

@@ -133,7 +133,9 @@ class QueueMixin(Connected, QueueStatements[Connection]):
             row = connection.execute(_CLAIM, (lease_seconds, user_id, user_id)).fetchone()
             if row is None:
                 return None
-            return Job(int(row[0]), str(row[1]), str(row[2]), dict(row[3]), int(row[4]))
+            return Job(
+                id=int(row[0]), kind=str(row[1]), user_id=str(row[2]), payload=dict(row[3]), attempts=int(row[4])
+            )
 
         return self._write(work)
 

@@ -167,7 +167,7 @@ class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, K
         """Delete a tier's old items of one user (see ``Memory.prune``); how many."""
 
         def work(connection: Connection) -> int:
-            table, _, items = prunable(connection, POSTGRES, user_id, tier, cutoff, keep_last)
+            table, _, items = prunable(connection, POSTGRES, user_id, tier, cutoff=cutoff, keep_last=keep_last)
             if tier == "episodic":
                 # As in ``forget``: wait for a job deriving from these turns, then purge its rows too.
                 connection.execute("SELECT seq FROM turns WHERE seq = ANY(%s::bigint[]) FOR UPDATE", (items,))

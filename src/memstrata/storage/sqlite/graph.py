@@ -18,7 +18,7 @@ class GraphMixin(SQLiteRunner, GraphStatements[sqlite3.Connection]):
     """Pattern and entity methods the tiers call; mixed into SQLiteStore, which provides ``_read`` and ``_write``."""
 
     def observe_pattern(
-        self, user_id: str, turn_seq: int, key: str, description: str, evidence: str, when: datetime
+        self, user_id: str, turn_seq: int, key: str, *, description: str, evidence: str, when: datetime
     ) -> None:
         """Count an interaction pattern seen in one turn; the same turn observed again counts once.
 

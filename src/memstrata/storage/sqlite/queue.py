@@ -134,7 +134,13 @@ def claim(
         " RETURNING id, kind, user_id, payload, attempts",
         (lease, row[0]),
     ).fetchone()
-    return Job(int(claimed[0]), str(claimed[1]), str(claimed[2]), json.loads(claimed[3]), int(claimed[4]))
+    return Job(
+        id=int(claimed[0]),
+        kind=str(claimed[1]),
+        user_id=str(claimed[2]),
+        payload=json.loads(claimed[3]),
+        attempts=int(claimed[4]),
+    )
 
 
 class QueueMixin(SQLiteRunner, QueueStatements[sqlite3.Connection]):

@@ -328,7 +328,7 @@ class SQLiteStore(
         """
 
         def work(connection: sqlite3.Connection) -> int:
-            table, key, items = prunable(connection, SQLITE, user_id, tier, cutoff, keep_last)
+            table, key, items = prunable(connection, SQLITE, user_id, tier, cutoff=cutoff, keep_last=keep_last)
             if tier == "episodic":
                 _purge_for_turns(connection, user_id, items)
             for start in range(0, len(items), CHUNK):

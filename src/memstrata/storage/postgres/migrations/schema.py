@@ -14,9 +14,9 @@ from memstrata.storage.migrating import Migration
 # B (speaker), C (turns ±1 away), D (±2).
 SCHEMA: tuple[Migration, ...] = (
     Migration(
-        1,
-        "turns, full-text search, vectors, events",
-        """
+        version=1,
+        name="turns, full-text search, vectors, events",
+        sql="""
         CREATE EXTENSION IF NOT EXISTS vector;
 
         CREATE TEXT SEARCH DICTIONARY memstrata_english_stem (TEMPLATE = snowball, LANGUAGE = english);
@@ -81,9 +81,9 @@ SCHEMA: tuple[Migration, ...] = (
         """,
     ),
     Migration(
-        2,
-        "memory hierarchy: working set, job queue, segments, cells, scenes, profile, patterns, entities",
-        """
+        version=2,
+        name="memory hierarchy: working set, job queue, segments, cells, scenes, profile, patterns, entities",
+        sql="""
         CREATE TABLE turn_scores (
             turn_seq   bigint PRIMARY KEY REFERENCES turns (seq) ON DELETE CASCADE,
             importance double precision NOT NULL
@@ -255,9 +255,9 @@ SCHEMA: tuple[Migration, ...] = (
         """,
     ),
     Migration(
-        3,
-        "API keys of the REST server",
-        """
+        version=3,
+        name="API keys of the REST server",
+        sql="""
         CREATE TABLE api_keys (
             id          text PRIMARY KEY,
             tenant      text NOT NULL,

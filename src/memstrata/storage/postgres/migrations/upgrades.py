@@ -13,9 +13,9 @@ UPGRADES: tuple[Migration, ...] = (
     # writing transaction, one row change per statement and user; a user whose turns are
     # all deleted leaves no row behind.
     Migration(
-        4,
-        "per-user turn counts for full-text ranking",
-        """
+        version=4,
+        name="per-user turn counts for full-text ranking",
+        sql="""
         CREATE TABLE user_turn_counts (user_id text PRIMARY KEY, turns bigint NOT NULL);
         INSERT INTO user_turn_counts (user_id, turns) SELECT user_id, count(*) FROM turns GROUP BY user_id;
 
@@ -44,9 +44,9 @@ UPGRADES: tuple[Migration, ...] = (
     # names are function names, not people); they are found by seeking through this index,
     # one seek per distinct name, not by a scan.
     Migration(
-        5,
-        "index of each user's speaker names",
-        """
+        version=5,
+        name="index of each user's speaker names",
+        sql="""
         CREATE INDEX turns_by_speaker ON turns (user_id, name) WHERE name IS NOT NULL AND role <> 'tool';
         """,
     ),
@@ -57,9 +57,9 @@ UPGRADES: tuple[Migration, ...] = (
     # and taken away when it is deleted; a count that reaches zero leaves no row behind, so a
     # forgotten user's words do not stay.
     Migration(
-        6,
-        "per-user lexeme counts for full-text ranking",
-        """
+        version=6,
+        name="per-user lexeme counts for full-text ranking",
+        sql="""
         -- No turn is written between the backfill and the triggers (an older process may still write).
         LOCK TABLE turns IN SHARE ROW EXCLUSIVE MODE;
         CREATE TABLE user_term_counts (
@@ -139,9 +139,9 @@ UPGRADES: tuple[Migration, ...] = (
     # a row is too long, its text columns are moved out first); CLUSTER rewrites the existing
     # rows that way, in this transaction (about 5 s per 100,000 turns; writers and readers wait).
     Migration(
-        7,
-        "full-text vectors kept in the turn's row",
-        """
+        version=7,
+        name="full-text vectors kept in the turn's row",
+        sql="""
         LOCK TABLE turns IN ACCESS EXCLUSIVE MODE;
         ALTER TABLE turns ALTER COLUMN search SET STORAGE MAIN;
         CLUSTER turns USING turns_pkey;
@@ -153,9 +153,9 @@ UPGRADES: tuple[Migration, ...] = (
     # turns again), and a deleted turn takes its occurrence along. No foreign key to turns:
     # it would lock turns against writers while the table is made; purge_derived deletes the rows.
     Migration(
-        8,
-        "pattern occurrences, one per turn; failed jobs by user; sleep marks",
-        """
+        version=8,
+        name="pattern occurrences, one per turn; failed jobs by user; sleep marks",
+        sql="""
         CREATE INDEX jobs_failed_by_user ON jobs (user_id) WHERE state = 'failed';
         CREATE TABLE pattern_observations (
             user_id   text NOT NULL,
@@ -176,42 +176,42 @@ UPGRADES: tuple[Migration, ...] = (
     # As SQLite's step 7: a finished job is deleted from now on (before, one row per write
     # stayed forever); the ones finished before go here. No lock but the rows' own.
     Migration(
-        9,
-        "finished jobs deleted",
-        """
+        version=9,
+        name="finished jobs deleted",
+        sql="""
         DELETE FROM jobs WHERE state = 'done';
         """,
     ),
     # As SQLite's step 8: a visit job is counted once. A constant default makes this a change
     # of the catalogue only (PostgreSQL 11+), with no rewrite of the table.
     Migration(
-        10,
-        "visit jobs counted once",
-        """
+        version=10,
+        name="visit jobs counted once",
+        sql="""
         ALTER TABLE jobs ADD COLUMN counted boolean NOT NULL DEFAULT false;
         """,
     ),
     # As SQLite's step 9: the audit log keeps ids only.
     Migration(
-        11,
-        "supersession events keep ids only",
-        """
+        version=11,
+        name="supersession events keep ids only",
+        sql="""
         UPDATE events SET detail = detail - 'subject' - 'attribute' WHERE kind = 'supersession';
         """,
     ),
     # As SQLite's step 10: cells are found by their successor.
     Migration(
-        12,
-        "cells by successor",
-        """
+        version=12,
+        name="cells by successor",
+        sql="""
         CREATE INDEX IF NOT EXISTS cells_by_successor ON cells (superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),
     # As SQLite's step 11: scenes whose segment retention deleted go.
     Migration(
-        13,
-        "scenes without their segment",
-        """
+        version=13,
+        name="scenes without their segment",
+        sql="""
         DELETE FROM scenes WHERE segment_id IS NOT NULL AND segment_id NOT IN (SELECT id FROM segments);
         """,
     ),
@@ -223,9 +223,9 @@ UPGRADES: tuple[Migration, ...] = (
     # "example" and "com" on both sides. The columns are made again, and the per-user lexeme
     # counts of migration 6 recounted, under the exclusive lock on turns.
     Migration(
-        14,
-        "full-text words split at punctuation, as queries are",
-        f"""
+        version=14,
+        name="full-text words split at punctuation, as queries are",
+        sql=f"""
         CREATE OR REPLACE FUNCTION memstrata_words(text) RETURNS text
             LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
             AS $$ SELECT regexp_replace($1, '{_PUNCTUATION}', ' ', 'g') $$;
@@ -259,9 +259,9 @@ UPGRADES: tuple[Migration, ...] = (
     ),
     # As SQLite's step 12: the turns that restate a current fact, with the sentence each said it in.
     Migration(
-        15,
-        "turns that restate a fact",
-        """
+        version=15,
+        name="turns that restate a fact",
+        sql="""
         CREATE TABLE IF NOT EXISTS cell_restatements (
             cell_id  text NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             turn_seq bigint NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
@@ -275,18 +275,18 @@ UPGRADES: tuple[Migration, ...] = (
     ),
     # As SQLite's step 13: the model that made each segment's direction (NULL: before).
     Migration(
-        16,
-        "the model of each segment's direction",
-        """
+        version=16,
+        name="the model of each segment's direction",
+        sql="""
         ALTER TABLE segments ADD COLUMN IF NOT EXISTS centroid_model text;
         """,
         locks=("segments",),
     ),
     # As SQLite's step 14: each entity's name embedded once per model.
     Migration(
-        17,
-        "entity name vectors",
-        """
+        version=17,
+        name="entity name vectors",
+        sql="""
         CREATE TABLE IF NOT EXISTS entity_vectors (
             entity_id bigint NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
             model_id  text NOT NULL,
@@ -298,9 +298,9 @@ UPGRADES: tuple[Migration, ...] = (
     ),
     # As SQLite's step 15: each current fact embedded once per model.
     Migration(
-        18,
-        "fact vectors",
-        """
+        version=18,
+        name="fact vectors",
+        sql="""
         CREATE TABLE IF NOT EXISTS cell_vectors (
             cell_id  text NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             model_id text NOT NULL,

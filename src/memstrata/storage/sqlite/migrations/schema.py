@@ -8,9 +8,9 @@ from memstrata.storage.migrating import Migration
 # catches up by "ids above the last one seen" can neither miss a row nor mislabel one.
 SCHEMA: tuple[Migration, ...] = (
     Migration(
-        1,
-        "turns, full-text index, vectors, events",
-        """
+        version=1,
+        name="turns, full-text index, vectors, events",
+        sql="""
         CREATE TABLE turns (
             seq         INTEGER PRIMARY KEY AUTOINCREMENT,
             id          TEXT NOT NULL UNIQUE,
@@ -65,9 +65,9 @@ SCHEMA: tuple[Migration, ...] = (
         """,
     ),
     Migration(
-        2,
-        "memory hierarchy: working set, job queue, segments, cells, scenes, profile, patterns, entities",
-        """
+        version=2,
+        name="memory hierarchy: working set, job queue, segments, cells, scenes, profile, patterns, entities",
+        sql="""
         CREATE TABLE turn_scores (
             turn_seq   INTEGER PRIMARY KEY REFERENCES turns (seq) ON DELETE CASCADE,
             importance REAL NOT NULL
@@ -244,9 +244,9 @@ SCHEMA: tuple[Migration, ...] = (
         """,
     ),
     Migration(
-        3,
-        "api keys of the REST server",
-        """
+        version=3,
+        name="api keys of the REST server",
+        sql="""
         CREATE TABLE api_keys (
             id          TEXT PRIMARY KEY,
             tenant      TEXT NOT NULL,

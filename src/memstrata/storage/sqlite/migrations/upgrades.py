@@ -21,14 +21,14 @@ _REINDEX_MARKED = """\
 
 UPGRADES: tuple[Migration, ...] = (
     Migration(
-        4,
-        "full-text index with each turn's neighbours",
+        version=4,
+        name="full-text index with each turn's neighbours",
         # Each turn is also indexed with the two turns before and after it in its session
         # (columns ``near``: ±1 and ``far``: ±2, weighted low): an answer is then found by the
         # words of the question before it. The index keeps its own copy of the text,
         # maintained by triggers in the writing transaction, and stays rebuildable from
         # ``turns`` (the view ``turn_index_text``).
-        f"""
+        sql=f"""
         DROP TRIGGER turns_fts_insert;
         DROP TRIGGER turns_fts_delete;
         DROP TRIGGER turns_fts_update;
@@ -81,9 +81,9 @@ UPGRADES: tuple[Migration, ...] = (
     # names are function names, not people); they are found by seeking through this index,
     # one seek per distinct name, not by a scan.
     Migration(
-        5,
-        "index of each user's speaker names",
-        """
+        version=5,
+        name="index of each user's speaker names",
+        sql="""
         CREATE INDEX turns_by_speaker ON turns (user_id, name) WHERE name IS NOT NULL AND role <> 'tool';
         """,
     ),
@@ -91,9 +91,9 @@ UPGRADES: tuple[Migration, ...] = (
     # its turns again, and a deleted turn takes its occurrence (and its evidence) along.
     # Patterns counted before this step have no rows here and keep their counts.
     Migration(
-        6,
-        "pattern occurrences, one per turn; sleep marks",
-        """
+        version=6,
+        name="pattern occurrences, one per turn; sleep marks",
+        sql="""
         CREATE TABLE pattern_observations (
             user_id   TEXT NOT NULL,
             key       TEXT NOT NULL,
@@ -114,9 +114,9 @@ UPGRADES: tuple[Migration, ...] = (
     # the count of what is left walked every open job of every user. A finished job is deleted
     # from now on (before, one row per write stayed forever); the ones finished before go here.
     Migration(
-        7,
-        "open jobs by user; finished jobs deleted",
-        """
+        version=7,
+        name="open jobs by user; finished jobs deleted",
+        sql="""
         DELETE FROM jobs WHERE state = 'done';
         CREATE INDEX jobs_open_by_user ON jobs (user_id, id) WHERE state IN ('pending', 'running');
         """,
@@ -124,35 +124,35 @@ UPGRADES: tuple[Migration, ...] = (
     # A visit job marks itself counted in the transaction that adds its visits, so a retry
     # (after a crash between the two) does not count them again.
     Migration(
-        8,
-        "visit jobs counted once",
-        """
+        version=8,
+        name="visit jobs counted once",
+        sql="""
         ALTER TABLE jobs ADD COLUMN counted INTEGER NOT NULL DEFAULT 0;
         """,
     ),
     # The audit log holds ids and counts, never content: a fact's subject and attribute
     # ("pet:dog:max") are what the user said, and stayed after the user was forgotten.
     Migration(
-        9,
-        "supersession events keep ids only",
-        """
+        version=9,
+        name="supersession events keep ids only",
+        sql="""
         UPDATE events SET detail = json_remove(detail, '$.subject', '$.attribute') WHERE kind = 'supersession';
         """,
     ),
     # Deleting a fact's turn hands the value it replaced its place: found by its successor.
     Migration(
-        10,
-        "cells by successor",
-        """
+        version=10,
+        name="cells by successor",
+        sql="""
         CREATE INDEX IF NOT EXISTS cells_by_successor ON cells (superseded_by) WHERE superseded_by IS NOT NULL;
         """,
     ),
     # Retention used to delete archived segments promoted to scenes: the scene, which quotes the
     # segment's turns, lost the link that deleting those turns finds it by. Such scenes go.
     Migration(
-        11,
-        "scenes without their segment",
-        """
+        version=11,
+        name="scenes without their segment",
+        sql="""
         DELETE FROM scenes WHERE segment_id IS NOT NULL AND segment_id NOT IN (SELECT id FROM segments);
         """,
     ),
@@ -161,9 +161,9 @@ UPGRADES: tuple[Migration, ...] = (
     # that restate a current fact are noted here, with the sentence each said it in: when the
     # fact's own turn is deleted, the earliest of them becomes its source.
     Migration(
-        12,
-        "turns that restate a fact",
-        """
+        version=12,
+        name="turns that restate a fact",
+        sql="""
         CREATE TABLE IF NOT EXISTS cell_restatements (
             cell_id  TEXT NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             turn_seq INTEGER NOT NULL REFERENCES turns (seq) ON DELETE CASCADE,
@@ -177,18 +177,18 @@ UPGRADES: tuple[Migration, ...] = (
     # A segment's direction is compared with new exchanges' vectors, which must come from the
     # same embedder: the model that made each direction is recorded beside it (NULL: before).
     Migration(
-        13,
-        "the model of each segment's direction",
-        """
+        version=13,
+        name="the model of each segment's direction",
+        sql="""
         ALTER TABLE segments ADD COLUMN centroid_model TEXT;
         """,
     ),
     # Each entity's name embedded once (per model), so a question asking for a kind of thing
     # ("What European countries …?") can find the entities that are of that kind ("Spain").
     Migration(
-        14,
-        "entity name vectors",
-        """
+        version=14,
+        name="entity name vectors",
+        sql="""
         CREATE TABLE IF NOT EXISTS entity_vectors (
             entity_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
             model_id  TEXT NOT NULL,
@@ -200,9 +200,9 @@ UPGRADES: tuple[Migration, ...] = (
     # Each current fact embedded once (per model), so a question that shares no word with a
     # fact ("What should I cook for dinner?") still finds it by meaning ("allergy: peanuts").
     Migration(
-        15,
-        "fact vectors",
-        """
+        version=15,
+        name="fact vectors",
+        sql="""
         CREATE TABLE IF NOT EXISTS cell_vectors (
             cell_id  TEXT NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
             model_id TEXT NOT NULL,
