@@ -96,13 +96,7 @@ FRONT_MEASURES: dict[str, frozenset[str]] = {
 KNOWN_VIOLATIONS: dict[Rule, dict[str, str]] = {
     "upward": {},
     "adapter": {},
-    "front": {
-        # The server keeps API keys in the store itself.
-        "memstrata.server.app -> memstrata.storage.base": "KeyStore; a key-store protocol owned by the server",
-        "memstrata.server.dependencies -> memstrata.storage.base": "KeyStore; as above",
-        "memstrata.server.keys -> memstrata.storage": "open_store for the key store; as above",
-        "memstrata.server.keys -> memstrata.storage.base": "ApiKey, KeyStore; as above",
-    },
+    "front": {},
     "cycle": {},
     "type-cycle": {},
 }

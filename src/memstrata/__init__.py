@@ -18,9 +18,11 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.facade.costs import cost_summary
+from memstrata.facade.keys import ClosableKeyStore, open_key_store
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.memory import Memory
 from memstrata.models import (
+    ApiKey,
     Cell,
     ChatReply,
     Compaction,
@@ -47,13 +49,16 @@ from memstrata.models import (
 )
 from memstrata.remote.costs import CostSummary, CostTotals
 from memstrata.retrieval.tokens import count_tokens
+from memstrata.storage.base import KeyStore
 from memstrata.version import __version__
 
 __all__ = [
     "LLM",
+    "ApiKey",
     "Cell",
     "ChatMessage",
     "ChatReply",
+    "ClosableKeyStore",
     "Compaction",
     "Completion",
     "ConfigError",
@@ -72,6 +77,7 @@ __all__ = [
     "Inspection",
     "InvalidInput",
     "ItemKind",
+    "KeyStore",
     "LLMRequired",
     "Memory",
     "MemoryEvent",
@@ -96,4 +102,5 @@ __all__ = [
     "cost_summary",
     "count_tokens",
     "load_settings",
+    "open_key_store",
 ]

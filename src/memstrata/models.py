@@ -376,3 +376,19 @@ class ChatReply:
     consolidations: tuple[Consolidation, ...] = ()
     consolidation_due: bool = False
     turn_ids: tuple[str, ...] = ()
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ApiKey:
+    """An API key's record: only a hash of the secret is ever stored."""
+
+    id: str
+    tenant: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the key may still be used."""
+        return self.revoked_at is None

@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,11 +27,6 @@ from memstrata.remote.usage import Usage
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
-
-try:
-    import fcntl
-except ImportError:  # Windows: appends of one short line are atomic enough; the thread lock still holds
-    fcntl = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +88,9 @@ class CostRecord:
 
 def _finite(value: object) -> float:
     """``value`` as a finite float; ValueError for ``NaN`` or infinity (such a line is no record)."""
-    number = float(value)  # type: ignore[arg-type]  # TypeError/ValueError for what is no number
+    if not isinstance(value, int | float | str):
+        raise TypeError(f"{value!r} is not a number")
+    number = float(value)  # ValueError for text that is no number
     if not math.isfinite(number):
         raise ValueError(f"{value!r} is not a finite number")
     return number
@@ -171,9 +169,11 @@ class CostLog:
 
 @contextmanager
 def _exclusive(descriptor: int) -> Iterator[None]:
-    if fcntl is None:
+    if sys.platform == "win32":  # appends of one short line are atomic enough; the thread lock still holds
         yield
         return
+    import fcntl  # POSIX only
+
     fcntl.flock(descriptor, fcntl.LOCK_EX)
     try:
         yield

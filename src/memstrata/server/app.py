@@ -9,7 +9,7 @@ from contextlib import ExitStack, asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from memstrata import __version__
+from memstrata import KeyStore, __version__
 from memstrata.config import Settings, load_settings
 from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
@@ -20,7 +20,6 @@ from memstrata.server.gate import Gate
 from memstrata.server.keys import open_key_store
 from memstrata.server.limits import BodyLimit
 from memstrata.server.routes import admin, memories, search, tiers
-from memstrata.storage.base import KeyStore
 
 DESCRIPTION = """Persistent memory for LLM agents over HTTP: `add` what was said, `search` or
 build a `context` before answering. Every request but `/v1/health` needs

@@ -7,10 +7,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from memstrata import KeyStore
 from memstrata.config import Settings
 from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
-from memstrata.storage.base import KeyStore
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)

@@ -8,26 +8,27 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import UTC, datetime
-from typing import Protocol
 
-from memstrata.config import Settings
-from memstrata.errors import ConfigError, NotFound
+from memstrata import ApiKey, ClosableKeyStore, KeyStore, open_key_store
+from memstrata.errors import NotFound
 from memstrata.ids import IdGenerator
 from memstrata.server.tenancy import check_tenant
-from memstrata.storage import open_store
-from memstrata.storage.base import ApiKey, KeyStore
 from memstrata.validation import check_identifier
+
+__all__ = [
+    "ClosableKeyStore",
+    "create_key",
+    "find_key",
+    "hash_secret",
+    "list_keys",
+    "new_secret",
+    "open_key_store",
+    "revoke_key",
+]
 
 SECRET_PREFIX = "msk_"
 SECRET_BYTES = 32
 MAX_SECRET_LENGTH = 200
-
-
-class ClosableKeyStore(KeyStore, Protocol):
-    """A key store opened by :func:`open_key_store`; the opener closes it."""
-
-    def close(self) -> None:
-        """Release connections."""
 
 
 def new_secret() -> str:
@@ -68,14 +69,3 @@ def revoke_key(store: KeyStore, key_id: str, *, now: datetime | None = None) -> 
 def list_keys(store: KeyStore, tenant: str | None = None) -> list[ApiKey]:
     """Keys (of one tenant, or all), oldest first; secrets are never stored, so never shown."""
     return store.api_keys(check_tenant(tenant) if tenant is not None else None)
-
-
-def open_key_store(storage_url: str, settings: Settings) -> ClosableKeyStore:
-    """Open the store at ``storage_url`` as a key store; ConfigError if its backend holds no keys."""
-    store = open_store(storage_url, busy_timeout_seconds=settings.busy_timeout_seconds)
-    needed = ("add_api_key", "key_for_hash", "api_keys", "revoke_api_key")
-    if not all(callable(getattr(store, method, None)) for method in needed):
-        store.close()
-        raise ConfigError(f"the storage backend of {storage_url!r} cannot hold API keys; use sqlite:// or postgres://")
-    opened: ClosableKeyStore = store  # type: ignore[assignment]
-    return opened

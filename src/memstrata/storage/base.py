@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from memstrata.models import ApiKey as ApiKey
 from memstrata.models import Turn
 from memstrata.models import Vectors as Vectors
 from memstrata.storage.roles import (
@@ -201,22 +202,6 @@ class WorkingSet(Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class ApiKey:
-    """An API key's record: only a hash of the secret is ever stored."""
-
-    id: str
-    tenant: str
-    name: str
-    created_at: datetime
-    revoked_at: datetime | None = None
-
-    @property
-    def is_active(self) -> bool:
-        """Whether the key may still be used."""
-        return self.revoked_at is None
 
 
 class KeyStore(Protocol):

@@ -307,8 +307,10 @@ class SharedWorkingMemory:
 
 def _number(value: object) -> float:
     """A time noted in a job's payload; 0 when absent or unreadable."""
+    if not isinstance(value, int | float | str):
+        return 0.0
     try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        number = float(value)
+    except ValueError:
         return 0.0
     return number if math.isfinite(number) else 0.0
