@@ -23,7 +23,7 @@ from pathlib import Path
 from memstrata import Memory
 from memstrata.bench.context_metrics import answer_in_context
 from memstrata.bench.datasets import find_locomo, load_locomo
-from memstrata.bench.locomo import CATEGORIES, dia_ids, turn_id
+from memstrata.bench.replay import CATEGORIES, dia_ids, turn_id
 
 
 def main() -> None:

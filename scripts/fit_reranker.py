@@ -25,8 +25,8 @@ from rich.console import Console
 
 from memstrata import Memory
 from memstrata.bench.datasets import find_locomo, load_locomo
-from memstrata.bench.locomo import ingest_dialogue, turn_id
 from memstrata.bench.metrics import recall_at
+from memstrata.bench.replay import ingest_dialogue, turn_id
 from memstrata.retrieval.fusion import fuse_scored
 from memstrata.retrieval.query import Query, asked_periods, joined, today_in
 from memstrata.retrieval.rerank import FEATURES, RerankPolicy, TurnSignals, rerank, rerank_features

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from memstrata import InvalidInput
-from memstrata.bench.locomo import MODES, LocomoOptions, choose_conversations, dia_ids, parse_conversations, run_locomo
+from memstrata.bench.locomo import MODES, LocomoOptions, run_locomo
+from memstrata.bench.replay import choose_conversations, dia_ids, parse_conversations
 from tests.conftest import LOCOMO
 
 

@@ -13,7 +13,6 @@ import pytest
 
 from memstrata import InvalidInput
 from memstrata.bench.datasets import DialogTurn, Question, load_locomo
-from memstrata.bench.locomo import dia_ids, turn_id
 from memstrata.bench.perturb import (
     FILLERS,
     PERTURBATIONS,
@@ -26,6 +25,7 @@ from memstrata.bench.perturb import (
     typos,
     unchanged,
 )
+from memstrata.bench.replay import dia_ids, turn_id
 from memstrata.bench.robustness import ROW_HEADINGS, RobustnessOptions, run_robustness, summary_rows
 from tests.cli.test_cli import assert_one_line_error, ok, run_cli
 from tests.conftest import LOCOMO

@@ -24,9 +24,9 @@ from memstrata import Memory
 from memstrata.bench.baselines import PlainBM25, PlainDense
 from memstrata.bench.datasets import find_locomo, load_locomo
 from memstrata.bench.ingest_search import latency_summary, machine
-from memstrata.bench.locomo import ingest_dialogue, replay_memory, time_embedder, turn_id
 from memstrata.bench.locomo_plus_data import Placement, load_locomo_plus, load_speakers, parse_time_gap, place
 from memstrata.bench.metrics import hit_at, recall_at
+from memstrata.bench.replay import ingest_dialogue, replay_memory, time_embedder, turn_id
 from memstrata.errors import InvalidInput
 
 BUDGETS = (500, 1000, 2000)

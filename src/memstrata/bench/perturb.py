@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memstrata.bench.datasets import DialogTurn
-from memstrata.bench.locomo import turn_id
+from memstrata.bench.replay import turn_id
 from memstrata.errors import InvalidInput
 
 DEFAULT_SEED = 1

@@ -26,7 +26,7 @@ from rich.progress import Progress
 from memstrata import LLM, ChatMessage, Completion, ConfigError, Memory, ProviderError
 from memstrata.bench.context_metrics import normalize_answer
 from memstrata.bench.ingest_search import latency_summary, machine
-from memstrata.bench.locomo import (
+from memstrata.bench.replay import (
     CATEGORIES,
     ReplayOptions,
     ingest_dialogue,

@@ -24,7 +24,8 @@ from memstrata import Embedder, Memory
 from memstrata.bench.context_metrics import answer_in_context
 from memstrata.bench.datasets import DialogTurn
 from memstrata.bench.ingest_search import machine
-from memstrata.bench.locomo import (
+from memstrata.bench.perturb import DEFAULT_SEED, PERTURBATIONS, Perturbed, check_perturbations, unchanged
+from memstrata.bench.replay import (
     CATEGORIES,
     TUNING_CONVERSATIONS,
     ingest_dialogue,
@@ -32,7 +33,6 @@ from memstrata.bench.locomo import (
     question_records,
     replay_settings,
 )
-from memstrata.bench.perturb import DEFAULT_SEED, PERTURBATIONS, Perturbed, check_perturbations, unchanged
 from memstrata.extraction.time_expressions import annotate
 from memstrata.retrieval.assembly import one_line
 

@@ -21,8 +21,8 @@ from typing import Any
 from memstrata import InvalidInput, Memory
 from memstrata.bench.datasets import DialogTurn, find_locomo, load_locomo
 from memstrata.bench.ingest_search import machine
-from memstrata.bench.locomo import TUNING_CONVERSATIONS
 from memstrata.bench.qa import answering_memory
+from memstrata.bench.replay import TUNING_CONVERSATIONS
 from memstrata.tiers.midterm import topic_thresholds
 
 BLOCK_TURNS = (4, 12)

@@ -35,7 +35,7 @@ def write_json_lines(path: Path | None, records: Iterable[object]) -> None:
 
 def chosen_conversations(conversations: str | None, limit: int | None) -> tuple[int, ...]:
     """The LoCoMo conversations ``--conversations`` names (empty: all), ``--limit`` checked; InvalidInput else."""
-    from memstrata.bench.locomo import parse_conversations
+    from memstrata.bench.replay import parse_conversations
     from memstrata.errors import InvalidInput
 
     if limit is not None and limit < 1:
