@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
+from typing import Protocol
 
 from memstrata.config import Settings
 from memstrata.errors import IdConflict, ProviderError
@@ -12,7 +13,7 @@ from memstrata.llms.base import LLM, ChatMessage
 from memstrata.models import ChatReply, Context, ContextItem, ItemKind, Role, Scope, Turn, UsedMemory
 from memstrata.prompts import render
 from memstrata.retrieval.context import ContextRequest
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import ConsolidationStore, TurnStore
 
 EXTRACTIVE_HEADER = "Here is what I remember:"
 EXTRACTIVE_EMPTY = "I don't have anything stored about that yet."
@@ -20,6 +21,10 @@ EXTRACTIVE_ITEMS = 5
 # Profile traits are in every context whatever the question, so they only fill spare places.
 _EXTRACTIVE_KINDS = (ItemKind.CELL, ItemKind.CONSOLIDATION, ItemKind.SCENE, ItemKind.MIDTERM, ItemKind.EPISODE)
 CONSOLIDATIONS_SCANNED = 100
+
+
+class ChatStore(TurnStore, ConsolidationStore, Protocol):
+    """What a chat reply reads: the session's turns and the consolidations stored since."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,7 +44,7 @@ class ChatRequest:
 class ChatParts:
     """What a chat reply is made with: the store, the model, and how the facade builds context and stores turns."""
 
-    store: TierStore
+    store: ChatStore
     llm: LLM
     settings: Settings
     #: Builds the memory block as foreground work, noting the visits of its excerpts.

@@ -9,24 +9,28 @@ import shutil
 import tempfile
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from memstrata.config import CONFIG_FILE_NAME, DATABASE_FILE_NAME, Settings
 from memstrata.embeddings.base import Embedder
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.models import TransferReport, Turn
 from memstrata.remote.costs import COST_LOG_FILE_NAME
-from memstrata.storage.base import Store
+from memstrata.storage.roles import Maintenance, TurnStore, VectorStore
 from memstrata.tiers.episodic import Episodic
 from memstrata.transfer import end_line, header_line, read_export_file, turn_line
 
 EXPORT_PAGE = 500
 
 
+class TransferStore(TurnStore, VectorStore, Maintenance, Protocol):
+    """What export and import need: every turn in order, their vectors, where the store lives."""
+
+
 class Transfer:
     """Writes a store's turns (with or without vectors) to a JSONL file atomically, and reads one back."""
 
-    def __init__(self, *, store: Store, embedder: Embedder, episodic: Episodic, settings: Settings) -> None:
+    def __init__(self, *, store: TransferStore, embedder: Embedder, episodic: Episodic, settings: Settings) -> None:
         self._store = store
         self._embedder = embedder
         self._episodic = episodic

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
+from typing import Protocol
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from memstrata.retrieval.entity_candidates import (
 from memstrata.retrieval.fusion import Fused, fuse_scored
 from memstrata.retrieval.pipeline import MAX_SPEAKERS_STRIPPED, Pipeline, Signals
 from memstrata.retrieval.query import ItemKey, Query, Rankings, joined, today_in
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import GraphStore, KnowledgeStore, SearchStore, TurnStore, VectorStore
 from memstrata.storage.text import cell_text, readable_key
 from memstrata.tiers.graph import Graph
 from memstrata.tiers.procedural import Procedural
@@ -37,6 +38,10 @@ SUMMARY_TIERS = (Tier.SCENE, Tier.MIDTERM, Tier.CONSOLIDATION)
 CONTEXT_TIERS = (Tier.LONGTERM, *SUMMARY_TIERS)
 PATTERN_MIN_COUNT = 2
 _WORD = re.compile(r"\w+")
+
+
+class ContextStore(TurnStore, SearchStore, VectorStore, KnowledgeStore, GraphStore, Protocol):
+    """What the context builder reads: turns, speakers, vectors, facts and the profile, entities."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -61,7 +66,7 @@ class ContextBuilder:
         self,
         *,
         pipeline: Pipeline,
-        store: TierStore,
+        store: ContextStore,
         model_id: str,
         settings: Settings,
         procedural: Procedural,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
+from typing import Protocol
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from memstrata.retrieval.query import DATED, ItemKey, Query, Rankings, asked_per
 from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals, rerank
 from memstrata.retrieval.speakers import aliases, mentioned_speaker, without_speakers
 from memstrata.retrieval.vectors import VectorIndex
-from memstrata.storage.base import Seqs, ServerSideVectors, Store, Vectors
+from memstrata.storage.base import Seqs, ServerSideVectors, Vectors
+from memstrata.storage.roles import SearchStore, TurnStore, VectorStore
 
 #: How many of the best full-text matches tell how strongly full text matched (``term_coverage``).
 LEXICAL_TOP = 5
@@ -41,6 +43,10 @@ MAX_SPEAKERS_STRIPPED = 200
 
 Signals = dict[ItemKey, TurnSignals]
 """Rerank signals of turns already read, kept across the reranks of one call."""
+
+
+class RankingStore(TurnStore, SearchStore, VectorStore, Protocol):
+    """What ranking reads: turns, their full text and filters, their vectors and the facts' vectors."""
 
 
 @dataclass(slots=True)
@@ -59,7 +65,7 @@ class Pipeline:
     user's vector index is then unloaded and ``reloads(user)`` goes up, so a caller can run once more.
     """
 
-    def __init__(self, *, store: Store, embedder: Embedder, index: VectorIndex, settings: Settings) -> None:
+    def __init__(self, *, store: RankingStore, embedder: Embedder, index: VectorIndex, settings: Settings) -> None:
         self._store = store
         self._embedder = embedder
         self._index = index

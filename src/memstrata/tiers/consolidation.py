@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from datetime import UTC, date, datetime
+from typing import Protocol
 
 import numpy as np
 
@@ -14,11 +15,15 @@ from memstrata.ids import IdGenerator
 from memstrata.models import Consolidation, Turn
 from memstrata.policies.consolidation import dbscan, should_consolidate, token_efficiency
 from memstrata.retrieval.fulltext import indexed_text
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import ConsolidationStore, TurnStore, VectorStore
 from memstrata.tiers.policy import HierarchyPolicy
 from memstrata.tiers.steps import MemorySteps, day_said
 
 CONSOLIDATION_BATCH = 1000
+
+
+class SleepStore(ConsolidationStore, TurnStore, VectorStore, Protocol):
+    """What sleep reads and writes: what is not consolidated yet, those turns and their vectors, the summaries."""
 
 
 def without_labels(text: str, speakers: Collection[str]) -> str:
@@ -33,7 +38,7 @@ class Sleep:
     """Consolidates a user's turns in bounded batches, oldest first, once enough have come."""
 
     def __init__(
-        self, store: TierStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
+        self, store: SleepStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
     ) -> None:
         self._store = store
         self._embedder = embedder

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from memstrata.models import Scope, Turn
 from memstrata.retrieval.bursts import MAX_BURST, burst_texts, continues
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.retrieval.vectors import VectorIndex
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import SearchStore, TierMaintenance, TurnStore, VectorStore
 from memstrata.tiers.working import SharedWorkingMemory
 from memstrata.validation import MessageInput
 
@@ -31,13 +31,17 @@ BURST_LOOKBACK = 50
 log = logging.getLogger("memstrata.memory")
 
 
+class EpisodicStore(TurnStore, SearchStore, VectorStore, TierMaintenance, Protocol):
+    """What episodic memory writes and re-embeds: turns, their full text and vectors, the working set."""
+
+
 class Episodic:
     """Writes, re-embeds and deletes turns: store, vector index and working set (in the store or Redis) together."""
 
     def __init__(
         self,
         *,
-        store: TierStore,
+        store: EpisodicStore,
         embedder: Embedder,
         index: VectorIndex,
         settings: Settings,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from memstrata.embeddings.base import Embedder
 from memstrata.extraction.entities import extract_entities
 from memstrata.models import Subgraph, Turn
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import GraphStore
 
 ENTITY_VECTORS_PER_JOB = 256  # entity names embedded in one job at most (about 2 s with the default embedder)
 
@@ -13,7 +13,7 @@ ENTITY_VECTORS_PER_JOB = 256  # entity names embedded in one job at most (about 
 class Graph:
     """Adds each new turn's entities to the user's graph, embeds names that have no vector yet, reads subgraphs."""
 
-    def __init__(self, store: TierStore, embedder: Embedder) -> None:
+    def __init__(self, store: GraphStore, embedder: Embedder) -> None:
         self._store = store
         self._embedder = embedder
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from memstrata.extraction.cells import ExtractedCell
 from memstrata.ids import IdGenerator
 from memstrata.models import Cell, Turn
 from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import KnowledgeStore, SearchStore, TurnSignals
 from memstrata.storage.text import cell_gist
 from memstrata.tiers.policy import FILING_ATTEMPTS, FILING_PAUSE_SECONDS
 from memstrata.tiers.steps import MemorySteps
@@ -25,11 +26,15 @@ SPEAKERS_READ = 200  # speaker names read to leave out of the facts' embedded te
 KNOWN_ATTRIBUTES_SCANNED = 200  # recent current cells whose attributes the LLM extractor is shown
 
 
+class LongTermStore(KnowledgeStore, TurnSignals, SearchStore, Protocol):
+    """What long-term memory reads and writes: facts and the profile, turn signals, the speakers."""
+
+
 class LongTerm:
     """Scores, remembers and embeds what each new turn says for good."""
 
     def __init__(
-        self, store: TierStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, weights: ImportanceWeights
+        self, store: LongTermStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, weights: ImportanceWeights
     ) -> None:
         self._store = store
         self._embedder = embedder

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
+from typing import Protocol
 
 import numpy as np
 
@@ -29,18 +30,22 @@ from memstrata.policies.topics import (
     topic_runs,
 )
 from memstrata.retrieval.fulltext import indexed_text
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import SegmentStore, TurnStore, VectorStore
 from memstrata.tiers.policy import FILING_ATTEMPTS, FILING_PAUSE_SECONDS, HierarchyPolicy
 from memstrata.tiers.steps import MemorySteps, content_words, day_said
 
 FOLLOWING_TURNS_READ = 8  # turns read after an exchange to find the one said next
 
 
+class MidTermStore(SegmentStore, TurnStore, VectorStore, Protocol):
+    """What mid-term memory reads and writes: segments, the turns filed in them and their vectors."""
+
+
 class MidTerm:
     """Files turns that left working memory into segments, and counts retrieval's visits to them."""
 
     def __init__(
-        self, store: TierStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
+        self, store: MidTermStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
     ) -> None:
         self._store = store
         self._embedder = embedder

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from memstrata.extraction.patterns import key_topic_words, observe_patterns, topic_words
 from memstrata.models import Pattern, Turn
 from memstrata.policies.importance import recency_decay
-from memstrata.storage.base import TierStore
+from memstrata.storage.roles import KnowledgeStore, TurnSignals
 
 PATTERN_HALF_LIFE_SECONDS = 30 * 24 * 3600.0
+
+
+class ProceduralStore(KnowledgeStore, TurnSignals, Protocol):
+    """What procedural memory reads and writes: patterns, and the user's message before a turn."""
 
 
 class Procedural:
     """Counts the patterns each new user turn shows (a habit, a preference for a format), and ranks them."""
 
-    def __init__(self, store: TierStore) -> None:
+    def __init__(self, store: ProceduralStore) -> None:
         self._store = store
 
     def observe(self, user_id: str, seq: int, turn: Turn) -> None:

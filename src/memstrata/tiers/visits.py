@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from memstrata.models import Hit
-from memstrata.storage.base import Store
+from memstrata.storage.roles import JobIntake
 
 VISIT_BATCH = 32
 
@@ -17,7 +17,7 @@ class VisitRecorder:
     Visits only warm segments up; a crash loses at most one unqueued batch of them.
     """
 
-    def __init__(self, *, store: Store, enabled: bool, wake: Callable[[], None]) -> None:
+    def __init__(self, *, store: JobIntake, enabled: bool, wake: Callable[[], None]) -> None:
         self._store = store
         self._enabled = enabled
         self._wake = wake

@@ -17,14 +17,20 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from memstrata.errors import InvalidInput, StorageError
 from memstrata.models import SearchFilters, Turn
-from memstrata.storage.base import Job, Overflow, TierStore, Vectors, WorkingSet
+from memstrata.storage.base import Job, Overflow, Vectors, WorkingSet
+from memstrata.storage.roles import JobQueue, Maintenance, SearchStore, TurnStore
 
 log = logging.getLogger("memstrata.working")
 WORKING_JOB = "working"
 UPKEEP_BATCH = 100
+
+
+class WorkingStore(TurnStore, SearchStore, JobQueue, Maintenance, Protocol):
+    """What the shared working memory needs of the store: turns, the replay jobs, the store's clock."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -51,7 +57,7 @@ class WorkingPolicy:
 class SharedWorkingMemory:
     """Keeps each session's last exchanges in a :class:`WorkingSet` shared by every process."""
 
-    def __init__(self, store: TierStore, working: WorkingSet, policy: WorkingPolicy) -> None:
+    def __init__(self, store: WorkingStore, working: WorkingSet, policy: WorkingPolicy) -> None:
         self._store = store
         self._working = working
         self.policy = policy
