@@ -102,14 +102,7 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = parse_json(line)
-        except ValueError as exc:
-            raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
-        except RecursionError as exc:
-            raise InvalidInput(f"line {number}: nested too deeply") from exc
-        if not isinstance(record, dict):
-            raise InvalidInput(f"line {number}: expected a JSON object")
+        record = parse_record(line, number)
         if not version:
             if record.get("kind") != FORMAT_NAME:
                 raise InvalidInput(f"line {number}: not a memstrata export (no '{FORMAT_NAME}' header)")
@@ -191,3 +184,16 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
     if abs(norm - 1.0) <= _UNIT_TOLERANCE:
         return ImportedTurn(turn, model_id, vector.astype(np.float32))
     return ImportedTurn(turn, model_id, (wide / norm).astype(np.float32))
+
+
+def parse_record(line: str, number: int) -> dict[str, Any]:
+    """One line of an export as a JSON object; InvalidInput names line ``number`` if it is not one."""
+    try:
+        record = parse_json(line)
+    except ValueError as exc:
+        raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"line {number}: nested too deeply") from exc
+    if not isinstance(record, dict):
+        raise InvalidInput(f"line {number}: expected a JSON object")
+    return record

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO
 
 from memstrata.errors import InvalidInput
 from memstrata.server.tenancy import Tenant
-from memstrata.transfer import end_line
-from memstrata.validation import parse_json
+from memstrata.transfer import end_line, parse_record
 
 _TURN = "turn"
 
@@ -51,7 +50,7 @@ def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
         if not line.strip():
             yield "\n"  # keeps the line numbers of messages those of the upload
             continue
-        record = _parse(line, number)
+        record = parse_record(line, number)
         if record.get("kind") == _TURN:
             try:
                 record["user_id"] = tenant.inside(record.get("user_id"), "user_id")
@@ -60,15 +59,3 @@ def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
                 raise InvalidInput(f"line {number}: {exc}") from exc
         # ASCII escapes keep a lone surrogate writable, for the import to refuse with a clear message.
         yield json.dumps(record) + "\n"
-
-
-def _parse(line: str, number: int) -> dict[str, Any]:
-    try:
-        record = parse_json(line)
-    except ValueError as exc:
-        raise InvalidInput(f"line {number}: not valid JSON ({exc})") from exc
-    except RecursionError as exc:
-        raise InvalidInput(f"line {number}: nested too deeply") from exc
-    if not isinstance(record, dict):
-        raise InvalidInput(f"line {number}: expected a JSON object")
-    return record
