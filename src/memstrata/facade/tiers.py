@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memstrata.config import Settings
@@ -21,45 +22,36 @@ COUNT_ATTEMPTS = 3
 COUNT_RETRY_SECONDS = 0.1
 
 
+@dataclass(kw_only=True, eq=False)
 class Tiers:
     """Flush, inspect and prune the tiers the background jobs derive from the turns."""
 
-    def __init__(
-        self,
-        *,
-        store: TierStore,
-        hierarchy: Hierarchy,
-        worker: Worker,
-        visits: VisitRecorder,
-        episodic: Episodic,
-        settings: Settings,
-    ) -> None:
-        self._store = store
-        self._hierarchy = hierarchy
-        self._worker = worker
-        self._visits = visits
-        self._episodic = episodic
-        self._settings = settings
+    store: TierStore
+    hierarchy: Hierarchy
+    worker: Worker
+    visits: VisitRecorder
+    episodic: Episodic
+    settings: Settings
 
     def flush(self, timeout: float | None, user_id: str | None) -> None:
         """Wait until the tier work queued so far is done (all of it, or ``user_id``'s); StorageError on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        self._visits.queue()
+        self.visits.queue()
         user = user_id
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             # With a user, only until that user's jobs are done: work queued after them never holds it up.
-            if not self._settings.background:
+            if not self.settings.background:
                 # Only this user's jobs (the work of users queued earlier does not hold the caller up),
                 # and only until the deadline: another process may keep queueing more of them.
-                self._worker.drain(lambda: _settled(user, deadline, self._has_no_jobs), user_id=user)
+                self.worker.drain(lambda: _settled(user, deadline, self._has_no_jobs), user_id=user)
             elif user is not None:
-                if not self._worker.wait_until(lambda: self._has_no_jobs(user), remaining, user_id=user):
+                if not self.worker.wait_until(lambda: self._has_no_jobs(user), remaining, user_id=user):
                     raise StorageError(
                         f"the background work of user {user!r} did not finish in time; call flush() again or raise"
                         " timeout (another process may hold the jobs)"
                     )
-            elif not self._worker.wait_idle(remaining):
+            elif not self.worker.wait_idle(remaining):
                 raise StorageError("background work did not finish in time; call flush() again or raise timeout")
             if self._has_no_jobs(user):
                 return
@@ -72,8 +64,8 @@ class Tiers:
 
     def inspect(self, user_id: str, limit: int) -> Inspection:
         """Each tier of a user: counts, working set, hot segments, profile, cells, patterns, entities, log."""
-        store = self._store
-        working = store.get_by_seqs(self._episodic.working_seqs(user_id), user_id)
+        store = self.store
+        working = store.get_by_seqs(self.episodic.working_seqs(user_id), user_id)
         return Inspection(
             user_id=user_id,
             counts={**store.tier_counts(user_id), Tier.WORKING: len(working)},
@@ -81,7 +73,7 @@ class Tiers:
             segments=tuple(store.segments(user_id, limit=limit)),
             profile=store.profile(user_id),
             cells=tuple(store.cells(user_id, include_superseded=True, limit=limit * 5)),
-            patterns=tuple(self._hierarchy.procedural.patterns(user_id, None, limit, datetime.now(UTC))),
+            patterns=tuple(self.hierarchy.procedural.patterns(user_id, None, limit, datetime.now(UTC))),
             entities=tuple(store.entities(user_id, limit=limit)),
             consolidations=tuple(store.consolidations(user_id, limit=limit)),
             events=tuple(store.events(user_id, limit=limit * 2)),
@@ -91,16 +83,16 @@ class Tiers:
 
     def segment_turns(self, segment_id: str, user_id: str) -> list[Turn]:
         """The turns filed in one of the user's mid-term segments, in the order they were said; NotFound if none."""
-        turns = self._store.get_by_seqs(self._store.segment_turn_seqs(segment_id), user_id)
+        turns = self.store.get_by_seqs(self.store.segment_turn_seqs(segment_id), user_id)
         if not turns:
             raise NotFound(f"user {user_id!r} has no mid-term segment {segment_id!r}")
         return [turns[seq] for seq in sorted(turns, key=lambda seq: (turns[seq].created_at, seq))]
 
     def retry_failed_jobs(self, user_id: str | None) -> int:
         """Queue the jobs parked as failed again (``user_id``'s, or everyone's); how many."""
-        count = self._store.retry_failed_jobs(user_id)
+        count = self.store.retry_failed_jobs(user_id)
         if count:
-            self._worker.wake()
+            self.worker.wake()
         return count
 
     def prune(self, user_id: str, tier: str, older_than: timedelta | None, keep_last: int | None) -> int:
@@ -109,12 +101,12 @@ class Tiers:
             cutoff = datetime.now(UTC) - older_than if older_than is not None else None
         except OverflowError:  # older than the calendar: nothing is that old
             cutoff = datetime.min.replace(tzinfo=UTC)
-        count = self._store.prune(user_id, tier, cutoff, keep_last)
+        count = self.store.prune(user_id, tier, cutoff, keep_last)
         if tier == Tier.EPISODIC and count:
-            self._episodic.forgotten(user_id)
+            self.episodic.forgotten(user_id)
             # The oldest turns left may have been embedded with pruned messages of their burst.
-            oldest = sorted(int(seq) for seq in self._store.filtered_seqs(user_id, SearchFilters()))[: MAX_BURST - 1]
-            self._episodic.refresh_bursts(user_id, oldest)
+            oldest = sorted(int(seq) for seq in self.store.filtered_seqs(user_id, SearchFilters()))[: MAX_BURST - 1]
+            self.episodic.refresh_bursts(user_id, oldest)
         return count
 
     def _has_no_jobs(self, user_id: str | None) -> bool:
@@ -122,7 +114,7 @@ class Tiers:
         storage error (a busy database, a dropped connection) is tried again; a lasting one is raised."""
         for attempt in range(COUNT_ATTEMPTS):
             try:
-                return self._store.count_jobs(user_id) == 0
+                return self.store.count_jobs(user_id) == 0
             except StorageError:
                 if attempt == COUNT_ATTEMPTS - 1:
                     raise

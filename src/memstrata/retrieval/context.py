@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
@@ -59,31 +59,22 @@ class ContextRequest:
     verbatim: bool | None = None
 
 
+@dataclass(kw_only=True, eq=False)
 class ContextBuilder:
     """Builds the memory block: the ranked turns of the pipeline plus profile, habits, facts, graph and summaries."""
 
-    def __init__(
-        self,
-        *,
-        pipeline: Pipeline,
-        store: ContextStore,
-        model_id: str,
-        settings: Settings,
-        procedural: Procedural,
-        graph: Graph,
-        working_seqs: Callable[[str, str | None], list[int]],
-    ) -> None:
-        self._pipeline = pipeline
-        self._store = store
-        self._model_id = model_id
-        self._settings = settings
-        self._procedural = procedural
-        self._graph = graph
-        self._working_seqs = working_seqs
-        #: How candidates are packed into the budget (``retrieval/assembly.py``); replaceable.
-        self.assembly_policy = AssemblyPolicy()
-        #: Which entities' turns a "which books/places…" question lifts (``retrieval/entity_candidates.py``).
-        self.entity_policy = EntityCandidatePolicy()
+    pipeline: Pipeline
+    store: ContextStore
+    model_id: str
+    settings: Settings
+    procedural: Procedural
+    graph: Graph
+    #: The turns in working memory (one session's, or all the user's), oldest first.
+    working_seqs: Callable[[str, str | None], list[int]]
+    #: How candidates are packed into the budget (``retrieval/assembly.py``); replaceable.
+    assembly_policy: AssemblyPolicy = field(default_factory=AssemblyPolicy)
+    #: Which entities' turns a "which books/places…" question lifts (``retrieval/entity_candidates.py``).
+    entity_policy: EntityCandidatePolicy = field(default_factory=EntityCandidatePolicy)
 
     def build(self, request: ContextRequest) -> tuple[Context, list[Hit]]:
         """The block, and the excerpt hits it shows (for visits).
@@ -93,9 +84,9 @@ class ContextBuilder:
         """
         user = request.scope.user_id
         for last_try in (False, True):
-            reloads = self._pipeline.reloads(user)
+            reloads = self.pipeline.reloads(user)
             built, episodes = self._build(request)
-            if last_try or self._pipeline.reloads(user) == reloads:
+            if last_try or self.pipeline.reloads(user) == reloads:
                 break
         included = {item.id for item in built.items if item.kind == ItemKind.EPISODE}
         return built, [hit for hit in episodes if hit.id in included]
@@ -106,7 +97,7 @@ class ContextBuilder:
         user = scope.user_id
         filters = SearchFilters(agent_id=scope.agent_id)
         wanted = min(
-            MAX_EPISODE_CANDIDATES, max(self._settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
+            MAX_EPISODE_CANDIDATES, max(self.settings.search_candidates, budget // TOKENS_PER_EPISODE_CANDIDATE)
         )
         query = Query(
             text=request.text,
@@ -117,7 +108,7 @@ class ContextBuilder:
             filters=filters,
             tiers=CONTEXT_TIERS if filters.is_empty else (),
         )
-        found = self._pipeline.rankings(query)
+        found = self.pipeline.rankings(query)
         rankings = found.rankings
         loaded: dict[int, Turn] = {}
         order = self._episode_order(query, rankings, loaded)
@@ -125,17 +116,17 @@ class ContextBuilder:
             order = self._with_entity_turns(query, order, found.query_vector)
         order = [item for item in order if item.key[1] not in request.leave_out]
         # A message burst is one excerpt, its pieces one a line (``retrieval/bursts.py``).
-        pipeline = self._pipeline
+        pipeline = self.pipeline
         episodes = pipeline.bursts(pipeline.load_hits(order, wanted, user, loaded), user, loaded, join=True)
         derived = pipeline.load_hits(
-            fuse_scored({"derived": rankings.get("derived", [])}, k=self._settings.rrf_k), wanted, user
+            fuse_scored({"derived": rankings.get("derived", [])}, k=self.settings.rrf_k), wanted, user
         )
         recent = self._recent_turns(user, scope.session_id, scope.agent_id)
         # Summaries carry the dates of their relative phrases as read in the setting's zone
         # when they were made; in another zone those notes could contradict the excerpts.
-        dated = (lambda text: text) if str(zone) == str(self._settings.zone) else without_notes
-        quote_all = not self._settings.abridge_excerpts if request.verbatim is None else request.verbatim
-        patterns = self._procedural.patterns(user, request.text, 8, datetime.now(UTC))
+        dated = (lambda text: text) if str(zone) == str(self.settings.zone) else without_notes
+        quote_all = not self.settings.abridge_excerpts if request.verbatim is None else request.verbatim
+        patterns = self.procedural.patterns(user, request.text, 8, datetime.now(UTC))
         candidates: dict[str, list[Candidate]] = {
             "profile": self._profile(user),
             "pattern": [
@@ -188,19 +179,19 @@ class ContextBuilder:
         full lists.
         """
         turn_lists = {name: ranking for name, ranking in rankings.items() if name != "derived"}
-        k = self._settings.rrf_k
-        head_lists = joined(turn_lists, self._settings.search_candidates)
+        k = self.settings.rrf_k
+        head_lists = joined(turn_lists, self.settings.search_candidates)
         turn_lists = joined(turn_lists)
         # Every candidate turn in one read (the head's are in the tail too), and their signals once.
-        self._pipeline.turns(
+        self.pipeline.turns(
             query.user_id,
             sorted({seq for ranking in turn_lists.values() for (kind, seq), _ in ranking if kind == "turn"}),
             loaded,
         )
         signals: Signals = {}
-        head = self._pipeline.rerank(query, fuse_scored(head_lists, k=k), head_lists, loaded, signals)
+        head = self.pipeline.rerank(query, fuse_scored(head_lists, k=k), head_lists, loaded, signals)
         seen = {item.key for item in head}
-        tail = self._pipeline.rerank(query, fuse_scored(turn_lists, k=k), turn_lists, loaded, signals)
+        tail = self.pipeline.rerank(query, fuse_scored(turn_lists, k=k), turn_lists, loaded, signals)
         return head + [item for item in tail if item.key not in seen]
 
     def _with_entity_turns(
@@ -211,17 +202,17 @@ class ContextBuilder:
         policy, text, user = self.entity_policy, query.text, query.user_id
         if policy.entities <= 0 or not asks_for_kind(text):
             return order
-        entities = self._store.entity_vectors(user, self._model_id)
+        entities = self.store.entity_vectors(user, self.model_id)
         if len(entities) < 2:
             return order
         cosines = np.stack([vector for _, _, vector in entities]) @ np.asarray(query_vector, dtype=np.float32)
-        speakers = self._store.speakers(user, MAX_SPEAKERS_STRIPPED)
+        speakers = self.store.speakers(user, MAX_SPEAKERS_STRIPPED)
         picked = closest_entities(text, [name for _, name, _ in entities], cosines, speakers, policy)
         if not picked:
             return order
-        by_id = self._store.entity_mention_seqs(user, [entities[index][0] for index in picked])
+        by_id = self.store.entity_mention_seqs(user, [entities[index][0] for index in picked])
         mentions = {index: by_id.get(entities[index][0], []) for index in picked}
-        stored = self._store.vectors_for(self._model_id, sorted({seq for seqs in mentions.values() for seq in seqs}))
+        stored = self.store.vectors_for(self.model_id, sorted({seq for seqs in mentions.values() for seq in seqs}))
         closeness = {seq: float(vector @ query_vector) for seq, vector in stored.items()}
         added = [("turn", seq) for seq in entity_turns(picked, mentions, closeness, policy)]
         by_key = {item.key: item for item in order}
@@ -248,7 +239,7 @@ class ContextBuilder:
         sentence ("user · allergy: peanuts"), so a fact bearing on the query reads as a fact.
         """
         hits = [hit for hit in derived if hit.tier == Tier.LONGTERM]
-        said = self._pipeline.facts_said_on(hits, user, zone)
+        said = self.pipeline.facts_said_on(hits, user, zone)
         quoting = _quoting(hits, {turn.id: turn for turn in showable})
         found = [
             Candidate(
@@ -266,7 +257,7 @@ class ContextBuilder:
         ]
         if not include_superseded or not found:
             return found
-        every = self._store.cells(user, include_superseded=True, limit=100_000)
+        every = self.store.cells(user, include_superseded=True, limit=100_000)
         by_id = {cell.id: cell for cell in every}
         history: list[Candidate] = []
         for candidate in found:
@@ -302,9 +293,7 @@ class ContextBuilder:
         """
         # As cells name them: the speaker as said, "user" for a turn without a name. Only two or more names
         # make a group: one person named in some turns and not in others is still one person.
-        traits = [
-            (key, value, (name or "").strip() or "user") for key, value, name in self._store.profile_entries(user)
-        ]
+        traits = [(key, value, (name or "").strip() or "user") for key, value, name in self.store.profile_entries(user)]
         named = len({speaker.casefold() for _, _, speaker in traits if speaker != "user"}) > 1
         return [
             Candidate(
@@ -318,7 +307,7 @@ class ContextBuilder:
         ]
 
     def _edges(self, text: str, user: str) -> list[Candidate]:
-        subgraph = self._graph.subgraph(user, text, 10)
+        subgraph = self.graph.subgraph(user, text, 10)
         return [
             Candidate(
                 section="graph",
@@ -334,7 +323,7 @@ class ContextBuilder:
         """This session's working set (of ``agent_id``, if given), by seq."""
         if session_id is None:
             return {}
-        found = self._store.get_by_seqs(self._working_seqs(user, session_id), user)
+        found = self.store.get_by_seqs(self.working_seqs(user, session_id), user)
         return {seq: turn for seq, turn in found.items() if agent_id is None or turn.agent_id == agent_id}
 
 

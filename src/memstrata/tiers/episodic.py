@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
@@ -35,27 +36,19 @@ class EpisodicStore(TurnStore, SearchStore, VectorStore, TierMaintenance, Protoc
     """What episodic memory writes and re-embeds: turns, their full text and vectors, the working set."""
 
 
+@dataclass(kw_only=True, eq=False)
 class Episodic:
     """Writes, re-embeds and deletes turns: store, vector index and working set (in the store or Redis) together."""
 
-    def __init__(
-        self,
-        *,
-        store: EpisodicStore,
-        embedder: Embedder,
-        index: VectorIndex,
-        settings: Settings,
-        shared_working: SharedWorkingMemory | None,
-        ids: IdGenerator,
-        wake: Callable[[], None],
-    ) -> None:
-        self._store = store
-        self._ids = ids
-        self._embedder = embedder
-        self._index = index
-        self._settings = settings
-        self._shared_working = shared_working
-        self._wake = wake
+    store: EpisodicStore
+    embedder: Embedder
+    index: VectorIndex
+    settings: Settings
+    #: Working memory in Redis, or None when the store keeps it in the writing transaction.
+    shared_working: SharedWorkingMemory | None
+    ids: IdGenerator
+    #: Nudges the background worker about new jobs.
+    wake: Callable[[], None]
 
     def add(
         self,
@@ -69,7 +62,7 @@ class Episodic:
         """Store checked messages said at ``moment`` in ``scope``; every turn as stored (retries stored once)."""
         turns = [
             Turn(
-                id=message.id or self._ids.new(),
+                id=message.id or self.ids.new(),
                 user_id=scope.user_id,
                 agent_id=scope.agent_id,
                 session_id=scope.session_id,
@@ -98,7 +91,7 @@ class Episodic:
         turn is not ``same`` (a retry of the message, by default) raises IdConflict
         (``id 'x' <conflict>``) before anything is written.
         """
-        existing = self._store.get_by_ids([turn.id for turn in turns])
+        existing = self.store.get_by_ids([turn.id for turn in turns])
         for turn in turns:
             stored = existing.get(turn.id)
             if stored is not None and not same(stored, turn):
@@ -106,20 +99,20 @@ class Episodic:
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed_turns(fresh, self._burst_texts(fresh), [known_vectors.get(t.id) for t in fresh])
-            if self._shared_working is not None:  # the working set goes to Redis
-                self._shared_working.insert(fresh, vectors, self._embedder.model_id)
+            if self.shared_working is not None:  # the working set goes to Redis
+                self.shared_working.insert(fresh, vectors, self.embedder.model_id)
             else:  # in the same transaction
-                self._store.insert_turns(
-                    fresh, vectors, self._embedder.model_id, working_capacity=self._settings.working_capacity
+                self.store.insert_turns(
+                    fresh, vectors, self.embedder.model_id, working_capacity=self.settings.working_capacity
                 )
-            self._wake()
+            self.wake()
         return [existing.get(turn.id, turn) for turn in turns], fresh
 
     def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
         """Turns in working memory (one session, or all of the user's), oldest first."""
-        if self._shared_working is not None:
-            return self._shared_working.working_seqs(user_id, session_id)
-        return self._store.working_seqs(user_id, session_id)
+        if self.shared_working is not None:
+            return self.shared_working.working_seqs(user_id, session_id)
+        return self.store.working_seqs(user_id, session_id)
 
     def reindex(self, progress: Progress | None, *, fulltext: bool, facts: Callable[[str], int] | None = None) -> int:
         """Embed every stored turn without a vector from the current model; how many (facts included).
@@ -127,21 +120,21 @@ class Episodic:
         ``facts`` embeds some of one user's facts, returning how many (0 when none are left).
         """
         if fulltext:
-            self._store.rebuild_fulltext()
-        model_id = self._embedder.model_id
-        total = self._store.count_missing_vectors(model_id)
+            self.store.rebuild_fulltext()
+        model_id = self.embedder.model_id
+        total = self.store.count_missing_vectors(model_id)
         done = 0
-        while total and (batch := self._store.turns_missing_vectors(model_id, 256)):
+        while total and (batch := self.store.turns_missing_vectors(model_id, 256)):
             seqs = [seq for seq, _ in batch]
             turns = [turn for _, turn in batch]
-            self._store.put_vectors(model_id, seqs, self._embed_turns(turns, self._stored_bursts(batch)))
+            self.store.put_vectors(model_id, seqs, self._embed_turns(turns, self._stored_bursts(batch)))
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))
         if done:
-            self._index.drop()
+            self.index.drop()
         if facts is not None:
-            for user in self._store.user_ids(""):
+            for user in self.store.user_ids(""):
                 while embedded := facts(user):
                     done += embedded
                     if progress is not None:
@@ -151,53 +144,53 @@ class Episodic:
     def delete(self, turn_id: str, user_id: str) -> None:
         """Hard-delete one turn with its index entries; NotFound if absent. Its burst's later pieces are re-embedded."""
         # Read before it goes: which session's working set may hold it, and which burst it was in.
-        found = self._store.get_by_ids([turn_id], user_id).get(turn_id)
-        seq = self._store.delete(turn_id, user_id)
+        found = self.store.get_by_ids([turn_id], user_id).get(turn_id)
+        seq = self.store.delete(turn_id, user_id)
         if seq is None:
             raise NotFound(f"no memory with id {turn_id!r} for user {user_id!r}")
-        self._index.remove(user_id, np.array([seq], dtype=np.int64))
+        self.index.remove(user_id, np.array([seq], dtype=np.int64))
         if found is not None:
             self.refresh_bursts(user_id, self._pieces_after(user_id, seq, found))
-        if self._shared_working is not None and found is not None:
-            shared = self._shared_working
+        if self.shared_working is not None and found is not None:
+            shared = self.shared_working
             _clear_working(user_id, lambda: shared.discard_turns(user_id, found.session_id, [seq]))
 
     def forget(self, scope: Scope) -> int:
         """Hard-delete everything in ``scope``, indexes included; how many turns."""
-        count = self._store.forget(scope)
+        count = self.store.forget(scope)
         self.forgotten(scope.user_id, scope.session_id)
         return count
 
     def forgotten(self, user_id: str, session_id: str | None = None) -> None:
         """After turns of a user (or one session) were deleted in the store: unload the user's vectors and
         free the Redis working-set places of the deleted turns."""
-        self._index.drop(user_id)
-        if self._shared_working is not None:
-            shared = self._shared_working
+        self.index.drop(user_id)
+        if self.shared_working is not None:
+            shared = self.shared_working
             _clear_working(user_id, lambda: shared.discard_deleted(user_id, session_id))
 
     def refresh_bursts(self, user_id: str, seqs: Sequence[int]) -> None:
         """Embed these turns again from what is stored now: a deleted message leaves no trace in later vectors."""
-        if not self._settings.join_bursts or not seqs:
+        if not self.settings.join_bursts or not seqs:
             return
-        batch = sorted(self._store.get_by_seqs(list(seqs), user_id).items())
+        batch = sorted(self.store.get_by_seqs(list(seqs), user_id).items())
         if batch:
             vectors = self._embed_turns([turn for _, turn in batch], self._stored_bursts(batch))
-            self._store.put_vectors(self._embedder.model_id, [seq for seq, _ in batch], vectors)
-            self._index.drop(user_id)
+            self.store.put_vectors(self.embedder.model_id, [seq for seq, _ in batch], vectors)
+            self.index.drop(user_id)
 
     # -- helpers ----------------------------------------------------------------------
 
     def _burst_texts(self, turns: Sequence[Turn]) -> list[str | None]:
         """Each new turn's message burst up to it, as one text (``None`` for none; ``retrieval/bursts.py``)."""
-        if not self._settings.join_bursts:
+        if not self.settings.join_bursts:
             return [None] * len(turns)
         texts: dict[str, str | None] = {}
         for user_id in dict.fromkeys(turn.user_id for turn in turns):
             own = [turn for turn in turns if turn.user_id == user_id]
             before: list[Turn] = []
             if own[0].session_id is not None:  # a burst never spans sessions, and a turn without one is in none
-                before = self._store.history(Scope(user_id), limit=MAX_BURST, newest_first=True)[::-1]
+                before = self.store.history(Scope(user_id), limit=MAX_BURST, newest_first=True)[::-1]
             texts.update(zip((turn.id for turn in own), burst_texts(own, before), strict=True))
         return [texts[turn.id] for turn in turns]
 
@@ -207,14 +200,14 @@ class Episodic:
         A turn's own earlier turns are looked for among the :data:`BURST_LOOKBACK` rows stored
         before it (other users' rows in between are skipped, as ``add`` never sees them).
         """
-        if not self._settings.join_bursts:
+        if not self.settings.join_bursts:
             return [None] * len(batch)
         known = {seq: turn for seq, turn in batch}
         wanted: dict[str, set[int]] = {}
         for seq, turn in batch:
             wanted.setdefault(turn.user_id, set()).update(range(max(1, seq - BURST_LOOKBACK), seq))
         for user_id, seqs in wanted.items():
-            known.update(self._store.get_by_seqs(sorted(seqs - known.keys()), user_id))
+            known.update(self.store.get_by_seqs(sorted(seqs - known.keys()), user_id))
         texts: list[str | None] = []
         for seq, turn in batch:
             earlier = [
@@ -227,7 +220,7 @@ class Episodic:
 
     def _pieces_after(self, user_id: str, seq: int, deleted: Turn) -> list[int]:
         """The seqs of the user's turns that went on the burst of ``deleted`` (stored at ``seq``) after it."""
-        after = self._store.get_by_seqs(list(range(seq + 1, seq + BURST_LOOKBACK + 1)), user_id)
+        after = self.store.get_by_seqs(list(range(seq + 1, seq + BURST_LOOKBACK + 1)), user_id)
         pieces: list[int] = []
         previous = deleted
         for later in sorted(after):
@@ -250,14 +243,14 @@ class Episodic:
 
     def _embed(self, texts: Sequence[str], known: Sequence[Vectors | None] | None = None) -> Vectors:
         """Embed ``texts``, reusing vectors already known for some of them."""
-        matrix = np.zeros((len(texts), self._embedder.dimension), dtype=np.float32)
+        matrix = np.zeros((len(texts), self.embedder.dimension), dtype=np.float32)
         missing = [i for i in range(len(texts)) if known is None or known[i] is None]
         for i in range(len(texts)):
             if known is not None and known[i] is not None:
                 matrix[i] = known[i]
         for start in range(0, len(missing), EMBED_BATCH):
             rows = missing[start : start + EMBED_BATCH]
-            matrix[rows] = self._embedder.embed_documents([texts[i] for i in rows])
+            matrix[rows] = self.embedder.embed_documents([texts[i] for i in rows])
         return matrix
 
 
