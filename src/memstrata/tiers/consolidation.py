@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Protocol
 
@@ -34,17 +35,15 @@ def without_labels(text: str, speakers: Collection[str]) -> str:
     return re.sub(rf"(?:(?<=^)|(?<=\s)|(?<=\]))(?:{'|'.join(names)}): ", "", text)
 
 
+@dataclass(kw_only=True, eq=False)
 class Sleep:
     """Consolidates a user's turns in bounded batches, oldest first, once enough have come."""
 
-    def __init__(
-        self, store: SleepStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
-    ) -> None:
-        self._store = store
-        self._embedder = embedder
-        self.steps = steps
-        self._ids = ids
-        self.policy = policy
+    store: SleepStore
+    embedder: Embedder
+    steps: MemorySteps
+    ids: IdGenerator
+    policy: HierarchyPolicy
 
     def due(self, user_id: str) -> bool:
         """Whether enough turns (or words) came since the user's last sleep for the next one.
@@ -53,12 +52,12 @@ class Sleep:
         not over every turn not consolidated: turns no cluster took would otherwise make
         every later batch of new turns sleep again.
         """
-        pending, words = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
+        pending, words = self.store.unconsolidated_size(user_id, after_seq=self.store.slept_through(user_id))
         return pending > 0 and should_consolidate(pending, words, self.policy.consolidation)
 
     def backlog(self, user_id: str) -> list[Consolidation]:
         """Sleep batch after batch until every turn there was when it started has been looked at."""
-        pending, _ = self._store.unconsolidated_size(user_id, after_seq=self._store.slept_through(user_id))
+        pending, _ = self.store.unconsolidated_size(user_id, after_seq=self.store.slept_through(user_id))
         made = self.consolidate(user_id)
         for _ in range(max(0, pending - 1) // CONSOLIDATION_BATCH):
             made.extend(self.consolidate(user_id))
@@ -69,22 +68,22 @@ class Sleep:
         policy = self.policy.consolidation
         # Bounded batches keep one sleep short (DBSCAN is quadratic). A batch takes the turns
         # no sleep has looked at yet, oldest first, so a backlog is worked through in order.
-        seqs = self._store.unconsolidated_turns(
-            user_id, CONSOLIDATION_BATCH, after_seq=self._store.slept_through(user_id)
+        seqs = self.store.unconsolidated_turns(
+            user_id, CONSOLIDATION_BATCH, after_seq=self.store.slept_through(user_id)
         )
         if not seqs:
             return []
         # Marked once the batch's clusters are stored: a sleep cut short (a crash, a storage
         # error) leaves the mark where it was, so its retry looks at the same turns again.
         looked_at = seqs[-1]
-        vectors = self._store.vectors_for(self._embedder.model_id, seqs)
+        vectors = self.store.vectors_for(self.embedder.model_id, seqs)
         seqs = [seq for seq in seqs if seq in vectors]
         if len(seqs) < policy.min_samples:
-            self._store.mark_slept(user_id, looked_at)
+            self.store.mark_slept(user_id, looked_at)
             return []
         matrix = np.stack([vectors[seq] for seq in seqs])
         labels = dbscan(matrix, eps=policy.eps, min_samples=policy.min_samples)
-        turns = self._store.get_by_seqs(seqs, user_id)
+        turns = self.store.get_by_seqs(seqs, user_id)
         made: list[Consolidation] = []
         groups: list[list[int]] = []
         for label in sorted(set(labels) - {-1}):
@@ -106,7 +105,7 @@ class Sleep:
                 [turns[seq].content for seq in members], without_labels(summary, speakers), entities=entity_names
             )
             consolidation = Consolidation(
-                id=self._ids.new(),
+                id=self.ids.new(),
                 user_id=user_id,
                 summary=summary,
                 source_turn_ids=tuple(turns[seq].id for seq in members),
@@ -115,9 +114,9 @@ class Sleep:
                 tes=efficiency.score,
                 created_at=now or datetime.now(UTC),
             )
-            if self._store.add_consolidation(consolidation, members):
+            if self.store.add_consolidation(consolidation, members):
                 made.append(consolidation)
-        self._store.mark_slept(user_id, looked_at)
+        self.store.mark_slept(user_id, looked_at)
         return made
 
     def _said(self, turn: Turn) -> date:

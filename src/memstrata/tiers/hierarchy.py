@@ -40,11 +40,11 @@ class Hierarchy:
         self._embedder = embedder
         self._ids = ids
         self.steps = MemorySteps(llm, embedder, policy.consolidation)
-        self.longterm = LongTerm(store, embedder, self.steps, ids, policy.importance)
+        self.longterm = LongTerm(store=store, embedder=embedder, steps=self.steps, ids=ids, weights=policy.importance)
         self.graph = Graph(store, embedder)
         self.procedural = Procedural(store)
-        self.midterm = MidTerm(store, embedder, self.steps, ids, policy)
-        self.sleep = Sleep(store, embedder, self.steps, ids, policy)
+        self.midterm = MidTerm(store=store, embedder=embedder, steps=self.steps, ids=ids, policy=policy)
+        self.sleep = Sleep(store=store, embedder=embedder, steps=self.steps, ids=ids, policy=policy)
         self.policy = policy
         self._lock = threading.Lock()  # one job at a time touches the tiers of this process
         #: Each job kind and the tier step that runs it, given the job and the time the run started.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -30,24 +30,23 @@ class LongTermStore(KnowledgeStore, TurnSignals, SearchStore, Protocol):
     """What long-term memory reads and writes: facts and the profile, turn signals, the speakers."""
 
 
+@dataclass(kw_only=True, eq=False)
 class LongTerm:
     """Scores, remembers and embeds what each new turn says for good."""
 
-    def __init__(
-        self, store: LongTermStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, weights: ImportanceWeights
-    ) -> None:
-        self._store = store
-        self._embedder = embedder
-        self.steps = steps
-        self._ids = ids
-        self.weights = weights
-        self._running_importance: dict[str, float] = {}
+    store: LongTermStore
+    embedder: Embedder
+    steps: MemorySteps
+    ids: IdGenerator
+    weights: ImportanceWeights
+    #: Each user's running importance, so a score reads against the user's recent turns.
+    _running_importance: dict[str, float] = field(default_factory=dict, init=False)
 
     def importance(self, user_id: str, seq: int, turn: Turn, entity_count: int, vector: Vectors | None) -> float:
         """How much ``turn`` matters, from its words, entities and how new it is among the user's recent turns."""
         novelty = 1.0
         if vector is not None:
-            recent = self._store.recent_vectors(self._embedder.model_id, user_id, seq, NOVELTY_WINDOW)
+            recent = self.store.recent_vectors(self.embedder.model_id, user_id, seq, NOVELTY_WINDOW)
             if recent:
                 matrix = np.frombuffer(b"".join(recent), dtype=np.float32).reshape(len(recent), -1)
                 novelty = 1.0 - float(np.max(matrix @ vector))
@@ -80,10 +79,10 @@ class LongTerm:
                     f"a fact of user {user_id!r} could not be stored: other workers kept changing its"
                     f" {item.subject} {item.attribute!r} meanwhile; the job is tried again"
                 )
-        current_profile = self._store.profile(user_id) if self.steps.uses_llm else {}
+        current_profile = self.store.profile(user_id) if self.steps.uses_llm else {}
         updates = self.steps.profile(turn, extracted, current_profile)
         if updates:
-            self._store.set_profile(user_id, updates, seq, turn.created_at)
+            self.store.set_profile(user_id, updates, seq, turn.created_at)
 
     def embed_cells(self, user_id: str, limit: int = CELL_VECTORS_PER_JOB) -> int:
         """Embed at most ``limit`` of the user's current facts that have no vector of this embedder yet; how many.
@@ -92,13 +91,13 @@ class LongTerm:
         facts, so a store from before fact vectors (or one whose embedder changed) catches up
         over the user's next jobs. A fact deleted meanwhile is skipped when the vectors are saved.
         """
-        model = self._embedder.model_id
-        missing = self._store.cells_without_vectors(user_id, model, limit)
+        model = self.embedder.model_id
+        missing = self.store.cells_without_vectors(user_id, model, limit)
         if not missing:
             return 0
-        speakers = self._store.speakers(user_id, SPEAKERS_READ)
-        vectors = self._embedder.embed_documents([cell_gist(cell, speakers) for cell in missing])
-        self._store.save_cell_vectors(model, {cell.id: vectors[i] for i, cell in enumerate(missing)})
+        speakers = self.store.speakers(user_id, SPEAKERS_READ)
+        vectors = self.embedder.embed_documents([cell_gist(cell, speakers) for cell in missing])
+        self.store.save_cell_vectors(model, {cell.id: vectors[i] for i, cell in enumerate(missing)})
         return len(missing)
 
     def _remember_cell(self, user_id: str, seq: int, turn: Turn, item: ExtractedCell) -> bool:
@@ -111,7 +110,7 @@ class LongTerm:
         """
         # Every cell of the slot: multi-valued attributes carry their object ("likes:hiking"),
         # so a slot holds the history of one value, not a list that grows without end.
-        slot = self._store.cells(
+        slot = self.store.cells(
             user_id, subject=item.subject, attribute=item.attribute, include_superseded=True, limit=None
         )
         current = [c for c in slot if c.is_current]
@@ -121,12 +120,12 @@ class LongTerm:
                 return True  # this turn's own fact (a retried job)
             # Said again: nothing new to remember, but this turn is noted, so the fact outlives the
             # deletion of the turn that said it first. False when that fact went meanwhile: decide again.
-            return self._store.restate_cell(user_id, same[0].id, seq, item.value, _sentence(item))
+            return self.store.restate_cell(user_id, same[0].id, seq, item.value, _sentence(item))
         if any(c.source_turn_id == turn.id and c.value.casefold() == item.value.casefold() for c in slot):
             return True  # stored when this turn was processed before (a retried job), superseded since
         seen = {c.id: c.is_current for c in slot}
         cell = Cell(
-            id=self._ids.new(),
+            id=self.ids.new(),
             user_id=user_id,
             kind=item.kind.value,
             subject=item.subject,
@@ -146,17 +145,17 @@ class LongTerm:
             cell = replace(cell, valid_to=following.valid_from, superseded_by=following.id)
             # The value before it now ends where it begins, so their validities never overlap.
             before = [c.id for c in slot if c.superseded_by == following.id and c.valid_from < cell.valid_from]
-            stored = self._store.add_cell(cell, seq, single_valued=True, supersede=before, seen_slot=seen)
+            stored = self.store.add_cell(cell, seq, single_valued=True, supersede=before, seen_slot=seen)
         else:
             older = self.steps.superseded(cell, candidates, is_single_valued=item.is_single_valued)
-            stored = self._store.add_cell(
+            stored = self.store.add_cell(
                 cell, seq, single_valued=item.is_single_valued, supersede=older, seen_slot=seen
             )
         return stored is not False  # a store written before the check returns None: it stored the cell
 
     def _known_attributes(self, user_id: str) -> list[str]:
         """Attributes of the user's recent current cells, so the LLM extractor reuses their keys."""
-        cells = self._store.cells(user_id, limit=KNOWN_ATTRIBUTES_SCANNED)
+        cells = self.store.cells(user_id, limit=KNOWN_ATTRIBUTES_SCANNED)
         return list(dict.fromkeys(cell.attribute for cell in cells))
 
 

@@ -6,7 +6,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Protocol
 
@@ -41,24 +41,22 @@ class MidTermStore(SegmentStore, TurnStore, VectorStore, Protocol):
     """What mid-term memory reads and writes: segments, the turns filed in them and their vectors."""
 
 
+@dataclass(kw_only=True, eq=False)
 class MidTerm:
     """Files turns that left working memory into segments, and counts retrieval's visits to them."""
 
-    def __init__(
-        self, store: MidTermStore, embedder: Embedder, steps: MemorySteps, ids: IdGenerator, policy: HierarchyPolicy
-    ) -> None:
-        self._store = store
-        self._embedder = embedder
-        self.steps = steps
-        self._ids = ids
-        self.policy = policy
-        self._topics: TopicThresholds | None = None
+    store: MidTermStore
+    embedder: Embedder
+    steps: MemorySteps
+    ids: IdGenerator
+    policy: HierarchyPolicy
+    _topics: TopicThresholds | None = field(default=None, init=False)
 
     def thresholds(self) -> TopicThresholds:
         """The cosines that file exchanges into segments: as configured, the rest set for the embedder."""
         if self._topics is None:
             self._topics = topic_thresholds(
-                self._embedder, self.policy.segment_similarity, self.policy.segment_continue_similarity
+                self.embedder, self.policy.segment_similarity, self.policy.segment_continue_similarity
             )
         return self._topics
 
@@ -69,7 +67,7 @@ class MidTerm:
         filed in order. A turn already filed is not filed again; a filing another worker overtook
         stores nothing and files afresh. See docs/tiers.md#off-the-write-path.
         """
-        left = sorted(set(seqs) - self._store.filed_turns(seqs))
+        left = sorted(set(seqs) - self.store.filed_turns(seqs))
         moment = now or datetime.now(UTC)  # one time for the whole job: its segments and evictions agree
         for run in self._by_topic(user_id, left):
             self._file_run(user_id, run, moment)
@@ -78,7 +76,7 @@ class MidTerm:
         for attempt in range(FILING_ATTEMPTS):
             if attempt:  # two workers that keep colliding drift apart
                 time.sleep(random.uniform(0, FILING_PAUSE_SECONDS * attempt))
-            left = sorted(set(seqs) - self._store.filed_turns(seqs))
+            left = sorted(set(seqs) - self.store.filed_turns(seqs))
             if not left or self._file(user_id, left, now):
                 return
         raise StorageError(
@@ -88,11 +86,11 @@ class MidTerm:
 
     def _by_topic(self, user_id: str, seqs: Sequence[int]) -> list[list[int]]:
         """``seqs`` cut into exchanges (one starts at each user message), grouped in runs of one topic."""
-        turns = self._store.get_by_seqs(list(seqs), user_id)
+        turns = self.store.get_by_seqs(list(seqs), user_id)
         exchanges = _exchanges(turns)
         if len(exchanges) < 2:
             return exchanges
-        stored = self._store.vectors_for(self._embedder.model_id, sorted(turns))
+        stored = self.store.vectors_for(self.embedder.model_id, sorted(turns))
         vectors, said = self._exchange_topics(exchanges, turns, stored)
         breaks = {
             index
@@ -118,7 +116,7 @@ class MidTerm:
             words = {seq: content_words([turns[seq].content], speakers=speakers) for seq in part}
             known = [seq for seq in part if seq in stored]
             topical = [seq for seq in known if len(words[seq]) >= MIN_TOPIC_WORDS]
-            directions.append(_mean_direction([stored[seq] for seq in topical or known], self._embedder.dimension))
+            directions.append(_mean_direction([stored[seq] for seq in topical or known], self.embedder.dimension))
             said.append(sum(words.values(), Counter[str]()))
         return directions, said
 
@@ -138,29 +136,29 @@ class MidTerm:
                 if len(topical) == RECENT_EXCHANGES:
                     break
         if not latest:
-            return np.zeros(self._embedder.dimension, dtype=np.float32)
+            return np.zeros(self.embedder.dimension, dtype=np.float32)
         return recent_direction((topical or latest)[::-1])
 
     def _file(self, user_id: str, seqs: Sequence[int], now: datetime) -> bool:
         """Files ``seqs`` into one segment; False, storing nothing, if another filing or a delete came between."""
-        turns = self._store.get_by_seqs(list(seqs), user_id)
+        turns = self.store.get_by_seqs(list(seqs), user_id)
         if not turns:
             return True
         order = sorted(turns)
-        vectors = self._store.vectors_for(self._embedder.model_id, order)
+        vectors = self.store.vectors_for(self.embedder.model_id, order)
         # A run of several exchanges stays on one topic from its first exchange that has one,
         # so that exchange decides where the run goes, as it would if it had been filed alone.
         own, said = self._exchange_topics(_exchanges(turns), turns, vectors)
         lead = next((index for index, words in enumerate(said) if has_topic(own[index], words)), 0)
-        candidates = self._store.active_segments(user_id, self._embedder.model_id)
+        candidates = self.store.active_segments(user_id, self.embedder.model_id)
         # The current topic is the conversation's: the segment of the turn said just before in
         # the session, unless the conversation paused for longer than CONVERSATION_GAP.
         first = min(order, key=lambda seq: (turns[seq].created_at, seq))
-        before = self._store.segment_before(user_id, first)
+        before = self.store.segment_before(user_id, first)
         current = None
         if before is not None and turns[first].created_at - before[1] <= CONVERSATION_GAP:
             current = next((index for index, (segment, _) in enumerate(candidates) if segment.id == before[0]), None)
-        directions = [_stored_direction(direction, self._embedder.dimension) for _, direction in candidates]
+        directions = [_stored_direction(direction, self.embedder.dimension) for _, direction in candidates]
         thresholds = self.thresholds()
         picked = choose_topic(own[lead], said[lead], directions, current, thresholds)
         aside = False
@@ -174,12 +172,12 @@ class MidTerm:
         if chosen is not None:
             # The summary to extend and the turns it covers, read together: a filing that
             # lands between two separate reads would otherwise drop out of the summary.
-            snapshot = self._store.active_segment(chosen.id)
+            snapshot = self.store.active_segment(chosen.id)
             if snapshot is None:
                 return False  # archived or dropped since it was chosen
             chosen, held = snapshot
         segment = chosen or Segment(
-            id=self._ids.new(),
+            id=self.ids.new(),
             user_id=user_id,
             summary="",
             keywords=(),
@@ -192,8 +190,8 @@ class MidTerm:
             session_id=turns[order[0]].session_id,
         )
         members = sorted(set(held) | set(order))
-        member_turns = self._store.get_by_seqs(members, user_id)
-        member_vectors = self._store.vectors_for(self._embedder.model_id, members)
+        member_turns = self.store.get_by_seqs(members, user_id)
+        member_vectors = self.store.vectors_for(self.embedder.model_id, members)
         texts = [indexed_text(member_turns[seq]) for seq in members if seq in member_turns]
         matrix = np.stack([member_vectors[seq] for seq in members if seq in member_vectors]) if member_vectors else None
         new_texts = [indexed_text(turns[seq]) for seq in order]
@@ -231,8 +229,8 @@ class MidTerm:
         kept = directions[picked] if unchanged and picked is not None else None
         direction = kept if kept is not None else self._direction(member_turns, member_vectors)
         known = len(held) if chosen is not None else None
-        saved = self._store.save_segment(
-            updated, direction.tobytes(), order, known_turns=known, model_id=self._embedder.model_id
+        saved = self.store.save_segment(
+            updated, direction.tobytes(), order, known_turns=known, model_id=self.embedder.model_id
         )
         if not saved:
             return False
@@ -246,13 +244,13 @@ class MidTerm:
         being filed was an aside. None when none followed, or only after a pause of more than
         :data:`CONVERSATION_GAP`.
         """
-        after = self._store.get_by_seqs(self._store.turns_after(user_id, seq, FOLLOWING_TURNS_READ), user_id)
+        after = self.store.get_by_seqs(self.store.turns_after(user_id, seq, FOLLOWING_TURNS_READ), user_id)
         order = sorted(after, key=lambda key: (after[key].created_at, key))
         starts = [index for index, key in enumerate(order) if after[key].role is Role.USER]
         if not starts or after[order[starts[0]]].created_at - turns[seq].created_at > CONVERSATION_GAP:
             return None
         part = order[starts[0] : starts[1] if len(starts) > 1 else None]
-        stored = self._store.vectors_for(self._embedder.model_id, part)
+        stored = self.store.vectors_for(self.embedder.model_id, part)
         (vector,), (words,) = self._exchange_topics([part], {**turns, **after}, stored)
         return vector, words
 
@@ -265,11 +263,11 @@ class MidTerm:
                 now=now,
                 policy=self.policy.heat,
             )
-            for segment, _ in self._store.active_segments(user_id)
+            for segment, _ in self.store.active_segments(user_id)
         }
         evicted = choose_evictions(heats, self.policy.heat)
         if evicted:
-            self._store.archive_segments(user_id, evicted, {key: heats[key] for key in evicted})
+            self.store.archive_segments(user_id, evicted, {key: heats[key] for key in evicted})
 
     def visit(self, job_id: int, user_id: str, searches: Sequence[Sequence[int]], now: datetime | None = None) -> None:
         """Retrieval touched these turns: their segments get a visit per search, and hot ones are promoted.
@@ -284,18 +282,18 @@ class MidTerm:
                 visits=visits, interaction_length=turns, last_activity=now, now=now, policy=self.policy.heat
             )
 
-        for segment in self._store.count_visits(job_id, user_id, searches, now, heat):
+        for segment in self.store.count_visits(job_id, user_id, searches, now, heat):
             if segment.promoted_at is None and should_promote(segment.heat, self.policy.heat):
                 texts = self._segment_texts(user_id, segment.id) if self.steps.uses_llm else []
                 title, summary = self.steps.scene(segment, texts)
-                self._store.promote_segment(replace(segment, summary=summary), self._ids.new(), title, now)
+                self.store.promote_segment(replace(segment, summary=summary), self.ids.new(), title, now)
 
     def _said(self, turn: Turn) -> date:
         return day_said(turn, self.policy.timezone)
 
     def _segment_texts(self, user_id: str, segment_id: str) -> list[str]:
-        seqs = self._store.segment_turn_seqs(segment_id)
-        turns = self._store.get_by_seqs(seqs, user_id)
+        seqs = self.store.segment_turn_seqs(segment_id)
+        turns = self.store.get_by_seqs(seqs, user_id)
         return [annotate(indexed_text(turns[seq]), self._said(turns[seq])) for seq in seqs if seq in turns]
 
 
