@@ -1,1 +1,1 @@
-"""The collaborators the Memory facade is built from: chat, export/import, the tier views."""
+"""The collaborators Memory is built from (``parts``), and those that span tiers: chat, transfer, keys, costs."""
