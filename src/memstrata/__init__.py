@@ -5,6 +5,7 @@ from __future__ import annotations
 from memstrata.config import Settings, load_settings
 from memstrata.embeddings.base import Embedder
 from memstrata.errors import (
+    AccessDenied,
     ConfigError,
     EmbeddingError,
     IdConflict,
@@ -54,6 +55,7 @@ from memstrata.version import __version__
 
 __all__ = [
     "LLM",
+    "AccessDenied",
     "ApiKey",
     "Cell",
     "ChatMessage",

@@ -6,6 +6,7 @@
     ├── InvalidInput (also ValueError)   bad arguments: empty text, bad role, missing user_id ...
     │   └── IdConflict                   a caller-supplied id already names different content
     ├── NotFound (also KeyError)         no item with that id in that scope
+    ├── AccessDenied (also PermissionError)  the calling agent lacks the access a call needs
     ├── ConfigError                      a setting or config file is wrong
     │   ├── MissingDependency            an optional package is not installed
     │   └── LLMRequired                  the feature needs an LLM and none is configured
@@ -31,6 +32,10 @@ class InvalidInput(MemstrataError, ValueError):
 
 class IdConflict(InvalidInput):
     """A caller-supplied id is already used by different content."""
+
+
+class AccessDenied(MemstrataError, PermissionError):
+    """The calling agent lacks the access (read, write or admin) the call needs; nothing was changed."""
 
 
 class NotFound(MemstrataError, KeyError):

@@ -73,3 +73,9 @@ def test_exit_codes_are_distinct_and_most_specific_first() -> None:
     for index, (earlier, _) in enumerate(EXIT_CODES):
         for later, _ in EXIT_CODES[index + 1 :]:
             assert not issubclass(later, earlier), f"{later.__name__} is shadowed by {earlier.__name__}"
+
+
+def test_access_denied_has_its_own_exit_code_documented_in_the_cli_page() -> None:
+    assert dict(EXIT_CODES)[errors.AccessDenied] == 8
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    assert "| 8 | access denied" in page

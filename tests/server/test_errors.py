@@ -28,6 +28,7 @@ EXPECTED = {
     errors.InvalidInput: 422,
     errors.IdConflict: 409,
     errors.NotFound: 404,
+    errors.AccessDenied: 403,
     errors.ConfigError: 503,
     errors.MissingDependency: 503,
     errors.StorageError: 503,

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from memstrata.config import DATABASE_FILE_NAME, load_settings
 from memstrata.errors import (
+    AccessDenied,
     ConfigError,
     EmbeddingError,
     InvalidInput,
@@ -53,6 +54,7 @@ EXIT_CODES: tuple[tuple[type[MemstrataError], int], ...] = (
     (StorageError, 5),
     (EmbeddingError, 6),
     (ProviderError, 7),
+    (AccessDenied, 8),
 )
 
 HomeOption = Annotated[

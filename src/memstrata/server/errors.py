@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from memstrata.errors import (
+    AccessDenied,
     ConfigError,
     EmbeddingError,
     IdConflict,
@@ -48,6 +49,7 @@ STATUSES: tuple[tuple[type[MemstrataError], int, str, str | None], ...] = (
     (IdConflict, 409, "id_conflict", None),
     (InvalidInput, 422, "invalid_input", None),
     (NotFound, 404, "not_found", None),
+    (AccessDenied, 403, "access_denied", None),
     (ProviderError, 502, "provider_error", "the LLM provider failed or answered unusably; try again later"),
     (ConfigError, 503, "misconfigured", "the server is misconfigured; its operator can see why in the server log"),
     (StorageError, 503, "storage_unavailable", "the store is unavailable; try again later"),
