@@ -8,6 +8,7 @@ turns it into the backend's placeholders. Each backend defines its dialect besid
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -94,9 +95,7 @@ class Dialect:
 
     def sql(self, statement: str) -> str:
         """A statement written with ``%s`` and ``%(name)s`` in this dialect's placeholders."""
-        if not self.question_marks:
-            return statement
-        return _NAMED.sub(r":\1", statement).replace("%s", "?")
+        return _question_marks(statement) if self.question_marks else statement
 
     def read_optional_time(self, value: Any) -> datetime | None:
         """``read_time`` that lets NULL through."""
@@ -164,3 +163,9 @@ def record_event(
         dialect.sql(f"INSERT INTO events (at, kind, user_id, detail) VALUES (%s, %s, %s, %s{dialect.jsonb_cast})"),
         (dialect.time(datetime.now(UTC)), kind, user_id, json.dumps(dict(detail), sort_keys=True, default=str)),
     )
+
+
+@functools.lru_cache(maxsize=1_024)
+def _question_marks(statement: str) -> str:
+    """``statement`` with sqlite3's placeholders; cached, as the same statements run on every search."""
+    return _NAMED.sub(r":\1", statement).replace("%s", "?")
