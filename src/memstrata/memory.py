@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,24 +12,31 @@ from memstrata.config import Settings
 from memstrata.embeddings.base import Embedder
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.facade.chat import ChatRequest
+from memstrata.facade.federation import federated_context, federated_search
 from memstrata.facade.parts import Forwarded, Parts, open_parts, settings_for
+from memstrata.facade.spaces import Target, check_access, check_weight
 from memstrata.llms.base import LLM
 from memstrata.models import (
+    SPACE_MARK,
+    Access,
     Cell,
     ChatReply,
     Compaction,
     Consolidation,
     Context,
     Deletion,
+    Grant,
     Hit,
     Inspection,
     Pattern,
     Role,
-    Scope,
     SearchFilters,
+    Space,
     Subgraph,
     TransferReport,
     Turn,
+    space_of,
+    space_scope,
 )
 from memstrata.retrieval.assembly import AssemblyPolicy
 from memstrata.retrieval.cell_candidates import CellCandidatePolicy
@@ -141,7 +149,8 @@ class Memory:
         self,
         messages: str | Sequence[dict[str, Any]] | dict[str, Any],
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
         session_id: str | None = None,
         agent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
@@ -153,11 +162,12 @@ class Memory:
 
         ``messages`` is one string (a user message) or a list of ``{"role", "content",
         "name"?, "id"?, "metadata"?}`` dicts. Raises InvalidInput, and IdConflict for an id
-        stored with other content (the same message again is not stored twice).
+        stored with other content (the same message again is not stored twice). In a
+        ``space``, ``agent_id`` is the writer and needs write access (else AccessDenied).
         """
         with self._parts.activity:
             self._require_open()
-            scope = _scope(user_id, agent_id, session_id)
+            scope = self._target(user_id, space, agent_id, Access.WRITE, session_id).scope
             parsed = parse_messages(messages, max_bytes=self.settings.max_text_bytes, default_id=id)
             shared = check_metadata(metadata)
             moment = check_stored_time(timestamp) or datetime.now(UTC)
@@ -176,28 +186,32 @@ class Memory:
 
     # -- reading ----------------------------------------------------------------------
 
-    def get(self, turn_id: str, *, user_id: str) -> Turn:
-        """The turn with this id in ``user_id``'s memory; NotFound otherwise."""
-        user = self._user(user_id)
+    def get(
+        self, turn_id: str, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None
+    ) -> Turn:
+        """The turn with this id in ``user_id``'s memory (or the ``space``'s); NotFound otherwise."""
+        target = self._target(user_id, space, agent_id, Access.READ)
         identifier = str(check_identifier(turn_id, "id"))
-        found = self._parts.store.get_by_ids([identifier], user).get(identifier)
+        found = self._parts.store.get_by_ids([identifier], target.user_id).get(identifier)
         if found is None:
-            raise NotFound(f"no memory with id {identifier!r} for user {user!r}")
+            whose = f"space {target.space!r}" if target.space is not None else f"user {target.user_id!r}"
+            raise NotFound(f"no memory with id {identifier!r} for {whose}")
         return found
 
     def history(
         self,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
         session_id: str | None = None,
         agent_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
         newest_first: bool = False,
     ) -> list[Turn]:
-        """Turns of a user (or one session) in time order, paginated."""
+        """Turns of a user or space (or one session) in time order, paginated."""
         self._require_open()
-        scope = _scope(user_id, agent_id, session_id)
+        scope = self._target(user_id, space, agent_id, Access.READ, session_id).scope
         offset = check_offset(offset)
         check_flag(newest_first, "newest_first")
         limit = check_limit(limit, maximum=10_000)
@@ -207,13 +221,15 @@ class Memory:
     def users(self, prefix: str = "") -> list[str]:
         """Ids of the users with stored turns that start with ``prefix`` (all by default), in code point order."""
         self._require_open()
-        return self._parts.store.user_ids(check_prefix(prefix))
+        return [user for user in self._parts.store.user_ids(check_prefix(prefix)) if not user.startswith(SPACE_MARK)]
 
     def search(
         self,
         query: str,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
+        spaces: Iterable[str] | str | None = None,
         limit: int = 10,
         session_id: str | None = None,
         agent_id: str | None = None,
@@ -228,18 +244,22 @@ class Memory:
         """The turns (with ``tiers``, derived items too) most relevant to ``query`` in ``user_id``'s memory, best first.
 
         Hybrid by default (full text and vectors fused, then reranked); see docs/python-api.md
-        for modes, tiers, dates in the query, diversity and message bursts. Raises InvalidInput.
+        for modes, tiers, dates in the query, diversity and message bursts. ``spaces`` (names,
+        or ``"all"`` the agent may read) are ranked together with the memory named; each hit
+        carries its ``space`` and ``written_by``. Raises InvalidInput, NotFound, AccessDenied.
         """
         with self._parts.activity:
             mode = check_mode(mode)
             self._require_open()
-            scope = _scope(user_id, agent_id, session_id)
+            target = self._target(user_id, space, agent_id, Access.READ, session_id)
+            shared = self._shared(spaces, target)
             text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
             count = check_limit(limit)
             spread = check_fraction(diversity, "diversity")
+            # In a user's memory agent_id filters whose turns; in a space it only names the reader.
             filters = SearchFilters(
-                agent_id=scope.agent_id,
-                session_id=scope.session_id,
+                agent_id=target.scope.agent_id if target.space is None else None,
+                session_id=target.scope.session_id,
                 roles=tuple(check_role(role) for role in check_names(roles, "roles")),
                 after=check_timestamp(after, "after"),
                 before=check_timestamp(before, "before"),
@@ -248,7 +268,7 @@ class Memory:
             zone = check_timezone(timezone) or self.settings.zone
             request = Query(
                 text=text,
-                user_id=scope.user_id,
+                user_id=target.user_id,
                 depth=max(self.settings.search_candidates, count),
                 today=today_in(zone),
                 zone=zone,
@@ -257,15 +277,24 @@ class Memory:
                 # Derived items (cells, summaries) have no session or role: a filtered search stays on the turns.
                 tiers=wanted_tiers if wanted_tiers and filters.is_empty and mode == "hybrid" else (),
             )
-            hits = self._parts.pipeline.search(request, count, spread)
-            self._parts.visits.note_hits(scope.user_id, hits)
+            # A shared space's turns are not the caller's session's, nor filtered by agent.
+            others = replace(filters, agent_id=None, session_id=None)
+            queries = [request, *(replace(request, user_id=space_scope(name), filters=others) for name in shared)]
+            trust = self._parts.spaces.trust_of(target.caller)
+            hits = federated_search(
+                self._parts.pipeline, self._parts.spaces, queries, count, diversity=spread, trust=trust
+            )
+            for query_of in queries:
+                self._parts.visits.note_hits(query_of.user_id, [hit for hit in hits if _in(hit, query_of.user_id)])
             return hits
 
     def context(
         self,
         query: str,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
+        spaces: Iterable[str] | str | None = None,
         token_budget: int = 1000,
         agent_id: str | None = None,
         session_id: str | None = None,
@@ -276,32 +305,35 @@ class Memory:
         """What ``user_id``'s memory holds about ``query``, as one block of at most ``token_budget`` tokens.
 
         Profile, habits, facts, entities, summaries, excerpts and (with ``session_id``) the
-        session's recent exchanges, stable parts first; see docs/python-api.md. Never calls
-        an LLM. Raises InvalidInput.
+        session's recent exchanges, stable parts first; ``spaces`` adds what shared spaces hold,
+        each line naming its space and writer. See docs/python-api.md. Never calls an LLM.
+        Raises InvalidInput, NotFound, AccessDenied.
         """
         zone = check_timezone(timezone)
         if verbatim is not None:
             check_flag(verbatim, "verbatim")
         self._require_open()
-        scope = _scope(user_id, agent_id, session_id)
+        target = self._target(user_id, space, agent_id, Access.READ, session_id)
+        shared = self._shared(spaces, target)
         text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         budget = check_budget(token_budget)
         check_flag(include_superseded, "include_superseded")
         request = ContextRequest(
             text=text,
-            scope=scope,
+            scope=target.scope,
             budget=budget,
             zone=zone or self.settings.zone,
             include_superseded=include_superseded,
             verbatim=verbatim,
         )
-        return self._parts.build_context(request)
+        return federated_context(self._parts, request, shared, self._parts.spaces.trust_of(target.caller))
 
     def chat(
         self,
         message: str,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
         session_id: str | None = None,
         agent_id: str | None = None,
         token_budget: int = 1000,
@@ -317,7 +349,7 @@ class Memory:
         is called), ProviderError for a failing model (nothing is stored). See docs/python-api.md.
         """
         self._require_open()
-        scope = _scope(user_id, agent_id, session_id)
+        scope = self._target(user_id, space, agent_id, Access.WRITE, session_id).scope
         most = self.settings.max_text_bytes
         text = check_text(message, "message", max_bytes=most)
         budget = check_budget(token_budget)
@@ -340,19 +372,39 @@ class Memory:
 
     # -- deleting ---------------------------------------------------------------------
 
-    def delete(self, turn_id: str, *, user_id: str) -> None:
-        """Hard-delete one turn of ``user_id`` with its index entries; NotFound if absent."""
-        user = self._user(user_id)
+    def delete(
+        self, turn_id: str, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None
+    ) -> None:
+        """Hard-delete one turn of ``user_id`` (or of a ``space``) with its index entries; NotFound if absent."""
+        user = self._owner(user_id, space, agent_id, Access.WRITE)
         self._parts.episodic.delete(str(check_identifier(turn_id, "id")), user)
 
-    def forget(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> Deletion:
-        """Hard-delete everything in a scope (a whole user by default), indexes included."""
+    def forget(
+        self,
+        *,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Deletion:
+        """Hard-delete everything in a scope (a whole user by default), indexes included.
+
+        A ``space`` keeps its record and grants (``delete_space`` removes those too); its
+        memories go, all agents' (``agent_id`` needs admin).
+        """
         self._require_open()
-        scope = _scope(user_id, agent_id, session_id)
+        target = self._target(user_id, space, agent_id, Access.ADMIN, session_id)
+        scope = target.scope
         if scope.agent_id is None and scope.session_id is None:
             self._parts.visits.drop(scope.user_id)
         count = self._parts.episodic.forget(scope)
-        return Deletion(user_id=scope.user_id, turns=count, agent_id=scope.agent_id, session_id=scope.session_id)
+        return Deletion(
+            user_id=scope.user_id,
+            turns=count,
+            agent_id=agent_id if target.space is None else None,
+            session_id=scope.session_id,
+            space=target.space,
+        )
 
     def vacuum(self) -> Compaction:
         """Rewrite the store so deleted memories leave its files (writers wait); its size before and after."""
@@ -362,24 +414,31 @@ class Memory:
     def prune(
         self,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
         tier: str,
         older_than: timedelta | None = None,
         keep_last: int | None = None,
     ) -> int:
         """Retention: delete a tier's items older than ``older_than`` or beyond the newest ``keep_last``; how many."""
-        user = self._user(user_id)
+        user = self._owner(user_id, space, None, Access.ADMIN)
         tier, older_than, keep_last = check_prune(tier, older_than, keep_last)
         return self._parts.tiers.prune(user, tier, older_than, keep_last)
 
     # -- moving -----------------------------------------------------------------------
 
     def export(
-        self, path: str | os.PathLike[str], *, user_id: str | None = None, embeddings: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
+        embeddings: bool = False,
     ) -> TransferReport:
-        """Write turns (of one user, or all) to JSONL; atomic: the file appears complete or not at all."""
+        """Write turns (of one user or space, or all) to JSONL; atomic: the file appears complete or not at all."""
         self._require_open()
-        user = self._user(user_id) if user_id is not None else None
+        user = self._owner(user_id, space, agent_id, Access.READ) if user_id is not None or space else None
         return self._parts.transfer.export(path, user, embeddings=embeddings)
 
     def import_(self, path: str | os.PathLike[str]) -> TransferReport:
@@ -393,41 +452,49 @@ class Memory:
 
     # -- the derived tiers ------------------------------------------------------------
 
-    def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None) -> None:
-        """Wait until background tier work queued so far is done: all of it, or with ``user_id`` that user's.
+    def flush(self, timeout: float | None = 60.0, *, user_id: str | None = None, space: str | None = None) -> None:
+        """Wait until background tier work queued so far is done: all of it, or that of one user or space.
 
         StorageError when ``timeout`` seconds pass first.
         """
         self._require_open()
-        user = self._user(user_id) if user_id is not None else None
+        user = self._owner(user_id, space, None, Access.READ) if user_id is not None or space else None
         self._parts.tiers.flush(check_timeout(timeout), user)
 
-    def consolidate(self, *, user_id: str) -> list[Consolidation]:
+    def consolidate(
+        self, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None
+    ) -> list[Consolidation]:
         """Run "sleep" now: cluster what is not consolidated yet and summarise each cluster."""
-        user = self._user(user_id)
-        self.flush(user_id=user)  # this user's queued work, run ahead of other users'
+        user = self._owner(user_id, space, agent_id, Access.WRITE)
+        self._parts.tiers.flush(60.0, user)  # this memory's queued work, run ahead of others'
         return self._parts.hierarchy.consolidate_backlog(user)
 
-    def consolidations(self, *, user_id: str, limit: int = 100) -> list[Consolidation]:
+    def consolidations(
+        self, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None, limit: int = 100
+    ) -> list[Consolidation]:
         """Stored consolidation summaries, newest first, each with its TES."""
-        user = self._user(user_id)
+        user = self._owner(user_id, space, agent_id, Access.READ)
         return self._parts.store.consolidations(user, limit=check_limit(limit, maximum=100_000))
 
-    def profile(self, *, user_id: str) -> dict[str, str]:
-        """The user's stable traits and preferences (key → value)."""
-        return self._parts.store.profile(self._user(user_id))
+    def profile(
+        self, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None
+    ) -> dict[str, str]:
+        """The user's (or space's) stable traits and preferences (key → value)."""
+        return self._parts.store.profile(self._owner(user_id, space, agent_id, Access.READ))
 
     def cells(
         self,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
         attribute: str | None = None,
         subject: str | None = None,
         include_superseded: bool = False,
         limit: int = 100,
     ) -> list[Cell]:
         """Long-term memory cells, newest first; ``include_superseded`` shows what was said before."""
-        user = self._user(user_id)
+        user = self._owner(user_id, space, agent_id, Access.READ)
         return self._parts.store.cells(
             user,
             subject=check_identifier(subject, "subject", required=False),
@@ -436,37 +503,134 @@ class Memory:
             limit=check_limit(limit, maximum=10_000),
         )
 
-    def patterns(self, *, user_id: str, query: str | None = None, limit: int = 10) -> list[Pattern]:
+    def patterns(
+        self,
+        *,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
+        query: str | None = None,
+        limit: int = 10,
+    ) -> list[Pattern]:
         """Recurring interaction patterns, by frequency × recency; those matching ``query`` first."""
-        user = self._user(user_id)
+        user = self._owner(user_id, space, agent_id, Access.READ)
         if query is not None:
             query = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         procedural = self._parts.hierarchy.procedural
         return procedural.patterns(user, query, check_limit(limit, maximum=1000), datetime.now(UTC))
 
-    def graph(self, *, user_id: str, query: str, limit: int = 20) -> Subgraph:
+    def graph(
+        self,
+        *,
+        query: str,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
+        limit: int = 20,
+    ) -> Subgraph:
         """The entities ``query`` mentions, their neighbours, and the edges between them."""
-        user = self._user(user_id)
+        user = self._owner(user_id, space, agent_id, Access.READ)
         query = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         return self._parts.hierarchy.graph.subgraph(user, query, check_limit(limit))
 
-    def inspect(self, *, user_id: str, limit: int = 20) -> Inspection:
-        """Each tier of a user: counts, working set, hot segments, profile, cells, patterns, entities, log."""
-        user = self._user(user_id)
+    def inspect(
+        self, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None, limit: int = 20
+    ) -> Inspection:
+        """Each tier of a user or space: counts, working set, hot segments, profile, cells, patterns, entities, log."""
+        user = self._owner(user_id, space, agent_id, Access.READ)
         return self._parts.tiers.inspect(user, check_limit(limit))
 
-    def segment_turns(self, segment_id: str, *, user_id: str) -> list[Turn]:
+    def segment_turns(
+        self, segment_id: str, *, user_id: str | None = None, space: str | None = None, agent_id: str | None = None
+    ) -> list[Turn]:
         """The turns filed in one of the user's mid-term segments (active or archived), in the order they were said.
 
         Raises NotFound when ``segment_id`` names no segment of ``user_id`` that holds a turn.
         """
-        user = self._user(user_id)
+        user = self._owner(user_id, space, agent_id, Access.READ)
         return self._parts.tiers.segment_turns(str(check_identifier(segment_id, "segment_id")), user)
 
-    def retry_failed_jobs(self, *, user_id: str | None = None) -> int:
-        """Queue the background jobs that failed every attempt again (``user_id``'s, or everyone's); how many."""
+    def retry_failed_jobs(self, *, user_id: str | None = None, space: str | None = None) -> int:
+        """Queue the background jobs that failed every attempt again (one user's or space's, or all); how many."""
         self._require_open()
-        return self._parts.tiers.retry_failed_jobs(self._user(user_id) if user_id is not None else None)
+        user = self._owner(user_id, space, None, Access.WRITE) if user_id is not None or space else None
+        return self._parts.tiers.retry_failed_jobs(user)
+
+    # -- shared spaces (docs/spaces.md) -----------------------------------------------
+
+    def create_space(self, space: str, *, description: str | None = None, agent_id: str | None = None) -> Space:
+        """A new shared space; the creating agent (if named) gets admin on it. IdConflict when the name is taken."""
+        self._require_open()
+        name = str(check_identifier(space, "space"))
+        about = None if description is None else check_text(description, "description", max_bytes=4_096)
+        return self._parts.spaces.create(name, about, check_identifier(agent_id, "agent_id", required=False))
+
+    def spaces(self, *, agent_id: str | None = None, prefix: str = "") -> list[Space]:
+        """The spaces (those ``agent_id`` may read, when named) whose name starts with ``prefix``, by name."""
+        self._require_open()
+        agent = check_identifier(agent_id, "agent_id", required=False)
+        return self._parts.spaces.listed(agent, check_prefix(prefix))
+
+    def delete_space(self, space: str, *, agent_id: str | None = None) -> Deletion:
+        """Delete a space with its grants and memories (``agent_id`` needs admin); audited. NotFound if absent."""
+        self._require_open()
+        agent = check_identifier(agent_id, "agent_id", required=False)
+        return self._parts.spaces.delete(str(check_identifier(space, "space")), agent)
+
+    def grant(self, space: str, agent_id: str, access: str | Access, *, by: str | None = None) -> Grant:
+        """Give ``agent_id`` read, write or admin access to a space, replacing what it had (``by`` needs admin)."""
+        self._require_open()
+        name = str(check_identifier(space, "space"))
+        grantee = str(check_identifier(agent_id, "agent_id"))
+        level = check_access(access)
+        return self._parts.spaces.grant(name, grantee, level, check_identifier(by, "by", required=False))
+
+    def revoke(self, space: str, agent_id: str, *, by: str | None = None) -> bool:
+        """Take ``agent_id``'s access to a space away (``by`` needs admin); whether it had any."""
+        self._require_open()
+        name = str(check_identifier(space, "space"))
+        grantee = str(check_identifier(agent_id, "agent_id"))
+        return self._parts.spaces.revoke(name, grantee, check_identifier(by, "by", required=False))
+
+    def grants(self, space: str, *, agent_id: str | None = None) -> list[Grant]:
+        """Who may use a space, by agent id (``agent_id``, when named, needs read access)."""
+        target = self._target(None, space, agent_id, Access.READ)
+        return self._parts.store.grants(str(target.space))
+
+    def set_trust(self, agent_id: str, of_agent: str, weight: float) -> None:
+        """How much memories written by ``of_agent`` count (0–1, default 1) when ``agent_id`` reads them."""
+        self._require_open()
+        reader = str(check_identifier(agent_id, "agent_id"))
+        writer = str(check_identifier(of_agent, "of_agent"))
+        self._parts.store.set_trust(reader, writer, check_weight(weight))
+
+    def trust(self, agent_id: str) -> dict[str, float]:
+        """The trust weights ``agent_id`` set (agents not named count 1)."""
+        self._require_open()
+        return self._parts.store.trust_of(str(check_identifier(agent_id, "agent_id")))
+
+    def share(
+        self,
+        ids: Iterable[str],
+        *,
+        to_space: str,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[Turn]:
+        """Copy memories of a user (or space) into ``to_space``, each linked to its source; never moves. The copies.
+
+        ``agent_id`` needs read access to a source space and write access to ``to_space``;
+        sharing the same memory again returns the same copy. Raises NotFound, AccessDenied.
+        """
+        chosen = [str(check_identifier(turn_id, "id")) for turn_id in check_names(ids, "ids")]
+        if not chosen:
+            raise InvalidInput("ids must name at least one memory")
+        source = self._target(user_id, space, agent_id, Access.READ)
+        to = self._target(None, to_space, agent_id, Access.WRITE)
+        if source.user_id == to.user_id:
+            raise InvalidInput("a memory is shared into another space than its own")
+        return self._parts.spaces.share(chosen, source, to)
 
     # -- about ------------------------------------------------------------------------
 
@@ -480,15 +644,30 @@ class Memory:
     def _require_open(self) -> None:
         self._parts.require_open()
 
-    def _user(self, user_id: object) -> str:
-        """A checked user id, once the Memory is known to be open."""
+    def _target(
+        self, user_id: object, space: object, agent_id: object, needed: Access, session_id: object = None
+    ) -> Target:
+        """The checked memory a call names, once the Memory is known to be open; NotFound, AccessDenied."""
         self._require_open()
-        return str(check_identifier(user_id, "user_id"))
+        return self._parts.spaces.target(user_id, space, agent_id, needed, session_id)
+
+    def _owner(self, user_id: object, space: object, agent_id: object, needed: Access) -> str:
+        """The scope id of the memory a call names (a user's id, or a space's scope id)."""
+        return self._target(user_id, space, agent_id, needed).user_id
+
+    def _shared(self, spaces: object, target: Target) -> list[str]:
+        """The spaces to rank with the target's memory: named ones (each checked), or every readable one."""
+        if spaces is None:
+            return []
+        if spaces == "all":
+            names = self._parts.spaces.readable(target.caller)
+        else:
+            names = list(dict.fromkeys(check_names(spaces, "spaces")))
+            for name in names:
+                self._parts.spaces.require(str(check_identifier(name, "spaces")), target.caller, Access.READ)
+        return [name for name in names if name != target.space]
 
 
-def _scope(user_id: object, agent_id: object, session_id: object) -> Scope:
-    return Scope(
-        str(check_identifier(user_id, "user_id")),
-        check_identifier(agent_id, "agent_id", required=False),
-        check_identifier(session_id, "session_id", required=False),
-    )
+def _in(hit: Hit, scope_id: str) -> bool:
+    """Whether ``hit`` comes from the memory stored under ``scope_id``."""
+    return hit.space == space_of(scope_id)

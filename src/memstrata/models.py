@@ -79,6 +79,11 @@ class Turn:
         """The scope the turn belongs to."""
         return Scope(self.user_id, self.agent_id, self.session_id)
 
+    @property
+    def space(self) -> str | None:
+        """The shared space the turn is in (None: a user's memory, ``user_id``)."""
+        return space_of(self.user_id)
+
     def is_same_message(self, other: Turn) -> bool:
         """True when ``other`` is a retry of this message (same scope, role, speaker and text)."""
         return (
@@ -121,6 +126,10 @@ class Hit:
     source_turn_ids: tuple[str, ...] = ()
     ranks: Mapping[str, int] = field(default_factory=dict)
     seq: int | None = field(default=None, repr=False, compare=False, metadata={"internal": True})
+    #: The shared space the hit comes from (None: the user's own memory).
+    space: str | None = None
+    #: The agent that wrote the memory (a turn's ``agent_id``; for a derived item, its source turn's).
+    written_by: str | None = None
     """The store's internal row number (not part of the public contract)."""
 
 
@@ -142,6 +151,9 @@ class ContextItem:
     score: float = 0.0
     source_turn_ids: tuple[str, ...] = ()
     is_abridged: bool = False
+    #: The shared space the item comes from (None: the user's own memory), and its writer.
+    space: str | None = None
+    written_by: str | None = None
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -175,6 +187,8 @@ class Deletion:
     turns: int
     agent_id: str | None = None
     session_id: str | None = None
+    #: The space deleted or forgotten (its ``user_id`` is then the space's scope id).
+    space: str | None = None
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -387,8 +401,73 @@ class ApiKey:
     name: str
     created_at: datetime
     revoked_at: datetime | None = None
+    #: The agent the key acts as (its calls to a space are checked against that agent's grants).
+    agent_id: str | None = None
 
     @property
     def is_active(self) -> bool:
         """Whether the key may still be used."""
         return self.revoked_at is None
+
+
+SPACE_MARK = "\ufdd0"
+"""What a space's scope id starts with: a Unicode noncharacter, which no user id may start with."""
+
+
+def space_scope(space: str) -> str:
+    """The scope id under which a space's memories are stored, beside users' ids."""
+    return SPACE_MARK + space
+
+
+def space_of(scope_id: str) -> str | None:
+    """The space a stored scope id belongs to; None for a user's id."""
+    return scope_id[len(SPACE_MARK) :] if scope_id.startswith(SPACE_MARK) else None
+
+
+class Access(StrEnum):
+    """What an agent may do in a space; each level includes the ones before it."""
+
+    READ = "read"  # search, context, get, history, the tiers
+    WRITE = "write"  # add, delete, share into it
+    ADMIN = "admin"  # grant, revoke, forget, delete the space
+
+    def allows(self, needed: Access) -> bool:
+        """Whether this level covers ``needed``."""
+        order = list(Access)
+        return order.index(self) >= order.index(needed)
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Space:
+    """A named memory shared by agents, beside the per-user memories."""
+
+    name: str
+    created_at: datetime
+    description: str | None = None
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Grant:
+    """An agent's access to a space."""
+
+    space: str
+    agent_id: str
+    access: Access
+    granted_at: datetime
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Share:
+    """Where a shared memory came from: a copy's link to its source, which it never replaces."""
+
+    turn_id: str
+    scope: str
+    source_id: str
+    source_scope: str
+    shared_at: datetime
+    shared_by: str | None = None
+
+    @property
+    def from_space(self) -> str | None:
+        """The space the source lives in (None: a user's memory)."""
+        return space_of(self.source_scope)

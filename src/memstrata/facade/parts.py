@@ -17,6 +17,7 @@ from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder
 from memstrata.errors import ConfigError, StorageError
 from memstrata.facade.chat import ChatParts, ChatResponder
+from memstrata.facade.spaces import Spaces
 from memstrata.facade.tiers import Tiers
 from memstrata.facade.transfer import Transfer
 from memstrata.ids import IdGenerator
@@ -70,6 +71,8 @@ class Parts:
     #: Export and import.
     transfer: Transfer
     chat: ChatResponder
+    #: Shared spaces: records, grants, trust, shares.
+    spaces: Spaces
     #: Whether the LLM was built here (and is closed with the rest); one passed in is the caller's.
     owns_llm: bool
     #: Set once ``close`` starts; every public call checks it first.
@@ -296,6 +299,7 @@ def _build(
         ),
         transfer=Transfer(store=store, embedder=embedder, episodic=episodic, settings=settings),
         chat=chat,
+        spaces=Spaces(store=store, episodic=episodic, visits=visits),
         owns_llm=owns_llm,
         closing=closing,
     )

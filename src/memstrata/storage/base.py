@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from memstrata.models import Access, Grant, Share, Space, Turn
 from memstrata.models import ApiKey as ApiKey
-from memstrata.models import Turn
 from memstrata.models import Vectors as Vectors
 from memstrata.storage.roles import (
     ConsolidationStore,
@@ -45,10 +45,12 @@ __all__ = [
     "KnowledgeStore",
     "Maintenance",
     "Overflow",
+    "ProvenanceStore",
     "SearchStore",
     "SegmentStore",
     "Seqs",
     "ServerSideVectors",
+    "SpaceStore",
     "Store",
     "TierMaintenance",
     "TierStore",
@@ -82,6 +84,70 @@ class Store(TurnStore, SearchStore, VectorStore, JobIntake, Maintenance, Protoco
     """
 
 
+class SpaceStore(Protocol):
+    """Shared spaces and who may use them. A space's memories are stored under ``space_scope(name)``.
+
+    Invariants: names are unique (``create_space`` of a taken name is an IdConflict and
+    changes nothing); a space's grants go with it; writes are durable when they return.
+    """
+
+    def create_space(self, space: Space) -> None:
+        """Store a new space; IdConflict when the name is taken."""
+        ...
+
+    def spaces(self, prefix: str = "") -> list[Space]:
+        """Spaces whose name starts with ``prefix``, in code point order."""
+        ...
+
+    def space(self, name: str) -> Space | None:
+        """The space called ``name``, if any."""
+        ...
+
+    def delete_space(self, name: str, detail: Mapping[str, object]) -> bool:
+        """Remove a space's record and grants (not its memories), audited with ``detail``; False if absent."""
+        ...
+
+    def set_grant(self, grant: Grant) -> None:
+        """Give an agent its access to a space (replacing what it had); NotFound when the space is gone."""
+        ...
+
+    def remove_grant(self, space: str, agent_id: str) -> bool:
+        """Take an agent's access to a space away; False if it had none."""
+        ...
+
+    def grants(self, space: str) -> list[Grant]:
+        """Who may use a space, by agent id."""
+        ...
+
+    def access(self, space: str, agent_id: str) -> Access | None:
+        """What ``agent_id`` may do in ``space`` (None: nothing)."""
+        ...
+
+    def grants_of(self, agent_id: str) -> list[Grant]:
+        """Every space ``agent_id`` may use, by space name."""
+        ...
+
+
+class ProvenanceStore(Protocol):
+    """How far agents trust each other, and where shared memories came from."""
+
+    def set_trust(self, agent_id: str, of_agent: str, weight: float) -> None:
+        """How much ``of_agent``'s memories count when ``agent_id`` reads them (1: the default, stored as none)."""
+        ...
+
+    def trust_of(self, agent_id: str) -> dict[str, float]:
+        """The weights ``agent_id`` set for other agents (those not named count 1)."""
+        ...
+
+    def add_shares(self, shares: Sequence[Share]) -> None:
+        """Record the links of shared copies, in the copies' transaction's wake."""
+        ...
+
+    def shares(self, turn_ids: Sequence[str]) -> dict[str, Share]:
+        """The links of those of ``turn_ids`` that are shared copies."""
+        ...
+
+
 class TierStore(
     Store,
     TurnSignals,
@@ -91,6 +157,8 @@ class TierStore(
     ConsolidationStore,
     TierMaintenance,
     JobQueue,
+    SpaceStore,
+    ProvenanceStore,
     Protocol,
 ):
     """A store that also holds the derived tiers (segments, cells, profile, patterns, entities,

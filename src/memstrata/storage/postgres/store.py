@@ -24,6 +24,7 @@ from memstrata.storage.postgres.queue import QueueMixin
 from memstrata.storage.postgres.retrieval import RetrievalMixin, insert_vectors
 from memstrata.storage.postgres.rows import POSTGRES, Connection, turn_row
 from memstrata.storage.postgres.segments import SegmentsMixin
+from memstrata.storage.sql_spaces import SpaceStatements
 from memstrata.storage.sql_turns import TURN_COLUMNS, TurnStatements, prunable, scope_clause, turn_from_row
 
 log = logging.getLogger("memstrata.storage.postgres")
@@ -50,7 +51,15 @@ def open_postgres(url: str, *, busy_timeout_seconds: float = 30.0) -> PostgresSt
     return PostgresStore(url, busy_timeout_seconds=busy_timeout_seconds)
 
 
-class PostgresStore(KnowledgeMixin, SegmentsMixin, QueueMixin, RetrievalMixin, KeysMixin, TurnStatements[Connection]):
+class PostgresStore(
+    KnowledgeMixin,
+    SegmentsMixin,
+    QueueMixin,
+    RetrievalMixin,
+    KeysMixin,
+    SpaceStatements[Connection],
+    TurnStatements[Connection],
+):
     """The shared source of truth; a small connection pool serves the threads of one process."""
 
     # -- turns ------------------------------------------------------------------------

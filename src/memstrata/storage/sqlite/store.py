@@ -17,6 +17,7 @@ from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import record_event
+from memstrata.storage.sql_spaces import SpaceStatements
 from memstrata.storage.sql_turns import TurnStatements, prunable, scope_clause, turn_from_row
 
 if TYPE_CHECKING:
@@ -62,7 +63,14 @@ def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
 
 
 class SQLiteStore(
-    RetrievalMixin, KnowledgeMixin, SegmentsMixin, GraphMixin, KeysMixin, QueueMixin, TurnStatements[sqlite3.Connection]
+    RetrievalMixin,
+    KnowledgeMixin,
+    SegmentsMixin,
+    GraphMixin,
+    KeysMixin,
+    QueueMixin,
+    SpaceStatements[sqlite3.Connection],
+    TurnStatements[sqlite3.Connection],
 ):
     """The embedded source of truth; one connection shared by the threads of one process."""
 

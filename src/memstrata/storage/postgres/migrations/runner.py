@@ -30,6 +30,7 @@ LATEST_VERSION = MIGRATIONS[-1].version
 # Every table the migrations create (a test holds this to the migrated schema): what
 # ``vacuum`` rewrites and ``size_bytes`` sums, never another application's tables.
 TABLES = (
+    "agent_trust",
     "api_keys",
     "cell_restatements",
     "cell_vectors",
@@ -51,7 +52,10 @@ TABLES = (
     "schema_migrations",
     "segment_turns",
     "segments",
+    "shares",
     "sleep_marks",
+    "space_grants",
+    "spaces",
     "turn_scores",
     "turn_vectors",
     "turns",

@@ -310,4 +310,40 @@ UPGRADES: tuple[Migration, ...] = (
         """,
         locks=("cells",),
     ),
+    # As SQLite's step 16: spaces, grants, trust, share links, and the agent of an API key.
+    Migration(
+        version=19,
+        name="spaces, grants, trust and share links",
+        sql="""
+        CREATE TABLE IF NOT EXISTS spaces (
+            name        text PRIMARY KEY,
+            description text,
+            created_at  timestamptz NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS space_grants (
+            space       text NOT NULL REFERENCES spaces (name) ON DELETE CASCADE,
+            agent_id    text NOT NULL,
+            access      text NOT NULL CHECK (access IN ('read', 'write', 'admin')),
+            granted_at  timestamptz NOT NULL,
+            PRIMARY KEY (space, agent_id)
+        );
+        CREATE INDEX IF NOT EXISTS space_grants_by_agent ON space_grants (agent_id, space);
+        CREATE TABLE IF NOT EXISTS agent_trust (
+            agent_id    text NOT NULL,
+            of_agent    text NOT NULL,
+            weight      double precision NOT NULL CHECK (weight >= 0 AND weight <= 1),
+            PRIMARY KEY (agent_id, of_agent)
+        );
+        CREATE TABLE IF NOT EXISTS shares (
+            turn_id      text PRIMARY KEY,
+            scope        text NOT NULL,
+            source_id    text NOT NULL,
+            source_scope text NOT NULL,
+            shared_by    text,
+            shared_at    timestamptz NOT NULL
+        );
+        ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS agent_id text;
+        """,
+        locks=("api_keys",),
+    ),
 )

@@ -211,4 +211,40 @@ UPGRADES: tuple[Migration, ...] = (
         );
         """,
     ),
+    # Shared spaces: their grants, how far agents trust each other, where shared copies came
+    # from, and the agent an API key acts as. A space's memories are stored under its scope id.
+    Migration(
+        version=16,
+        name="spaces, grants, trust and share links",
+        sql="""
+        CREATE TABLE spaces (
+            name        TEXT PRIMARY KEY,
+            description TEXT,
+            created_at  TEXT NOT NULL
+        );
+        CREATE TABLE space_grants (
+            space       TEXT NOT NULL REFERENCES spaces (name) ON DELETE CASCADE,
+            agent_id    TEXT NOT NULL,
+            access      TEXT NOT NULL CHECK (access IN ('read', 'write', 'admin')),
+            granted_at  TEXT NOT NULL,
+            PRIMARY KEY (space, agent_id)
+        );
+        CREATE INDEX space_grants_by_agent ON space_grants (agent_id, space);
+        CREATE TABLE agent_trust (
+            agent_id    TEXT NOT NULL,
+            of_agent    TEXT NOT NULL,
+            weight      REAL NOT NULL CHECK (weight >= 0 AND weight <= 1),
+            PRIMARY KEY (agent_id, of_agent)
+        );
+        CREATE TABLE shares (
+            turn_id      TEXT PRIMARY KEY,
+            scope        TEXT NOT NULL,
+            source_id    TEXT NOT NULL,
+            source_scope TEXT NOT NULL,
+            shared_by    TEXT,
+            shared_at    TEXT NOT NULL
+        );
+        ALTER TABLE api_keys ADD COLUMN agent_id TEXT;
+        """,
+    ),
 )
