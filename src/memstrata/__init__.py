@@ -23,6 +23,7 @@ from memstrata.facade.keys import ClosableKeyStore, open_key_store
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.memory import Memory
 from memstrata.models import (
+    Access,
     ApiKey,
     Cell,
     ChatReply,
@@ -33,6 +34,7 @@ from memstrata.models import (
     Deletion,
     EntityEdge,
     EntityNode,
+    Grant,
     Hit,
     Inspection,
     ItemKind,
@@ -42,6 +44,8 @@ from memstrata.models import (
     Scope,
     SearchFilters,
     Segment,
+    Share,
+    Space,
     Subgraph,
     Tier,
     TransferReport,
@@ -55,6 +59,7 @@ from memstrata.version import __version__
 
 __all__ = [
     "LLM",
+    "Access",
     "AccessDenied",
     "ApiKey",
     "Cell",
@@ -74,6 +79,7 @@ __all__ = [
     "EmbeddingError",
     "EntityEdge",
     "EntityNode",
+    "Grant",
     "Hit",
     "IdConflict",
     "Inspection",
@@ -94,6 +100,8 @@ __all__ = [
     "SearchFilters",
     "Segment",
     "Settings",
+    "Share",
+    "Space",
     "StorageError",
     "Subgraph",
     "Tier",

@@ -31,6 +31,7 @@ from memstrata.models import (
     Pattern,
     Role,
     SearchFilters,
+    Share,
     Space,
     Subgraph,
     TransferReport,
@@ -445,10 +446,11 @@ class Memory:
         """Load a JSONL export; all of it is stored or, on any bad line, none of it.
 
         Turns keep their ids and times; ones already present unchanged are skipped. Vectors
-        from the same model are reused, the rest are embedded.
+        from the same model are reused, the rest are embedded. A space the file holds
+        memories of is created if missing (grants are not exported).
         """
         self._require_open()
-        return self._parts.transfer.import_(path)
+        return self._parts.transfer.import_(path, self._parts.spaces.ensure)
 
     # -- the derived tiers ------------------------------------------------------------
 
@@ -493,15 +495,26 @@ class Memory:
         include_superseded: bool = False,
         limit: int = 100,
     ) -> list[Cell]:
-        """Long-term memory cells, newest first; ``include_superseded`` shows what was said before."""
-        user = self._owner(user_id, space, agent_id, Access.READ)
-        return self._parts.store.cells(
-            user,
+        """Long-term memory cells, newest first; ``include_superseded`` shows what was said before.
+
+        An ``agent_id`` that set trust weights (``set_trust``) sees, of facts that superseded
+        one another, its most trusted writer's as current (docs/spaces.md).
+        """
+        target = self._target(user_id, space, agent_id, Access.READ)
+        count = check_limit(limit, maximum=10_000)
+        spaces = self._parts.spaces
+        weighed = bool(spaces.trust_of(target.caller))
+        found = self._parts.store.cells(
+            target.user_id,
             subject=check_identifier(subject, "subject", required=False),
             attribute=check_identifier(attribute, "attribute", required=False),
-            include_superseded=include_superseded,
-            limit=check_limit(limit, maximum=10_000),
+            include_superseded=include_superseded or weighed,
+            limit=count if not weighed else 10_000,
         )
+        if not weighed:
+            return found
+        seen = spaces.cells_for(found, target.user_id, target.caller)
+        return [cell for cell in seen if include_superseded or cell.superseded_by is None][:count]
 
     def patterns(
         self,
@@ -603,6 +616,14 @@ class Memory:
         reader = str(check_identifier(agent_id, "agent_id"))
         writer = str(check_identifier(of_agent, "of_agent"))
         self._parts.store.set_trust(reader, writer, check_weight(weight))
+
+    def origin(self, turn_id: str, *, space: str, agent_id: str | None = None) -> Share | None:
+        """Where a memory of ``space`` was shared from (None: written there); NotFound for an unknown id."""
+        target = self._target(None, space, agent_id, Access.READ)
+        identifier = str(check_identifier(turn_id, "id"))
+        if identifier not in self._parts.store.get_by_ids([identifier], target.user_id):
+            raise NotFound(f"no memory with id {identifier!r} in space {target.space!r}")
+        return self._parts.store.shares([identifier]).get(identifier)
 
     def trust(self, agent_id: str) -> dict[str, float]:
         """The trust weights ``agent_id`` set (agents not named count 1)."""

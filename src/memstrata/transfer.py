@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from memstrata.errors import InvalidInput
-from memstrata.models import Turn, Vectors, format_time
+from memstrata.models import Turn, Vectors, format_time, space_of, space_scope
 from memstrata.validation import (
     check_identifier,
     check_importance,
@@ -58,7 +58,8 @@ def turn_line(turn: Turn, *, model_id: str | None = None, vector: Vectors | None
     record: dict[str, Any] = {
         "kind": "turn",
         "id": turn.id,
-        "user_id": turn.user_id,
+        # A space's turns name the space; its scope id is the store's business.
+        **({"user_id": turn.user_id} if turn.space is None else {"space": turn.space}),
         "agent_id": turn.agent_id,
         "session_id": turn.session_id,
         "role": turn.role.value,
@@ -148,7 +149,7 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
         raise InvalidInput("created_at is required")
     turn = Turn(
         id=str(check_identifier(record.get("id"), "id")),
-        user_id=str(check_identifier(record.get("user_id"), "user_id")),
+        user_id=_owner(record),
         agent_id=check_identifier(record.get("agent_id"), "agent_id", required=False),
         session_id=check_identifier(record.get("session_id"), "session_id", required=False),
         role=check_role(record.get("role")),
@@ -184,6 +185,18 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
     if abs(norm - 1.0) <= _UNIT_TOLERANCE:
         return ImportedTurn(turn, model_id, vector.astype(np.float32))
     return ImportedTurn(turn, model_id, (wide / norm).astype(np.float32))
+
+
+def _owner(record: dict[str, Any]) -> str:
+    """The scope id of a line: its user's id, or its space's scope id."""
+    if record.get("space") is None:
+        user = str(check_identifier(record.get("user_id"), "user_id"))
+        if space_of(user) is not None:
+            raise InvalidInput("user_id may not start with U+FDD0, which marks the memory of a shared space")
+        return user
+    if record.get("user_id") is not None:
+        raise InvalidInput("a line names either user_id or space, not both")
+    return space_scope(str(check_identifier(record.get("space"), "space")))
 
 
 def parse_record(line: str, number: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from memstrata import Memory
 from memstrata.embeddings.base import Vectors, normalize_rows
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.retrieval.cell_candidates import CellCandidatePolicy
+from tests.schema import undo_spaces
 
 COOKING = "What should I cook for dinner?"
 UNRELATED = "Who won the football match yesterday?"
@@ -165,6 +166,7 @@ def _as_before_fact_vectors(storage_url: str) -> None:
     if storage_url.startswith("sqlite:///"):
         with closing(sqlite3.connect(storage_url.removeprefix("sqlite:///"))) as connection, connection:
             connection.execute("DROP TABLE cell_vectors")
+            undo_spaces(connection)
             connection.execute("DELETE FROM schema_migrations WHERE version >= 15")
         return
     import psycopg

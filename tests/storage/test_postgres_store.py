@@ -674,7 +674,7 @@ def test_an_upgrade_that_cannot_lock_turns_says_so_and_changes_nothing(postgres_
         assert not thread.is_alive()  # it gave up rather than waiting for the reader
     thread.join(30)
     assert len(failures) == 1 and isinstance(failures[0], StorageError)
-    assert "kept the turns, cells, derived, entities and segments tables busy" in str(failures[0])
+    assert "kept the turns, api_keys, cells, derived, entities and segments tables busy" in str(failures[0])
     assert _query(postgres_url, "SELECT max(version) FROM schema_migrations") == [(5,)]
     assert _query(postgres_url, "SELECT to_regclass('user_term_counts')") == [(None,)]
 

@@ -36,6 +36,7 @@ def test_migration_3_creates_the_api_keys_table(tmp_path: Path) -> None:
         "secret_hash": ("TEXT", 1),
         "created_at": ("TEXT", 1),
         "revoked_at": ("TEXT", 0),
+        "agent_id": ("TEXT", 0),  # migration 16's
     }
 
 

@@ -22,6 +22,7 @@ from memstrata.storage.sqlite import queue, retrieval
 from memstrata.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 from memstrata.storage.sqlite.retrieval import _SPEAKERS as SPEAKERS_QUERY
 from memstrata.storage.sqlite.store import SQLiteStore, open_sqlite
+from tests.schema import undo_spaces
 
 MODEL = "test-model"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -111,6 +112,7 @@ def test_patterns_counted_before_occurrences_were_recorded_keep_their_counts(db_
         connection.execute("DROP INDEX jobs_open_by_user")  # version 7's
         connection.execute("ALTER TABLE jobs DROP COLUMN counted")  # version 8's
         connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
+        undo_spaces(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version > 5")
         connection.execute("UPDATE patterns SET count = 4 WHERE key = 'code_first'")
     upgraded = SQLiteStore(db_path)
@@ -141,6 +143,7 @@ def test_an_upgrade_to_version_12_notes_restatements_from_then_on(db_path: Path)
     with _raw(db_path) as connection:  # the store as version 11 left it
         connection.execute("DROP TABLE cell_restatements")
         connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
+        undo_spaces(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version >= 12")
     upgraded = SQLiteStore(db_path)
     try:
@@ -436,6 +439,7 @@ def test_a_finished_job_leaves_no_row_and_the_upgrade_drops_those_finished_befor
         connection.execute("DROP INDEX jobs_open_by_user")
         connection.execute("ALTER TABLE jobs DROP COLUMN counted")  # version 8's
         connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
+        undo_spaces(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version >= 7")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:
@@ -452,6 +456,7 @@ def test_the_upgrade_takes_what_facts_said_out_of_supersession_events(db_path: P
                 "INSERT INTO events (at, kind, user_id, detail) VALUES ('x', ?, 'ana', ?)", (kind, json.dumps(detail))
             )
         connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
+        undo_spaces(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version >= 9")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:
@@ -475,6 +480,7 @@ def test_the_upgrade_deletes_scenes_whose_segment_retention_deleted(db_path: Pat
                 (scene, segment),
             )
         connection.execute("ALTER TABLE segments DROP COLUMN centroid_model")  # version 13's
+        undo_spaces(connection)
         connection.execute("DELETE FROM schema_migrations WHERE version >= 11")
     SQLiteStore(db_path).close()
     with _raw(db_path) as connection:

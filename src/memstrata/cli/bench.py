@@ -60,6 +60,54 @@ def ingest_search(
         print_json(result)
 
 
+@app.command("federation")
+def federation(
+    agents: Annotated[int, typer.Option(min=1, help="Agents, each granted on a few spaces.")] = 10,
+    spaces: Annotated[int, typer.Option(min=1, help="Shared spaces.")] = 20,
+    memories: Annotated[int, typer.Option(min=10, help="Memories in all, users' and spaces'.")] = 50_000,
+    users: Annotated[int, typer.Option(min=1, help="Users holding the rest of the memories.")] = 10,
+    space_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="The share of memories in spaces.")] = 0.2,
+    federated: Annotated[int, typer.Option(min=1, help="Spaces searched with the user's memory.")] = 5,
+    queries: Annotated[int, typer.Option(min=1, help="Searches timed each way.")] = 100,
+    reads: Annotated[int, typer.Option(min=1, help="Random reads of the permission check.")] = 10_000,
+    writers: Annotated[int, typer.Option(min=1, help="Processes writing to one space at once.")] = 4,
+    writes: Annotated[int, typer.Option(min=1, help="Memories each writer adds, one add each.")] = 200,
+    embedder: Annotated[str, typer.Option(help="Embedder name (hash: memstrata's own cost only).")] = "hash",
+    storage_url: Annotated[str | None, typer.Option(help="Store URL (default: SQLite in --home).")] = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Multi-agent memory at volume: federated search latency, a randomized permission check, concurrent writers.
+
+    Example: memstrata bench federation --json results/federation.json
+    """
+    from memstrata.bench.federation import FederationOptions, run_federation
+
+    options = FederationOptions(
+        agents=agents,
+        spaces=spaces,
+        memories=memories,
+        users=users,
+        space_share=space_share,
+        federated=min(federated, spaces),
+        queries=queries,
+        reads=reads,
+        writers=writers,
+        writes=writes,
+        embedder=embedder,
+        storage_url=storage_url,
+        home=home,
+    )
+    result = run_federation(options, console=console)
+    write_json(json_out, result)
+    table = Table("measure", "value", title=f"federation, {memories:,} memories ({result['embedder']})")
+    for key, value in result["summary"].items():
+        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+    console.print(table)
+    if json_out is None:
+        print_json(result)
+
+
 @app.command("entities")
 def entities(
     data: DataOption = None,

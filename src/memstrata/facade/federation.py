@@ -41,8 +41,8 @@ def federated_search(
         return spaces.provenance(pipeline.search(query, count, diversity), query.user_id)
     depth = count + SPARE_HITS
     scored: list[tuple[float, int, int, Hit]] = []
-    for order, query in enumerate(queries):
-        hits = spaces.provenance(pipeline.search(query, depth, diversity), query.user_id)
+    for order, (query, found) in enumerate(zip(queries, pipeline.search_many(queries, depth, diversity), strict=True)):
+        hits = spaces.provenance(found, query.user_id)
         for rank, hit in enumerate(hits):
             weight = weights.get(hit.written_by, 1.0) if hit.written_by is not None else 1.0
             scored.append((hit.score * weight, order, rank, replace(hit, score=hit.score * weight)))

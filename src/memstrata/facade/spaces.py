@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
-from memstrata.errors import AccessDenied, InvalidInput, NotFound
+from memstrata.errors import AccessDenied, IdConflict, InvalidInput, NotFound
 from memstrata.models import (
     SPACE_MARK,
     Access,
+    Cell,
     Deletion,
     Grant,
     Hit,
@@ -90,6 +92,13 @@ class Spaces:
         if creator is not None:
             self.store.set_grant(Grant(space=name, agent_id=creator, access=Access.ADMIN, granted_at=now))
         return space
+
+    def ensure(self, names: set[str]) -> None:
+        """Create those of the spaces ``names`` that do not exist (an import brings their memories)."""
+        for name in sorted(names):
+            if self.store.space(name) is None:
+                with contextlib.suppress(IdConflict):  # another process made it meanwhile
+                    self.store.create_space(Space(name=name, created_at=datetime.now(UTC)))
 
     def listed(self, agent_id: str | None, prefix: str = "") -> list[Space]:
         """The spaces ``agent_id`` may read (all of them for the application), by name."""
@@ -217,6 +226,15 @@ class Spaces:
             for hit in hits
         ]
 
+    def cells_for(self, cells: Sequence[Cell], scope_id: str, reader: str | None) -> list[Cell]:
+        """``cells`` as ``reader`` sees them: supersession weighed by its trust in each writer (``trusted_current``)."""
+        trust = self.trust_of(reader)
+        if not trust:
+            return list(cells)
+        sources = self.store.get_by_ids(list({cell.source_turn_id for cell in cells}), scope_id)
+        writers = {turn_id: turn.agent_id for turn_id, turn in sources.items()}
+        return trusted_current(cells, writers, trust)
+
     def trust_of(self, agent_id: str | None) -> dict[str, float]:
         """How much ``agent_id`` trusts each agent it set a weight for (everyone else: 1)."""
         return {} if agent_id is None else self.store.trust_of(agent_id)
@@ -224,3 +242,40 @@ class Spaces:
 
 def _whose(target: Target) -> str:
     return f"space {target.space!r}" if target.space is not None else f"user {target.user_id!r}"
+
+
+def trusted_current(cells: Sequence[Cell], writers: Mapping[str, str | None], trust: Mapping[str, float]) -> list[Cell]:
+    """``cells`` (current and superseded) as a reader with ``trust`` weights sees them, newest first.
+
+    Of a chain of facts that superseded one another, the current one is the most trusted
+    writer's, the newest among equals: a newer fact by a less trusted agent does not replace
+    an older one by a more trusted agent for this reader. Nothing is deleted; the others
+    stay in the chain as superseded, by the reader's current one.
+    """
+    by_id = {cell.id: cell for cell in cells}
+    head: dict[str, str] = {}
+    for cell in cells:
+        seen: set[str] = set()
+        top = cell
+        while top.superseded_by is not None and top.superseded_by in by_id and top.id not in seen:
+            seen.add(top.id)
+            top = by_id[top.superseded_by]
+        head[cell.id] = top.id
+    chains: dict[str, list[Cell]] = {}
+    for cell in cells:
+        chains.setdefault(head[cell.id], []).append(cell)
+
+    def weight(cell: Cell) -> float:
+        writer = writers.get(cell.source_turn_id)
+        return 1.0 if writer is None else trust.get(writer, 1.0)
+
+    seen_cells: list[Cell] = []
+    for chain in chains.values():
+        chosen = max(chain, key=lambda cell: (weight(cell), cell.valid_from, cell.id))
+        for cell in chain:
+            if cell is chosen:
+                seen_cells.append(replace(cell, valid_to=None, superseded_by=None))
+            else:
+                seen_cells.append(replace(cell, superseded_by=cell.superseded_by or chosen.id))
+    seen_cells.sort(key=lambda cell: (cell.valid_from, cell.id), reverse=True)
+    return seen_cells

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -73,10 +73,17 @@ class Transfer:
         _sync_directory(target.parent)
         return TransferReport(path=str(given), turns=turns, embeddings=vectors)
 
-    def import_(self, path: object) -> TransferReport:
-        """Load a JSONL export; all of it is stored or, on any bad line, none of it."""
+    def import_(self, path: object, spaces: Callable[[set[str]], None] | None = None) -> TransferReport:
+        """Load a JSONL export; all of it is stored or, on any bad line, none of it.
+
+        ``spaces`` is given the names of the spaces the file holds memories of, to create those
+        missing (after every line was read, before anything is written).
+        """
         source = _path(path, "the file to import")
         items = read_export_file(source, max_bytes=self._settings.max_text_bytes)
+        named = {item.turn.space for item in items if item.turn.space is not None}
+        if named and spaces is not None:
+            spaces(named)
         model_id, dimension = self._embedder.model_id, self._embedder.dimension
         known = {
             item.turn.id: item.vector

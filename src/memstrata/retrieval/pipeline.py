@@ -28,7 +28,7 @@ from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals
 from memstrata.retrieval.speakers import aliases, mentioned_speaker, without_speakers
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage.base import Seqs, ServerSideVectors, Vectors
-from memstrata.storage.roles import SearchStore, TurnStore, VectorStore
+from memstrata.storage.roles import FederatedSearch, SearchStore, TurnStore, VectorStore
 
 #: How many of the best full-text matches tell how strongly full text matched (``term_coverage``).
 LEXICAL_TOP = 5
@@ -41,12 +41,51 @@ DATED_TURNS_LIMIT = 5_000
 #: dense query; reading them costs an index seek each.
 MAX_SPEAKERS_STRIPPED = 200
 
+#: Query vectors kept for searches of the same text (the spaces of one federated search, a retry).
+QUERY_VECTORS_KEPT = 64
+
 Signals = dict[ItemKey, TurnSignals]
 """Rerank signals of turns already read, kept across the reranks of one call."""
 
 
-class RankingStore(TurnStore, SearchStore, VectorStore, Protocol):
+class RankingStore(TurnStore, SearchStore, FederatedSearch, VectorStore, Protocol):
     """What ranking reads: turns, their full text and filters, their vectors and the facts' vectors."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Terms:
+    """What a query searches for in one memory: speakers' names to strip, full-text expressions, dates."""
+
+    speakers: list[str]
+    #: The full-text expression (None: vectors only).
+    match: str | None
+    #: The filters of the dates the query names, and the turns inside them (None: none named, or too many).
+    dated: SearchFilters | None
+    inside: Seqs | None
+    #: What the dense retriever embeds: the query without the speakers' names.
+    dense_text: str
+    #: The expression derived items are searched by.
+    derived_match: str | None
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Prepared:
+    """A query's terms and full-text candidates, read for several memories in one pass (``Pipeline.prepare``)."""
+
+    terms: Terms
+    fulltext: Rankings | None
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _Alike:
+    """What queries searched together share: the same expressions, filters, depth and tiers."""
+
+    match: str
+    filters: SearchFilters
+    dated: SearchFilters | None
+    derived_match: str
+    depth: int
+    tiers: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -76,8 +115,24 @@ class Pipeline:
         self.cell_policy = CellCandidatePolicy()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._query_vectors: dict[str, Vectors] = {}
         # Per user, bumped when a deletion by another process left the user's vector index stale.
         self._reloads: Counter[str] = Counter()
+
+    def _query_vector(self, text: str) -> Vectors:
+        """The query's vector, embedded once for searches of the same text (a federated search runs one per memory)."""
+        with self._executor_lock:
+            known = self._query_vectors.get(text)
+            if known is not None:
+                self._query_vectors[text] = self._query_vectors.pop(text)  # most recently used last
+                return known
+        vector = self._embedder.embed_query(text)
+        vector.setflags(write=False)  # shared between searches
+        with self._executor_lock:
+            self._query_vectors[text] = vector
+            while len(self._query_vectors) > QUERY_VECTORS_KEPT:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+        return vector
 
     def close(self) -> None:
         """Stop the full-text thread, if one started."""
@@ -95,12 +150,18 @@ class Pipeline:
         self._index.drop(user_id)
         self._reloads[user_id] += 1
 
-    def search(self, query: Query, count: int, diversity: float = 0.0) -> list[Hit]:
-        """The ``count`` best hits for ``query``, once more if the vector index turned out stale."""
+    def search(
+        self, query: Query, count: int, diversity: float = 0.0, *, prepared: Prepared | None = None
+    ) -> list[Hit]:
+        """The ``count`` best hits for ``query``, once more if the vector index turned out stale.
+
+        ``prepared`` (from ``prepare``) serves the first try.
+        """
         hits: list[Hit] = []
         for _ in range(2):
             reloads = self.reloads(query.user_id)
-            rankings = joined(self.rankings(query).rankings)
+            rankings = joined(self.rankings(query, prepared).rankings)
+            prepared = None
             loaded: dict[int, Turn] = {}
             fused = self.rerank(query, fuse_scored(rankings, k=self._settings.rrf_k), rankings, loaded)
             if diversity > 0:
@@ -112,14 +173,56 @@ class Pipeline:
                 break
         return hits
 
-    def rankings(self, query: Query) -> Found:
-        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
+    def search_many(self, queries: Sequence[Query], count: int, diversity: float = 0.0) -> list[list[Hit]]:
+        """``search`` for each of ``queries`` (a user's memory and shared spaces), their full text read in one pass."""
+        if len(queries) < 2:
+            return [self.search(query, count, diversity) for query in queries]
+        return [
+            self.search(query, count, diversity, prepared=prepared)
+            for query, prepared in zip(queries, self.prepare(queries), strict=True)
+        ]
 
-        When the query names dates (``retrieval/periods.py``), each turn retriever also looks
-        inside them, under ``fulltext:dated`` and ``vector:dated``, for ``joined`` to fold in.
-        """
+    def prepare(self, queries: Sequence[Query]) -> list[Prepared]:
+        """Each query's terms and full-text candidates, the queries alike searched together (``fulltext_many``)."""
+        terms = [self.terms(query) for query in queries]
+        alike: dict[_Alike, list[int]] = {}
+        for index, (query, asked) in enumerate(zip(queries, terms, strict=True)):
+            if asked.match is not None:
+                key = _Alike(
+                    match=asked.match,
+                    filters=query.filters,
+                    dated=asked.dated,
+                    derived_match=asked.derived_match or asked.match,
+                    depth=query.depth,
+                    tiers=tuple(query.tiers),
+                )
+                alike.setdefault(key, []).append(index)
+        fulltext: list[Rankings | None] = [None] * len(queries)
+        for key, members in alike.items():
+            users = [queries[index].user_id for index in members]
+            for index, found in zip(members, self._fulltext_many(key, users), strict=True):
+                fulltext[index] = found
+        return [Prepared(terms=asked, fulltext=found) for asked, found in zip(terms, fulltext, strict=True)]
+
+    def _fulltext_many(self, key: _Alike, users: Sequence[str]) -> list[Rankings]:
+        """``_fulltext_candidates`` for several memories searched alike, each posting list read once."""
+        store, depth = self._store, key.depth
+        turns = store.fulltext_many(key.match, users, key.filters, depth)
+        inside = store.fulltext_many(key.match, users, key.dated, depth) if key.dated is not None else {}
+        derived = store.derived_fulltext_many(key.derived_match, users, depth, key.tiers) if key.tiers else {}
+        lists: list[Rankings] = []
+        for user in users:
+            found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns.get(user, [])]}
+            if key.dated is not None:
+                found[f"fulltext{DATED}"] = [(("turn", seq), score) for seq, score in inside.get(user, [])]
+            if key.tiers:
+                found["derived"] = [(("derived", seq), score) for seq, score in derived.get(user, [])]
+            lists.append(found)
+        return lists
+
+    def terms(self, query: Query) -> Terms:
+        """What ``query`` searches the full text and the vectors for in its memory."""
         user_id, text, filters, mode, tiers = query.user_id, query.text, query.filters, query.mode, query.tiers
-        found = Found({})
         # Speakers' names say whose turns, not what about: the dense retriever and the derived
         # items (whose text starts with their subject) read the rest. Read before the
         # full-text search starts, which would hold the store meanwhile.
@@ -134,11 +237,40 @@ class Pipeline:
             # Nothing said then, or dates spanning so much of the memory that they narrow little
             # (the reranker still lifts what was said then).
             dated = inside = None
-        server_side = self._server_vectors()
-        searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
         dense_text = text
         if mode != "fulltext" or (tiers and match is not None):
             dense_text = without_speakers(text, speakers)
+        # Derived items by the query's words without the names; by the whole query when only names,
+        # stopwords or words for saying are left ("Who is Caroline?", "What did Caroline say?").
+        derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
+        return Terms(
+            speakers=speakers,
+            match=match,
+            dated=dated,
+            inside=inside,
+            dense_text=dense_text,
+            derived_match=derived_match or match,
+        )
+
+    def rankings(self, query: Query, prepared: Prepared | None = None) -> Found:
+        """Each retriever's scored candidates, best first: ``fulltext`` and ``vector`` turns, ``derived`` items.
+
+        When the query names dates (``retrieval/periods.py``), each turn retriever also looks
+        inside them, under ``fulltext:dated`` and ``vector:dated``, for ``joined`` to fold in.
+        ``prepared`` holds the query's terms and full-text candidates, read already.
+        """
+        user_id, text, filters, mode, tiers = query.user_id, query.text, query.filters, query.mode, query.tiers
+        found = Found({})
+        terms = prepared.terms if prepared is not None else self.terms(query)
+        speakers, match, dated, inside, dense_text = (
+            terms.speakers,
+            terms.match,
+            terms.dated,
+            terms.inside,
+            terms.dense_text,
+        )
+        server_side = self._server_vectors()
+        searches: dict[str, Seqs | None] = {}  # each vector list, with the seqs it may return (None: all)
         with contextlib.ExitStack() as pins:
             if mode != "fulltext":
                 if server_side is None:
@@ -148,21 +280,21 @@ class Pipeline:
                 searches["vector"] = None if filters.is_empty else self._store.filtered_seqs(user_id, filters)
                 if inside is not None:
                     searches[f"vector{DATED}"] = inside
-            # Derived items by the query's words without the names; by the whole query when only names,
-            # stopwords or words for saying are left ("Who is Caroline?", "What did Caroline say?").
-            derived_match = (fts_query(dense_text, topical_only=True) or match) if tiers else None
             # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
             # this thread embeds the query and scans the vectors: latency is the slower of the two.
+            ready = prepared.fulltext if prepared is not None else None
             pending = (
-                self._background().submit(self._fulltext_candidates, match, query, dated, derived_match or match)
-                if match is not None
+                self._background().submit(self._fulltext_candidates, match, query, dated, terms.derived_match or match)
+                if match is not None and ready is None
                 else None
             )
             if searches:
-                found.query_vector = self._embedder.embed_query(dense_text)
+                found.query_vector = self._query_vector(dense_text)
                 found.rankings.update(self._vector_lists(query, found.query_vector, searches, server_side))
         if pending is not None:
             found.rankings = {**pending.result(), **found.rankings}
+        elif ready is not None:
+            found.rankings = {**ready, **found.rankings}
         if Tier.LONGTERM in tiers and found.query_vector is not None:
             asked = mentioned_speaker(text, speakers)
             closest = self._cells_by_meaning(user_id, found.query_vector, asked, speakers)

@@ -18,6 +18,7 @@ from memstrata.models import ApiKey as ApiKey
 from memstrata.models import Vectors as Vectors
 from memstrata.storage.roles import (
     ConsolidationStore,
+    FederatedSearch,
     GraphStore,
     Job,
     JobIntake,
@@ -37,6 +38,7 @@ from memstrata.storage.roles import (
 __all__ = [
     "ApiKey",
     "ConsolidationStore",
+    "FederatedSearch",
     "GraphStore",
     "Job",
     "JobIntake",
@@ -63,7 +65,7 @@ __all__ = [
 ]
 
 
-class Store(TurnStore, SearchStore, VectorStore, JobIntake, Maintenance, Protocol):
+class Store(TurnStore, SearchStore, FederatedSearch, VectorStore, JobIntake, Maintenance, Protocol):
     """A durable home for turns, their full-text index and their vectors.
 
     Invariants every backend keeps:

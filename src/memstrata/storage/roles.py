@@ -97,6 +97,22 @@ class TurnStore(Protocol):
         ...
 
 
+class FederatedSearch(Protocol):
+    """Full text over several memories at once (a user's and shared spaces'), each ranked as if alone."""
+
+    def fulltext_many(
+        self, match: str, user_ids: Sequence[str], filters: SearchFilters, limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
+        """``fulltext`` for each of ``user_ids``."""
+        ...
+
+    def derived_fulltext_many(
+        self, match: str, user_ids: Sequence[str], limit: int, tiers: Sequence[str] = ("longterm",)
+    ) -> dict[str, list[tuple[int, float]]]:
+        """``derived_fulltext`` for each of ``user_ids``."""
+        ...
+
+
 class SearchStore(Protocol):
     """Full-text candidates among turns and derived items, and the filters search applies."""
 

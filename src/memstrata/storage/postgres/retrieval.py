@@ -206,6 +206,18 @@ class RetrievalMixin(Connected):
         rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
         return [(int(seq), float(score)) for seq, score in rows]
 
+    def fulltext_many(
+        self, match: str, user_ids: Sequence[str], filters: SearchFilters, limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
+        """``fulltext`` for each of ``user_ids``: each reads the user's own term statistics, so one by one."""
+        return {user_id: self.fulltext(match, user_id, filters, limit) for user_id in dict.fromkeys(user_ids)}
+
+    def derived_fulltext_many(
+        self, match: str, user_ids: Sequence[str], limit: int, tiers: Sequence[str] = ("longterm",)
+    ) -> dict[str, list[tuple[int, float]]]:
+        """``derived_fulltext`` for each of ``user_ids``."""
+        return {user_id: self.derived_fulltext(match, user_id, limit, tiers) for user_id in dict.fromkeys(user_ids)}
+
     def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:
         """(id, tier, content, source turn ids) of derived items, by seq."""
         if not seqs:

@@ -13,7 +13,7 @@ from memstrata.storage.focus import FOCUS_MIN_TURNS, term_reach
 from memstrata.storage.sqlite.ranking import Population
 
 OWN_COLUMNS = "{content name}"
-_QUOTED_TERM = re.compile(r'"(?:[^"]|"")*"')  # one term of an fts_query expression, quotes included
+QUOTED_TERM = re.compile(r'"(?:[^"]|"")*"')  # one term of an fts_query expression, quotes included
 _PART = re.compile(r'(?:\{[a-z ]+\}: )?"(?:[^"]|"")*"')  # a quoted term with its column filter, if any
 
 
@@ -27,7 +27,7 @@ def focused_match(connection: sqlite3.Connection, match: str, people: Population
     over the whole index bounds the user's, which is counted only when that bound is not
     already rare enough.
     """
-    terms = _QUOTED_TERM.findall(match)
+    terms = QUOTED_TERM.findall(match)
     if not terms or people.users_rows < FOCUS_MIN_TURNS:
         return match
     counted: list[tuple[str, int]] = []
@@ -66,5 +66,5 @@ def terms_of(match: str) -> list[str]:
 
 def own_columns_only(match: str) -> str:
     """``match`` (from ``fts_query`` or ``focused_match``) with every term searched in a turn's own text and speaker."""
-    terms = _QUOTED_TERM.findall(match)
+    terms = QUOTED_TERM.findall(match)
     return " OR ".join(f"{OWN_COLUMNS}: {term}" for term in terms) if terms else match

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from memstrata.storage.cell_vectors import DROP_CELL_VECTORS
 from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_forgetting
 from memstrata.storage.sql_knowledge import USER_TABLES, KnowledgeStatements
+from memstrata.storage.sqlite.federated import every_part, ranked_for_owners
 from memstrata.storage.sqlite.focus import terms_of
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
 from memstrata.storage.sqlite.rows import SQLITE
@@ -51,6 +52,29 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
                 )
 
         result: list[tuple[int, float]] = self._read(work)
+        return result
+
+    def derived_fulltext_many(
+        self, match: str, user_ids: Sequence[str], limit: int, tiers: Sequence[str] = ("longterm",)
+    ) -> dict[str, list[tuple[int, float]]]:
+        """``derived_fulltext`` for each of ``user_ids``, reading each term's posting list once for all."""
+        marks = ",".join("?" * len(tiers))
+
+        def work(connection: sqlite3.Connection) -> dict[str, list[tuple[int, float]]]:
+            with one_snapshot(connection):
+                return ranked_for_owners(
+                    connection,
+                    fts="derived_fts",
+                    table="derived",
+                    rank="-bm25(derived_fts)",
+                    owners=user_ids,
+                    parts_of=every_part(match),
+                    kept=f"x.is_current = 1 AND x.tier IN ({marks})",
+                    kept_parameters=list(tiers),
+                    limit=limit,
+                )
+
+        result: dict[str, list[tuple[int, float]]] = self._read(work)
         return result
 
     def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:

@@ -11,6 +11,7 @@ import numpy as np
 from memstrata.models import SearchFilters
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.sql_turns import filter_clause
+from memstrata.storage.sqlite.federated import ranked_for_owners, turn_parts
 from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
@@ -73,6 +74,28 @@ class RetrievalMixin:
                 limit=limit,
                 people=people,
             )
+
+        return self._read(work)
+
+    def fulltext_many(
+        self, match: str, user_ids: Sequence[str], filters: SearchFilters, limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
+        """``fulltext`` for each of ``user_ids``, reading each term's posting list once for all (``federated.py``)."""
+        where, parameters = filter_clause(SQLITE, filters, alias="x")
+
+        def work(connection: sqlite3.Connection) -> dict[str, list[tuple[int, float]]]:
+            with one_snapshot(connection):
+                return ranked_for_owners(
+                    connection,
+                    fts="turns_fts",
+                    table="turns",
+                    rank=f"-bm25(turns_fts, {FULLTEXT_WEIGHTS})",
+                    owners=user_ids,
+                    parts_of=turn_parts(match, own_only=filters.agent_id is not None),
+                    kept=f"1{where}",
+                    kept_parameters=parameters,
+                    limit=limit,
+                )
 
         return self._read(work)
 
