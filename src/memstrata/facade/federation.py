@@ -31,23 +31,21 @@ def federated_search(
 ) -> list[Hit]:
     """The ``count`` best hits over the memories ``queries`` name (a user's, spaces'), with provenance.
 
-    One memory and no trust weights is the plain search. Otherwise each memory is ranked on
-    its own and the lists are merged by score, each hit's scaled by the reader's trust in
-    its writer (``Memory.set_trust``); ties keep the order of ``queries``.
+    Several memories are ranked as one (``Pipeline.search_together``); each hit's score is
+    then scaled by the reader's trust in its writer (``Memory.set_trust``).
     """
     weights = dict(trust or {})
-    if len(queries) == 1 and not weights:
-        (query,) = queries
-        return spaces.provenance(pipeline.search(query, count, diversity), query.user_id)
-    depth = count + SPARE_HITS
-    scored: list[tuple[float, int, int, Hit]] = []
-    for order, (query, found) in enumerate(zip(queries, pipeline.search_many(queries, depth, diversity), strict=True)):
-        hits = spaces.provenance(found, query.user_id)
-        for rank, hit in enumerate(hits):
-            weight = weights.get(hit.written_by, 1.0) if hit.written_by is not None else 1.0
-            scored.append((hit.score * weight, order, rank, replace(hit, score=hit.score * weight)))
-    scored.sort(key=lambda entry: (-entry[0], entry[2], entry[1]))
-    return [hit for _, _, _, hit in scored[:count]]
+    owners = [query.user_id for query in queries]
+    if not weights:
+        return spaces.provenance(pipeline.search_together(queries, count, diversity), owners)
+    # Trust reorders what was found: read spares for the hits it lowers to make way for.
+    found = spaces.provenance(pipeline.search_together(queries, count + SPARE_HITS, diversity), owners)
+    weighed = [
+        replace(hit, score=hit.score * (weights.get(hit.written_by, 1.0) if hit.written_by is not None else 1.0))
+        for hit in found
+    ]
+    order = {id(hit): rank for rank, hit in enumerate(weighed)}
+    return sorted(weighed, key=lambda hit: (-hit.score, order[id(hit)]))[:count]
 
 
 def federated_context(

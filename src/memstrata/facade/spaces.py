@@ -209,22 +209,20 @@ class Spaces:
 
     # -- provenance and trust ---------------------------------------------------------
 
-    def provenance(self, hits: Sequence[Hit], scope_id: str) -> list[Hit]:
-        """``hits`` with the space they come from and the agent that wrote each."""
-        space = space_of(scope_id)
+    def provenance(self, hits: Sequence[Hit], owners: Sequence[str]) -> list[Hit]:
+        """``hits`` (of the memories ``owners``) with the space each comes from and the agent that wrote it."""
         sources = {hit.id: hit.source_turn_ids[0] for hit in hits if hit.turn is None and hit.source_turn_ids}
-        writers = {
-            turn_id: turn.agent_id
-            for turn_id, turn in self.store.get_by_ids(list(set(sources.values())), scope_id).items()
-        }
-        return [
-            replace(
-                hit,
-                space=space,
-                written_by=hit.turn.agent_id if hit.turn is not None else writers.get(sources.get(hit.id, "")),
-            )
-            for hit in hits
-        ]
+        found: dict[str, Turn] = {}
+        for owner in owners if sources else ():
+            found.update(self.store.get_by_ids(list(set(sources.values())), owner))
+        marked: list[Hit] = []
+        for hit in hits:
+            turn = hit.turn if hit.turn is not None else found.get(sources.get(hit.id, ""))
+            if turn is None:  # a derived item whose turn went meanwhile: its memory is the first one's
+                marked.append(replace(hit, space=space_of(owners[0])))
+            else:
+                marked.append(replace(hit, space=space_of(turn.user_id), written_by=turn.agent_id))
+        return marked
 
     def cells_for(self, cells: Sequence[Cell], scope_id: str, reader: str | None) -> list[Cell]:
         """``cells`` as ``reader`` sees them: supersession weighed by its trust in each writer (``trusted_current``)."""

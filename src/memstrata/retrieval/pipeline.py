@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Protocol
@@ -45,6 +45,8 @@ MAX_SPEAKERS_STRIPPED = 200
 QUERY_VECTORS_KEPT = 64
 
 Signals = dict[ItemKey, TurnSignals]
+Owners = str | Sequence[str]
+"""Whose memory a read is confined to: one user's (or space's) id, or several."""
 """Rerank signals of turns already read, kept across the reranks of one call."""
 
 
@@ -70,10 +72,16 @@ class Terms:
 
 @dataclass(kw_only=True, frozen=True, slots=True)
 class Prepared:
-    """A query's terms and full-text candidates, read for several memories in one pass (``Pipeline.prepare``)."""
+    """A query's terms, and its full-text candidates read for several memories in one pass (``Pipeline.prepare``)."""
 
     terms: Terms
-    fulltext: Rankings | None
+    #: The candidates of every query prepared together, read on the full-text thread; this one's at ``index``.
+    batch: Future[list[Rankings | None]]
+    index: int
+
+    def fulltext(self) -> Rankings | None:
+        """This query's full-text candidates (None: it searches vectors only), once read."""
+        return self.batch.result()[self.index]
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -141,14 +149,15 @@ class Pipeline:
         if executor is not None:
             executor.shutdown(wait=True)
 
-    def reloads(self, user_id: str) -> int:
-        """How often ``user_id``'s vector index was found stale and unloaded."""
-        return self._reloads[user_id]
+    def reloads(self, user_id: Owners) -> int:
+        """How often ``user_id``'s vector index (or those of several memories) was found stale and unloaded."""
+        return sum(self._reloads[owner] for owner in _each(user_id))
 
-    def stale(self, user_id: str) -> None:
-        """Unload ``user_id``'s vector index, found stale: the next search reads it again."""
-        self._index.drop(user_id)
-        self._reloads[user_id] += 1
+    def stale(self, user_id: Owners) -> None:
+        """Unload ``user_id``'s vector index (or several), found stale: the next search reads it again."""
+        for owner in _each(user_id):
+            self._index.drop(owner)
+            self._reloads[owner] += 1
 
     def search(
         self, query: Query, count: int, diversity: float = 0.0, *, prepared: Prepared | None = None
@@ -170,6 +179,35 @@ class Pipeline:
             found = self.load_hits(fused, count + BURST_SPARES, query.user_id, loaded)
             hits = self.dated_facts(self.bursts(found, query.user_id, loaded)[:count], query.user_id, query.zone)
             if self.reloads(query.user_id) == reloads:
+                break
+        return hits
+
+    def search_together(self, queries: Sequence[Query], count: int, diversity: float = 0.0) -> list[Hit]:
+        """The ``count`` best hits of several memories (one query each) ranked as one: a federated search.
+
+        Each memory's retrievers run on their own (its full text with the others', in one pass)
+        and their lists are merged by score; then one rerank orders them all.
+        """
+        if len(queries) == 1:
+            return self.search(queries[0], count, diversity)
+        union = replace(queries[0], also=tuple(query.user_id for query in queries[1:]))
+        hits: list[Hit] = []
+        for _ in range(2):
+            reloads = self.reloads(union.owners)
+            merged: dict[str, list[tuple[ItemKey, float]]] = {}
+            for query, prepared in zip(queries, self.prepare(queries), strict=True):
+                for name, ranking in joined(self.rankings(query, prepared).rankings).items():
+                    merged.setdefault(name, []).extend(ranking)
+            rankings: Rankings = {
+                name: sorted(ranking, key=lambda pair: -pair[1])[: union.depth] for name, ranking in merged.items()
+            }
+            loaded: dict[int, Turn] = {}
+            fused = self.rerank(union, fuse_scored(rankings, k=self._settings.rrf_k), rankings, loaded)
+            if diversity > 0:
+                fused = self.diversify(fused, diversity, count)
+            found = self.load_hits(fused, count + BURST_SPARES, union.owners, loaded)
+            hits = self.dated_facts(self.bursts(found, union.owners, loaded)[:count], union.owners, union.zone)
+            if self.reloads(union.owners) == reloads:
                 break
         return hits
 
@@ -197,12 +235,18 @@ class Pipeline:
                     tiers=tuple(query.tiers),
                 )
                 alike.setdefault(key, []).append(index)
-        fulltext: list[Rankings | None] = [None] * len(queries)
-        for key, members in alike.items():
-            users = [queries[index].user_id for index in members]
-            for index, found in zip(members, self._fulltext_many(key, users), strict=True):
-                fulltext[index] = found
-        return [Prepared(terms=asked, fulltext=found) for asked, found in zip(terms, fulltext, strict=True)]
+
+        def read() -> list[Rankings | None]:
+            fulltext: list[Rankings | None] = [None] * len(queries)
+            for key, members in alike.items():
+                users = [queries[index].user_id for index in members]
+                for index, found in zip(members, self._fulltext_many(key, users), strict=True):
+                    fulltext[index] = found
+            return fulltext
+
+        # As in one search, full text runs on the second core while the vectors are scanned.
+        batch = self._background().submit(read)
+        return [Prepared(terms=asked, batch=batch, index=index) for index, asked in enumerate(terms)]
 
     def _fulltext_many(self, key: _Alike, users: Sequence[str]) -> list[Rankings]:
         """``_fulltext_candidates`` for several memories searched alike, each posting list read once."""
@@ -282,18 +326,16 @@ class Pipeline:
                     searches[f"vector{DATED}"] = inside
             # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
             # this thread embeds the query and scans the vectors: latency is the slower of the two.
-            ready = prepared.fulltext if prepared is not None else None
             pending = (
                 self._background().submit(self._fulltext_candidates, match, query, dated, terms.derived_match or match)
-                if match is not None and ready is None
+                if match is not None and prepared is None
                 else None
             )
             if searches:
                 found.query_vector = self._query_vector(dense_text)
                 found.rankings.update(self._vector_lists(query, found.query_vector, searches, server_side))
-        if pending is not None:
-            found.rankings = {**pending.result(), **found.rankings}
-        elif ready is not None:
+        ready = pending.result() if pending is not None else prepared.fulltext() if prepared is not None else None
+        if ready is not None:
             found.rankings = {**ready, **found.rankings}
         if Tier.LONGTERM in tiers and found.query_vector is not None:
             asked = mentioned_speaker(text, speakers)
@@ -319,7 +361,7 @@ class Pipeline:
         second rerank of the same call reuses them.
         """
         text = query.text
-        turns = self.turns(query.user_id, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
+        turns = self.turns(query.owners, [seq for kind, seq in (item.key for item in fused) if kind == "turn"], loaded)
         known = signals if signals is not None else {}
         for seq, turn in turns.items():
             if ("turn", seq) not in known:
@@ -357,7 +399,7 @@ class Pipeline:
         )
         return [by_key[key] for key in order]
 
-    def turns(self, user_id: str, seqs: Sequence[int], loaded: dict[int, Turn] | None = None) -> dict[int, Turn]:
+    def turns(self, user_id: Owners, seqs: Sequence[int], loaded: dict[int, Turn] | None = None) -> dict[int, Turn]:
         """Turns by seq, reading from the store only those not in ``loaded`` (which is updated).
 
         A turn missing from the store leaves the index stale (see the class).
@@ -365,13 +407,14 @@ class Pipeline:
         known = loaded if loaded is not None else {}
         missing = [seq for seq in seqs if seq not in known]
         if missing:
-            known.update(self._store.get_by_seqs(missing, user_id))
+            for owner in _each(user_id):
+                known.update(self._store.get_by_seqs(missing, owner))
             if any(seq not in known for seq in missing):
                 self.stale(user_id)
         return {seq: known[seq] for seq in seqs if seq in known}
 
     def bursts(
-        self, hits: list[Hit], user_id: str, loaded: dict[int, Turn] | None = None, *, join: bool = False
+        self, hits: list[Hit], user_id: Owners, loaded: dict[int, Turn] | None = None, *, join: bool = False
     ) -> list[Hit]:
         """``hits`` with each message burst found once (``retrieval/bursts.py``): its later hits moved
         after the others, or with ``join`` folded into the first, which then stands for the whole burst."""
@@ -381,19 +424,21 @@ class Pipeline:
         tried: set[int] = set()
         while wanted := unread(hits, around, tried):
             tried.update(wanted)
-            around.update(self._store.get_by_seqs(wanted, user_id))
+            for owner in _each(user_id):
+                around.update(self._store.get_by_seqs(wanted, owner))
         return joined_bursts(hits, around) if join else one_per_burst(hits, around)
 
     def load_hits(
-        self, fused: Sequence[Fused[ItemKey]], count: int, user_id: str, loaded: dict[int, Turn] | None = None
+        self, fused: Sequence[Fused[ItemKey]], count: int, user_id: Owners, loaded: dict[int, Turn] | None = None
     ) -> list[Hit]:
         """Read the top ``count`` fused items from the store as hits (turns in ``loaded`` are not read again)."""
         # A few spares cover turns deleted meanwhile (by another process: the index then reloads).
         wanted = fused[: count + 8]
         turns = self.turns(user_id, [seq for kind, seq in (i.key for i in wanted) if kind == "turn"], loaded)
-        derived = self._store.derived_items(
-            [seq for kind, seq in (i.key for i in wanted) if kind == "derived"], user_id
-        )
+        derived_seqs = [seq for kind, seq in (i.key for i in wanted) if kind == "derived"]
+        derived: dict[int, tuple[str, str, str, tuple[str, ...]]] = {}
+        for owner in _each(user_id) if derived_seqs else ():
+            derived.update(self._store.derived_items(derived_seqs, owner))
         hits: list[Hit] = []
         for item in wanted:
             kind, seq = item.key
@@ -427,7 +472,7 @@ class Pipeline:
                 )
         return hits[:count]
 
-    def dated_facts(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> list[Hit]:
+    def dated_facts(self, hits: Sequence[Hit], user_id: Owners, zone: tzinfo) -> list[Hit]:
         """``hits`` with each fact's relative phrases resolved against the day its turn was said, in ``zone``."""
         said = self.facts_said_on(hits, user_id, zone)
         return [
@@ -437,7 +482,7 @@ class Pipeline:
             for hit in hits
         ]
 
-    def facts_said_on(self, hits: Sequence[Hit], user_id: str, zone: tzinfo) -> dict[str, datetime]:
+    def facts_said_on(self, hits: Sequence[Hit], user_id: Owners, zone: tzinfo) -> dict[str, datetime]:
         """When the turn behind each fact (a ``longterm`` hit) that says "next month" or the like was said.
 
         A fact quotes its sentence ("going camping next month"); read later, the phrase is
@@ -450,7 +495,9 @@ class Pipeline:
         }
         if not sources:
             return {}
-        turns = self._store.get_by_ids(sorted(set(sources.values())), user_id)
+        turns: dict[str, Turn] = {}
+        for owner in _each(user_id):
+            turns.update(self._store.get_by_ids(sorted(set(sources.values())), owner))
         return {
             fact_id: turns[turn_id].created_at.astimezone(zone)
             for fact_id, turn_id in sources.items()
@@ -530,3 +577,8 @@ class Pipeline:
         batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
         if len(batch.seqs) or self._index.high_water(user_id) is None:
             self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
+
+
+def _each(owners: Owners) -> tuple[str, ...]:
+    """The memories ``owners`` names, one by one."""
+    return (owners,) if isinstance(owners, str) else tuple(owners)

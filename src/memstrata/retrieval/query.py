@@ -39,6 +39,13 @@ class Query:
     filters: SearchFilters = field(default_factory=SearchFilters)
     mode: str = "hybrid"
     tiers: tuple[str, ...] = ()
+    #: Other memories ranked together with ``user_id``'s (a federated search's shared spaces).
+    also: tuple[str, ...] = ()
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        """Every memory the query ranks: ``user_id``'s, then ``also``."""
+        return (self.user_id, *self.also)
 
 
 def today_in(zone: tzinfo) -> date:
