@@ -327,7 +327,7 @@ class Memory:
             include_superseded=include_superseded,
             verbatim=verbatim,
         )
-        return federated_context(self._parts, request, shared, self._parts.spaces.trust_of(target.caller))
+        return federated_context(self._parts, request, shared, target.caller)
 
     def chat(
         self,

@@ -319,3 +319,18 @@ def test_full_text_over_several_memories_gives_each_the_list_it_gets_alone(memor
             assert together == {owner: store.fulltext(match, owner, filters, 20) for owner in owners}
         derived = store.derived_fulltext_many(match, owners, 20, ("longterm", "midterm"))
         assert derived == {owner: store.derived_fulltext(match, owner, 20, ("longterm", "midterm")) for owner in owners}
+
+
+def test_the_block_a_reader_gets_takes_its_trusted_fact_as_current(project: Memory) -> None:
+    project.grant("apollo", "intern", "write")
+    project.add("My favourite colour is green", space="apollo", agent_id="coder")
+    project.add("My favourite colour is blue", space="apollo", agent_id="intern")
+    project.flush()
+    project.set_trust("reviewer", "intern", 0.2)
+    trusting = project.context("favourite colour", space="apollo", agent_id="reviewer", include_superseded=True)
+    assert "- favourite color: green" in trusting.text
+    assert "blue — My favourite colour is blue (said later, by a writer trusted less)" in trusting.text
+    assert trusting.tokens <= trusting.token_budget
+    assert {item.written_by for item in trusting.items if item.source_turn_ids} <= {"coder", "intern"}
+    others = project.context("favourite colour", space="apollo", agent_id="coder")
+    assert "- favourite color: blue" in others.text

@@ -10,8 +10,9 @@ from memstrata.facade.spaces import Spaces
 from memstrata.models import Context, ContextItem, Hit, ItemKind, space_of, space_scope
 from memstrata.retrieval.context import ContextRequest
 from memstrata.retrieval.pipeline import Pipeline
-from memstrata.retrieval.query import Query, today_in
+from memstrata.retrieval.query import DEFAULT_SEARCH_TIERS, Query, today_in
 from memstrata.retrieval.tokens import count_tokens
+from memstrata.storage.text import cell_text
 
 #: Hits read beyond the limit from each memory, so trust and the other memories can reorder them.
 SPARE_HITS = 10
@@ -48,12 +49,11 @@ def federated_search(
     return sorted(weighed, key=lambda hit: (-hit.score, order[id(hit)]))[:count]
 
 
-def federated_context(
-    parts: Parts, request: ContextRequest, shared: Sequence[str], trust: Mapping[str, float]
-) -> Context:
-    """The block for ``request``, with what ``shared`` spaces hold about it appended (at most half the budget)."""
+def federated_context(parts: Parts, request: ContextRequest, shared: Sequence[str], reader: str | None) -> Context:
+    """The block for ``request`` as ``reader`` reads it, with what ``shared`` spaces hold (at most half the budget)."""
+    trust = parts.spaces.trust_of(reader)
     if not shared:
-        return _with_provenance(parts, parts.build_context(request))
+        return _as_read_by(parts, parts.build_context(request), reader)
     zone = request.zone
     queries = [
         Query(
@@ -62,6 +62,7 @@ def federated_context(
             depth=parts.settings.search_candidates,
             today=today_in(zone),
             zone=zone,
+            tiers=DEFAULT_SEARCH_TIERS,
         )
         for name in shared
     ]
@@ -87,8 +88,8 @@ def federated_context(
                 written_by=hit.written_by,
             )
         )
-    own = _with_provenance(
-        parts, parts.build_context(replace(request, budget=request.budget - spent if lines else request.budget))
+    own = _as_read_by(
+        parts, parts.build_context(replace(request, budget=request.budget - spent if lines else request.budget)), reader
     )
     if not lines:
         return own
@@ -103,8 +104,9 @@ def federated_context(
     )
 
 
-def _with_provenance(parts: Parts, context: Context) -> Context:
-    """A space's context block with each item's space and writer."""
+def _as_read_by(parts: Parts, context: Context, reader: str | None) -> Context:
+    """A block as ``reader`` reads it: a space's items with their space and writer, facts weighed by its trust."""
+    context = _with_trusted_facts(parts, context, reader)
     space = space_of(context.user_id)
     if space is None:
         return context
@@ -121,3 +123,40 @@ def _with_provenance(parts: Parts, context: Context) -> Context:
         for item in context.items
     )
     return replace(context, items=items)
+
+
+def _with_trusted_facts(parts: Parts, context: Context, reader: str | None) -> Context:
+    """The block with each fact and trait the reader's trust makes another fact current for replaced by that one.
+
+    With history shown, the line of the fact taken as current says instead what the less
+    trusted writer said later.
+    """
+    chosen = parts.spaces.facts_for(context.user_id, reader)
+    if not chosen:
+        return context
+    current = {cell.attribute: cell for cell, _ in chosen.values() if cell.superseded_by is None}
+    items = list(context.items)
+    later: dict[str, str] = {}  # the id of a fact taken as current → the line of the newer one it displaced
+    changed: dict[int, ContextItem] = {}
+    for position, item in enumerate(items):
+        if item.kind == ItemKind.CELL and item.id in chosen and chosen[item.id][1].id != item.id:
+            stored, better = chosen[item.id]
+            later[better.id] = f"{cell_text(stored)} (said later, by a writer trusted less)"
+            changed[position] = replace(item, text=cell_text(better), source_turn_ids=(better.source_turn_id,))
+        elif item.kind == ItemKind.PROFILE and (trait := current.get(item.id.removeprefix("profile:"))) is not None:
+            better = chosen[trait.id][1]
+            if better.id != trait.id and item.text.endswith(f": {trait.value}"):
+                changed[position] = replace(item, text=item.text[: -len(trait.value)] + better.value)
+    for position, item in enumerate(items):
+        if item.kind == ItemKind.CELL and position not in changed and item.id in later:
+            changed[position] = replace(item, text=later[item.id])
+    if not changed:
+        return context
+    lines = context.text.split("\n")
+    for position, new in sorted(changed.items()):
+        old = f"- {items[position].text}"
+        if old in lines:
+            lines[lines.index(old)] = f"- {new.text}"
+        items[position] = replace(new, tokens=count_tokens(new.text))
+    text = "\n".join(lines)
+    return replace(context, text=text, tokens=count_tokens(text), items=tuple(items))

@@ -25,13 +25,13 @@ from memstrata.models import (
     space_scope,
 )
 from memstrata.storage.base import ProvenanceStore, SpaceStore
-from memstrata.storage.roles import TurnStore
+from memstrata.storage.roles import KnowledgeStore, TurnStore
 from memstrata.tiers.episodic import Episodic
 from memstrata.tiers.visits import VisitRecorder
 from memstrata.validation import check_identifier
 
 
-class SharingStore(SpaceStore, ProvenanceStore, TurnStore, Protocol):
+class SharingStore(SpaceStore, ProvenanceStore, TurnStore, KnowledgeStore, Protocol):
     """What spaces read and write: their records, grants, trust, share links and the turns shared."""
 
 
@@ -229,9 +229,20 @@ class Spaces:
         trust = self.trust_of(reader)
         if not trust:
             return list(cells)
+        return trusted_current(cells, self._writers(cells, scope_id), trust)
+
+    def facts_for(self, scope_id: str, reader: str | None) -> dict[str, tuple[Cell, Cell]]:
+        """Each fact of a memory by id, with the one ``reader`` takes as current in its chain; {} without trust set."""
+        trust = self.trust_of(reader)
+        if not trust:
+            return {}
+        cells = self.store.cells(scope_id, include_superseded=True, limit=10_000)
+        chosen = chosen_of(cells, self._writers(cells, scope_id), trust)
+        return {cell.id: (cell, chosen[cell.id]) for cell in cells}
+
+    def _writers(self, cells: Sequence[Cell], scope_id: str) -> dict[str, str | None]:
         sources = self.store.get_by_ids(list({cell.source_turn_id for cell in cells}), scope_id)
-        writers = {turn_id: turn.agent_id for turn_id, turn in sources.items()}
-        return trusted_current(cells, writers, trust)
+        return {turn_id: turn.agent_id for turn_id, turn in sources.items()}
 
     def trust_of(self, agent_id: str | None) -> dict[str, float]:
         """How much ``agent_id`` trusts each agent it set a weight for (everyone else: 1)."""
@@ -242,38 +253,47 @@ def _whose(target: Target) -> str:
     return f"space {target.space!r}" if target.space is not None else f"user {target.user_id!r}"
 
 
-def trusted_current(cells: Sequence[Cell], writers: Mapping[str, str | None], trust: Mapping[str, float]) -> list[Cell]:
-    """``cells`` (current and superseded) as a reader with ``trust`` weights sees them, newest first.
+def chosen_of(cells: Sequence[Cell], writers: Mapping[str, str | None], trust: Mapping[str, float]) -> dict[str, Cell]:
+    """For each cell id, the fact a reader with ``trust`` weights takes as current in its chain.
 
-    Of a chain of facts that superseded one another, the current one is the most trusted
-    writer's, the newest among equals: a newer fact by a less trusted agent does not replace
-    an older one by a more trusted agent for this reader. Nothing is deleted; the others
-    stay in the chain as superseded, by the reader's current one.
+    Of a chain of facts that superseded one another, that is the most trusted writer's, the
+    newest among equals: a newer fact by a less trusted agent does not replace an older one
+    by a more trusted agent for this reader.
     """
     by_id = {cell.id: cell for cell in cells}
-    head: dict[str, str] = {}
+    chains: dict[str, list[Cell]] = {}
     for cell in cells:
         seen: set[str] = set()
         top = cell
         while top.superseded_by is not None and top.superseded_by in by_id and top.id not in seen:
             seen.add(top.id)
             top = by_id[top.superseded_by]
-        head[cell.id] = top.id
-    chains: dict[str, list[Cell]] = {}
-    for cell in cells:
-        chains.setdefault(head[cell.id], []).append(cell)
+        chains.setdefault(top.id, []).append(cell)
 
     def weight(cell: Cell) -> float:
         writer = writers.get(cell.source_turn_id)
         return 1.0 if writer is None else trust.get(writer, 1.0)
 
-    seen_cells: list[Cell] = []
+    chosen: dict[str, Cell] = {}
     for chain in chains.values():
-        chosen = max(chain, key=lambda cell: (weight(cell), cell.valid_from, cell.id))
-        for cell in chain:
-            if cell is chosen:
-                seen_cells.append(replace(cell, valid_to=None, superseded_by=None))
-            else:
-                seen_cells.append(replace(cell, superseded_by=cell.superseded_by or chosen.id))
-    seen_cells.sort(key=lambda cell: (cell.valid_from, cell.id), reverse=True)
-    return seen_cells
+        best = max(chain, key=lambda cell: (weight(cell), cell.valid_from, cell.id))
+        chosen.update((cell.id, best) for cell in chain)
+    return chosen
+
+
+def trusted_current(cells: Sequence[Cell], writers: Mapping[str, str | None], trust: Mapping[str, float]) -> list[Cell]:
+    """``cells`` (current and superseded) as a reader with ``trust`` weights sees them, newest first.
+
+    Each chain's current fact is ``chosen_of``'s; nothing is deleted, the others stay in the
+    chain as superseded, by the reader's current one.
+    """
+    chosen = chosen_of(cells, writers, trust)
+    seen: list[Cell] = []
+    for cell in cells:
+        best = chosen[cell.id]
+        if best is cell:
+            seen.append(replace(cell, valid_to=None, superseded_by=None))
+        else:
+            seen.append(replace(cell, superseded_by=cell.superseded_by or best.id))
+    seen.sort(key=lambda cell: (cell.valid_from, cell.id), reverse=True)
+    return seen
