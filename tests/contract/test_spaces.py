@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import AccessDenied, IdConflict, InvalidInput, NotFound
-from memstrata.models import Access, SearchFilters, space_scope
+from memstrata.models import Access, SearchFilters, Space, space_scope
 
 
 @pytest.fixture
@@ -334,3 +335,19 @@ def test_the_block_a_reader_gets_takes_its_trusted_fact_as_current(project: Memo
     assert {item.written_by for item in trusting.items if item.source_turn_ids} <= {"coder", "intern"}
     others = project.context("favourite colour", space="apollo", agent_id="coder")
     assert "- favourite color: blue" in others.text
+
+
+def test_a_deletion_stopped_half_way_leaves_nothing_to_a_new_space_of_that_name(project: Memory) -> None:
+    project.add("The staging server runs on port 8080", space="apollo", agent_id="coder")
+    # As a crash after the record went and before the memories did would leave it.
+    assert project.parts.store.delete_space("apollo", {"by": "test"})
+    assert project.spaces() == []
+    again = project.delete_space("apollo")  # finishes the deletion
+    assert again.turns == 1
+    project.add("I had tea", user_id="ana")
+    project.parts.store.create_space(Space(name="zeus", created_at=datetime.now(UTC)))
+    project.add("A note in zeus", space="zeus")
+    project.parts.store.delete_space("zeus", {"by": "test"})
+    project.create_space("zeus")
+    assert project.history(space="zeus") == []
+    assert [t.content for t in project.history(user_id="ana")] == ["I had tea"]

@@ -87,7 +87,9 @@ class Spaces:
         now = datetime.now(UTC)
         space = Space(name=name, description=description, created_at=now)
         # Memories left under this name by a deletion that stopped half-way are not inherited.
-        self.episodic.forget(Scope(space_scope(name)))
+        leftover = Scope(space_scope(name))
+        if self.store.history(leftover, limit=1, offset=0, newest_first=False):
+            self.episodic.forget(leftover)
         self.store.create_space(space)
         if creator is not None:
             self.store.set_grant(Grant(space=name, agent_id=creator, access=Access.ADMIN, granted_at=now))
