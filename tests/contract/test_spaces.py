@@ -238,7 +238,7 @@ def test_two_agents_writing_the_same_fact_at_once_both_land(open_memory: Callabl
     def write(memory: Memory, agent: str) -> None:
         try:
             barrier.wait()
-            memory.add("The database password changes on Fridays", space="apollo", agent_id=agent)
+            memory.add("My favourite colour is green", space="apollo", agent_id=agent)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -250,6 +250,9 @@ def test_two_agents_writing_the_same_fact_at_once_both_land(open_memory: Callabl
     assert not errors
     writers = sorted(t.agent_id or "" for t in first.history(space="apollo"))
     assert writers == ["coder", "tester"]
+    first.flush()
+    # One fact, not two: the second writer restated it.
+    assert [(c.attribute, c.value) for c in first.cells(space="apollo")] == [("favourite:color", "green")]
 
 
 def test_revoking_while_a_search_runs_gives_the_search_a_whole_answer_or_a_denial(project: Memory) -> None:
