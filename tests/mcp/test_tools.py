@@ -20,6 +20,7 @@ from tests.fakes import FakeLLM
 from tests.mcp.conftest import data, error, text, with_client
 
 TOOLS = {"add_memory", "search_memory", "get_context", "forget_memory", "inspect_memory"}
+SPACE_TOOLS = {"create_space", "list_spaces", "grant", "revoke", "share"}
 
 
 async def _tools(client: Client) -> dict[str, Any]:
@@ -28,7 +29,7 @@ async def _tools(client: Client) -> dict[str, Any]:
 
 def test_a_fixed_user_server_lists_the_tools_without_user_id(memory: Memory) -> None:
     tools = with_client(create_server(memory, user_id="ana"), _tools)
-    assert set(tools) == TOOLS  # no chat without an LLM
+    assert set(tools) == TOOLS | SPACE_TOOLS  # no chat without an LLM
     for tool in tools.values():
         assert tool.description and len(tool.description) > 80
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
@@ -41,11 +42,15 @@ def test_a_fixed_user_server_lists_the_tools_without_user_id(memory: Memory) -> 
     assert "agent_id" in tools["search_memory"].input_schema["properties"]
 
 
-def test_a_per_call_server_requires_user_id_on_every_tool(memory: Memory) -> None:
+def test_a_per_call_server_takes_user_id_first_on_every_memory_tool(memory: Memory) -> None:
     tools = with_client(create_server(memory), _tools)
-    for tool in tools.values():
-        assert tool.input_schema["required"][0] == "user_id"
-        assert tool.input_schema["properties"]["user_id"]["type"] == "string"
+    for name in TOOLS:
+        schema = tools[name].input_schema
+        assert next(iter(schema["properties"])) == "user_id"
+        assert schema["properties"]["user_id"]["type"] == "string"
+        # Required unless the call names a shared space instead: said in words, not a top-level anyOf.
+        assert "user_id" not in schema.get("required", []) and "space" in schema["properties"]
+        assert "Required unless space" in schema["properties"]["user_id"]["description"]
 
 
 def test_add_search_context_inspect_forget(memory: Memory) -> None:
@@ -83,7 +88,7 @@ def test_add_search_context_inspect_forget(memory: Memory) -> None:
         assert "confirm=true" in error(await client.call_tool("forget_memory", {"confirm": False}))
         assert data(await client.call_tool("inspect_memory", {}))["counts"]["episodic"] == 3
         deleted = data(await client.call_tool("forget_memory", {"confirm": True, "session_id": "s1"}))
-        assert deleted == {"user_id": "ana", "agent_id": None, "session_id": "s1", "deleted_turns": 2}
+        assert deleted == {"user_id": "ana", "space": None, "agent_id": None, "session_id": "s1", "deleted_turns": 2}
         left = data(await client.call_tool("search_memory", {"query": "Lisbon"}))["hits"]
         assert [hit["content"] for hit in left] == ["My cat is Miso"]
         result = await client.call_tool("forget_memory", {"confirm": True})
@@ -241,7 +246,7 @@ def test_chat_is_a_tool_only_when_an_llm_is_configured(home: Path) -> None:
 
         async def session(client: Client) -> dict[str, Any]:
             tools = await _tools(client)
-            assert set(tools) == {*TOOLS, "chat"}
+            assert set(tools) == {*TOOLS, *SPACE_TOOLS, "chat"}
             assert "user_id" not in tools["chat"].input_schema["properties"]
             result = await client.call_tool("chat", {"message": "Where do I live?", "session_id": "s1"})
             assert text(result) == "You moved to Lisbon in May."

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memstrata.errors import HOW_TO_CONFIGURE_LLM as HOW_TO_CONFIGURE
-from memstrata.errors import MemstrataError, ProviderError
+from memstrata.errors import InvalidInput, MemstrataError, ProviderError
 from memstrata.memory import Memory
 from memstrata.models import ChatReply
 from memstrata.terminal import visible
@@ -20,12 +20,12 @@ from memstrata.validation import check_budget, check_identifier
 #: Every command with its help line, in the order ``/help`` lists them.
 COMMANDS: dict[str, str] = {
     "/inspect": "counts per tier, the working set, pending tier work",
-    "/search <query>": "search this user's memory",
-    "/profile": "the user's profile and current facts",
+    "/search <query>": "search this memory",
+    "/profile": "the profile and current facts",
     "/consolidate": 'run "sleep" now and show the summaries it made',
     "/memories": "toggle showing the memories each reply used",
     "/session new": "start a new session (/session shows the current one)",
-    "/forget": "delete every memory of this user, after asking (/forget session: only this session)",
+    "/forget": "delete every memory here, after asking (/forget session: only this session)",
     "/help": "this list",
     "/quit": "leave (also /exit or Ctrl-D)",
 }
@@ -39,14 +39,20 @@ def new_session_id() -> str:
 
 
 class ChatShell:
-    """Runs one REPL line at a time against a Memory: chat messages and ``/`` commands."""
+    """Runs one REPL line at a time against a Memory: chat messages and ``/`` commands.
+
+    It talks in one memory: a user's (``user_id``) or a shared space's (``space``, where
+    ``agent_id`` is the agent acting, checked against its grant).
+    """
 
     def __init__(
         self,
         memory: Memory,
         console: Console,
         *,
-        user_id: str,
+        user_id: str | None = None,
+        space: str | None = None,
+        agent_id: str | None = None,
         session_id: str | None = None,
         token_budget: int = 1000,
         show_memories: bool = False,
@@ -54,7 +60,11 @@ class ChatShell:
     ) -> None:
         self.memory = memory
         self.console = console
-        self.user_id = str(check_identifier(user_id, "user_id"))
+        if (user_id is None) == (space is None):
+            raise InvalidInput("name either user_id or space (exactly one)")
+        self.user_id = check_identifier(user_id, "user_id", required=False)
+        self.space = check_identifier(space, "space", required=False)
+        self.agent_id = check_identifier(agent_id, "agent_id", required=False)
         self.session_id = str(check_identifier(session_id, "session_id", required=False) or new_session_id())
         self.token_budget = check_budget(token_budget)
         self.show_memories = show_memories
@@ -75,7 +85,8 @@ class ChatShell:
 
     def greet(self) -> None:
         """Say who is chatting, in which session, what answers, and where the commands are."""
-        self._say(f"memstrata chat — user {self.user_id}, session {self.session_id}. /help lists the commands.")
+        acting = f" as agent {self.agent_id}" if self.agent_id else ""
+        self._say(f"memstrata chat — {self._label}{acting}, session {self.session_id}. /help lists the commands.")
         llm = self.memory.llm
         if llm.is_available:
             self._say(f"Replies by {llm.name}, from memory.", style="dim")
@@ -110,7 +121,14 @@ class ChatShell:
     # -- chatting ---------------------------------------------------------------------
 
     def _chat(self, text: str) -> None:
-        reply = self.memory.chat(text, user_id=self.user_id, session_id=self.session_id, token_budget=self.token_budget)
+        reply = self.memory.chat(
+            text,
+            user_id=self.user_id,
+            space=self.space,
+            agent_id=self.agent_id,
+            session_id=self.session_id,
+            token_budget=self.token_budget,
+        )
         label = Text("memory> " if reply.is_extractive else "agent> ", style="bold cyan")
         self.console.print(label + Text(visible(reply.answer)))
         self._say(_footer(reply), style="dim")
@@ -134,9 +152,11 @@ class ChatShell:
     # -- commands ---------------------------------------------------------------------
 
     def _inspect(self, argument: str) -> None:
-        self.memory.flush(user_id=self.user_id)  # this user's queued work done, as `memstrata inspect` does
-        report = self.memory.inspect(user_id=self.user_id, limit=5)
-        table = Table("tier", "items", title=Text(visible(f"memory of {report.user_id}")), title_justify="left")
+        # This memory's queued work done, as `memstrata inspect` does.
+        self.memory.flush(user_id=self.user_id, space=self.space)
+        report = self.memory.inspect(user_id=self.user_id, space=self.space, agent_id=self.agent_id, limit=5)
+        named = self.user_id if self.space is None else self._label
+        table = Table("tier", "items", title=Text(visible(f"memory of {named}")), title_justify="left")
         for name, count in report.counts.items():
             table.add_row(name, str(count))
         self.console.print(table)
@@ -149,7 +169,9 @@ class ChatShell:
         if not argument:
             self._say("usage: /search <query>", style="yellow")
             return
-        hits = self.memory.search(argument, user_id=self.user_id, limit=SEARCH_LIMIT)
+        hits = self.memory.search(
+            argument, user_id=self.user_id, space=self.space, agent_id=self.agent_id, limit=SEARCH_LIMIT
+        )
         if not hits:
             self._say("no memories matched")
             return
@@ -167,9 +189,9 @@ class ChatShell:
         self.console.print(table)
 
     def _profile(self, argument: str) -> None:
-        self.memory.flush(user_id=self.user_id)
-        profile = self.memory.profile(user_id=self.user_id)
-        cells = self.memory.cells(user_id=self.user_id, limit=10)
+        self.memory.flush(user_id=self.user_id, space=self.space)
+        profile = self.memory.profile(user_id=self.user_id, space=self.space, agent_id=self.agent_id)
+        cells = self.memory.cells(user_id=self.user_id, space=self.space, agent_id=self.agent_id, limit=10)
         if not profile and not cells:
             self._say("no profile or facts yet")
             return
@@ -185,7 +207,7 @@ class ChatShell:
             self.console.print(facts)
 
     def _consolidate(self, argument: str) -> None:
-        made = self.memory.consolidate(user_id=self.user_id)
+        made = self.memory.consolidate(user_id=self.user_id, space=self.space, agent_id=self.agent_id)
         for item in made:
             self._say(f'{len(item.source_turn_ids)} turns → "{_short(item.summary)}" (TES {item.tes:.2f})')
         self._say(f"{len(made)} consolidations")
@@ -205,14 +227,19 @@ class ChatShell:
 
     def _forget(self, argument: str) -> None:
         if argument not in ("", "session"):
-            self._say("usage: /forget (everything of this user) or /forget session", style="yellow")
+            self._say("usage: /forget (everything here) or /forget session", style="yellow")
             return
         only_session = argument == "session"
-        what = f"session {self.session_id} of user {self.user_id}" if only_session else f"user {self.user_id}"
+        what = f"session {self.session_id} of {self._whose}" if only_session else self._whose
         if not self._confirm(f"Permanently delete every memory of {what}?"):
             self._say("nothing deleted")
             return
-        deletion = self.memory.forget(user_id=self.user_id, session_id=self.session_id if only_session else None)
+        deletion = self.memory.forget(
+            user_id=self.user_id,
+            space=self.space,
+            agent_id=self.agent_id,
+            session_id=self.session_id if only_session else None,
+        )
         self._say(f"deleted {deletion.turns} turns of {what}")
 
     def _help(self, argument: str) -> None:
@@ -226,6 +253,17 @@ class ChatShell:
         self.is_running = False
 
     # -- output -----------------------------------------------------------------------
+
+    @property
+    def _label(self) -> str:
+        """``user ana`` or ``space apollo``."""
+        return f"space {self.space}" if self.space is not None else f"user {self.user_id}"
+
+    @property
+    def _whose(self) -> str:
+        """The memory ``/forget`` deletes: in a user's, an agent narrows it; in a space, it is who deletes."""
+        narrowed = self.space is None and self.agent_id is not None
+        return self._label + (f" agent {self.agent_id}" if narrowed else "")
 
     def _say(self, message: str, *, style: str | None = None) -> None:
         self.console.print(Text(message, style=style or ""))

@@ -6,7 +6,17 @@ import sys
 
 import typer
 
-from memstrata.cli import bench, chat, cost_commands, demo, mcp_command, memory_commands, server_commands, tier_commands
+from memstrata.cli import (
+    bench,
+    chat,
+    cost_commands,
+    demo,
+    mcp_command,
+    memory_commands,
+    server_commands,
+    space_commands,
+    tier_commands,
+)
 from memstrata.cli.common import EXIT_CODES, console_error
 from memstrata.errors import MemstrataError
 
@@ -19,6 +29,7 @@ app = typer.Typer(
 )
 memory_commands.register(app)
 tier_commands.register(app)
+space_commands.register(app)
 cost_commands.register(app)
 demo.register(app)
 chat.register(app)

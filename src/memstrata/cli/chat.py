@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from memstrata.agent.shell import ChatShell
-from memstrata.cli.common import HomeOption, SessionOption, console, open_memory
+from memstrata.cli.common import AgentOption, HomeOption, SessionOption, SpaceOption, console, open_memory, whose
 from memstrata.validation import check_budget
 
 PROMPT = "[bold green]you>[/] "
@@ -19,7 +19,11 @@ def register(app: typer.Typer) -> None:
 
 
 def chat(
-    user: Annotated[str, typer.Option("--user", "-u", help="Whose memory (user_id).")] = "me",
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="Whose memory (user_id; default: me, unless --space).")
+    ] = None,
+    space: SpaceOption = None,
+    agent: AgentOption = None,
     session: SessionOption = None,
     budget: Annotated[int, typer.Option("--budget", help="Token budget of the memory block per reply.")] = 1000,
     show_memories: Annotated[
@@ -29,14 +33,22 @@ def chat(
 ) -> None:
     """Chat with an agent that answers from memory and remembers every exchange (extractive without an LLM).
 
+    It talks in a user's memory (--user) or, as --agent, in a shared space (--space).
+
     Example: memstrata chat --user ana --session trip-planning --show-memories
     """
     check_budget(budget, "--budget")  # before opening anything
+    target = whose("me" if user is None and space is None else user, space)
     with open_memory(home) as memory:
+        if target.space is not None:
+            # An unknown space or an agent without access ends here (exit 3 or 8), not on every message.
+            memory.grants(target.space, agent_id=agent)
         shell = ChatShell(
             memory,
             console,
-            user_id=user,
+            user_id=target.user,
+            space=target.space,
+            agent_id=agent,
             session_id=session,
             token_budget=budget,
             show_memories=show_memories,

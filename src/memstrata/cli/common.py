@@ -8,7 +8,7 @@ import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
@@ -32,7 +32,7 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memory import Memory
-from memstrata.models import Turn
+from memstrata.models import Hit, Turn, space_of
 from memstrata.terminal import visible
 from memstrata.validation import (
     check_fraction,
@@ -61,9 +61,25 @@ HomeOption = Annotated[
     Path | None,
     typer.Option("--home", help="Data directory (default: $MEMSTRATA_HOME or the platform's user data dir)."),
 ]
-UserOption = Annotated[str, typer.Option("--user", "-u", help="Whose memory (user_id).")]
+UserOption = Annotated[
+    str | None, typer.Option("--user", "-u", help="Whose memory (user_id); exactly one of --user and --space.")
+]
+SpaceOption = Annotated[
+    str | None,
+    typer.Option("--space", help="A shared space's memory instead of a user's (see `memstrata space`)."),
+]
+SpacesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--spaces",
+        help="Shared spaces to rank together with it: names, comma-separated, or 'all' (every space --agent may read).",
+    ),
+]
 SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Session id.")]
-AgentOption = Annotated[str | None, typer.Option("--agent", help="Agent id.")]
+AgentOption = Annotated[
+    str | None,
+    typer.Option("--agent", help="Agent id; in a space, the agent acting (checked against its grant)."),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 # No emoji codes: stored text such as ":thumbs_up:" prints as typed.
@@ -110,10 +126,56 @@ def open_memory(home: Path | None, *, run_jobs: bool = True, existing: bool = Fa
         memory.close()
 
 
+@dataclass(frozen=True, slots=True)
+class Whose:
+    """The memory a command names: a user's (``--user``) or a shared space's (``--space``)."""
+
+    user: str | None = None
+    space: str | None = None
+
+    def __str__(self) -> str:
+        return f"space {self.space!r}" if self.space is not None else f"user {self.user!r}"
+
+
+def whose(user: str | None, space: str | None, *, required: bool = True) -> Whose:
+    """Exactly one of ``--user`` and ``--space`` (at most one unless ``required``), checked before opening."""
+    if user is not None and space is not None:
+        raise InvalidInput("name either --user or --space, not both: a command reaches one memory")
+    if required and user is None and space is None:
+        raise InvalidInput(
+            "--user or --space is required: a user's memory (--user ID) or a shared space (--space NAME)"
+        )
+    check_identifier(user, "user_id", required=False)
+    check_identifier(space, "space", required=False)
+    return Whose(user, space)
+
+
+def parse_spaces(value: str | None) -> list[str] | str | None:
+    """``--spaces``: "all", or comma-separated names (each checked); None when not given."""
+    if value is None:
+        return None
+    if value.strip() == "all":
+        return "all"
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        raise InvalidInput("--spaces needs space names, comma-separated, or 'all'")
+    return [str(check_identifier(name, "spaces")) for name in names]
+
+
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums and datetimes as plain JSON values."""
+    """Dataclasses, enums and datetimes as plain JSON values.
+
+    A shared space's memory is stored under an internal scope id; it shows as ``"space"``
+    (its name) with ``"user_id": null``, and every turn says its ``space``.
+    """
     if is_dataclass(value) and not isinstance(value, type):  # less fields marked internal (``Hit.seq``)
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
+        plain = {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
+        if isinstance(value, Turn):
+            plain["space"] = value.space
+        scope = plain.get("user_id")
+        if isinstance(scope, str) and (space := space_of(scope)) is not None:
+            plain.update(user_id=None, space=space)
+        return plain
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -133,8 +195,9 @@ def print_json(value: Any) -> None:
 
 
 def print_turns(turns: list[Turn], *, title: Text | None = None) -> None:
-    """Print turns as a table: when, session, who, message, id."""
-    table = Table("when", "session", "who", "message", "id", title=title)
+    """Print turns as a table: when, session, who, message, id; and the space and writer of a space's turns."""
+    in_space = any(turn.space is not None for turn in turns)
+    table = Table("when", "session", "who", "message", "id", *(("space", "by") if in_space else ()), title=title)
     for turn in turns:
         table.add_row(
             turn.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -142,8 +205,16 @@ def print_turns(turns: list[Turn], *, title: Text | None = None) -> None:
             shown(turn.name or turn.role.value),
             shown(turn.content),
             shown(turn.id),
+            *((shown(turn.space or ""), shown(turn.agent_id or "")) if in_space else ()),
         )
     console.print(table if turns else "no turns")
+
+
+def hit_source(hit: Hit) -> Text:
+    """Where a hit comes from, as a federated context names it: ``[apollo, by planner]``; empty for the user's own."""
+    if hit.space is None:
+        return Text("")
+    return shown(f"[{hit.space}, by {hit.written_by}]" if hit.written_by else f"[{hit.space}]")
 
 
 def check_can_listen(host: str, port: int, *, port_setting: str = " (or the server_port setting)") -> None:

@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from memstrata.cli.common import console
+from memstrata.cli.demo_agents import run_agents
 from memstrata.memory import Memory
 
 USER = "ana"
@@ -60,16 +61,23 @@ def demo(
     home: Annotated[
         Path | None, typer.Option("--home", help="Keep the demo's memory here (default: a temporary directory).")
     ] = None,
+    agents: Annotated[
+        bool,
+        typer.Option("--agents", help="Instead: three agents sharing a space, with a denied read, a revoke and trust."),
+    ] = False,
 ) -> None:
     """Store facts in two sessions, close the memory, reopen it and recall the facts.
 
+    With --agents: a planner, a coder and a reviewer share one space beside their own notes.
+
     Example: memstrata demo --home ./demo-memory
     """
+    run = (lambda directory, kept: run_agents(directory)) if agents else _run
     if home is not None:
-        _run(home, kept=True)
+        run(home, kept=True)
         return
     with tempfile.TemporaryDirectory(prefix="memstrata-demo-") as directory:
-        _run(Path(directory), kept=False)
+        run(Path(directory), kept=False)
 
 
 def _run(home: Path, *, kept: bool) -> None:

@@ -49,7 +49,10 @@ def mcp(
         typer.Option("--user", "-u", help="Serve only this user's memory; without it every tool call names a user."),
     ] = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Act as this agent: tools read and write its memories.")
+        str | None,
+        typer.Option(
+            "--agent", help="Act as this agent: tools read and write its memories, and shared spaces by its grants."
+        ),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on (http only).")] = "127.0.0.1",
     port: Annotated[

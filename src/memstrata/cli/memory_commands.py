@@ -1,4 +1,7 @@
-"""Commands over one Memory: add, search, context, history, forget, export, import, info, reindex, vacuum."""
+"""Commands over one Memory: add, search, context, history, forget, export, import, info, reindex, vacuum.
+
+Those over one memory name it with ``--user`` or ``--space`` (a shared space, used as an ``--agent``).
+"""
 
 from __future__ import annotations
 
@@ -16,15 +19,20 @@ from memstrata.cli.common import (
     HomeOption,
     JsonOption,
     SessionOption,
+    SpaceOption,
+    SpacesOption,
     UserOption,
     check_before_opening,
     console,
     error_console,
+    hit_source,
     open_memory,
+    parse_spaces,
     print_json,
     print_turns,
     shown,
     to_jsonable,
+    whose,
 )
 from memstrata.errors import StorageError
 from memstrata.terminal import visible
@@ -44,7 +52,8 @@ def register(app: typer.Typer) -> None:
 
 def add(
     text: Annotated[str, typer.Argument(help="The message to remember.")],
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
     session: SessionOption = None,
     agent: AgentOption = None,
     role: Annotated[str, typer.Option(help="user, assistant, system or tool.")] = "user",
@@ -56,7 +65,7 @@ def add(
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Store one message.
+    """Store one message in a user's memory, or in a shared space as the writing --agent.
 
     Example: memstrata add "I moved to Lisbon in May" --user ana --session s1
     """
@@ -65,15 +74,21 @@ def add(
         message["name"] = name
     if message_id is not None:
         message["id"] = message_id
-    check_before_opening(
-        text=(text, "text"), user=user, session=session, agent=agent, message=message, timestamp=timestamp
-    )
+    target = whose(user, space)
+    check_before_opening(text=(text, "text"), session=session, agent=agent, message=message, timestamp=timestamp)
     with open_memory(home, run_jobs=False) as memory:
-        turns = memory.add([message], user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
+        turns = memory.add(
+            [message],
+            user_id=target.user,
+            space=target.space,
+            session_id=session,
+            agent_id=agent,
+            timestamp=timestamp,
+        )
         try:
-            # This user's queued work (the facts, entities and summaries of what was just stored),
+            # This memory's queued work (the facts, entities and summaries of what was just stored),
             # so the next command finds it done. The message is stored whatever happens here.
-            memory.flush(timeout=FLUSH_SECONDS, user_id=user)
+            memory.flush(timeout=FLUSH_SECONDS, user_id=target.user, space=target.space)
         except StorageError:
             error_console.print(
                 f"note: stored; its background work (facts, summaries) did not finish within {FLUSH_SECONDS:.0f} s"
@@ -85,12 +100,16 @@ def add(
         print_json(turns)
     else:
         for turn in turns:
-            console.print(Text.assemble("stored ", (visible(turn.id), "bold"), f" for {visible(turn.user_id)}"))
+            where = f" for {turn.user_id}" if turn.space is None else f" in space {turn.space}"
+            writer = f" by {turn.agent_id}" if turn.space is not None and turn.agent_id else ""
+            console.print(Text.assemble("stored ", (visible(turn.id), "bold"), visible(where + writer)))
 
 
 def search(
     query: Annotated[str, typer.Argument(help="What to look for (plain text).")],
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
+    spaces: SpacesOption = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many results.")] = 10,
     session: SessionOption = None,
     agent: AgentOption = None,
@@ -111,14 +130,14 @@ def search(
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Find the memories most relevant to a query.
+    """Find the memories most relevant to a query; with --spaces, in shared spaces too, ranked together.
 
     Example: memstrata search "where does she live?" --user ana --tiers longterm --json
     """
     wanted = tuple(tier.strip() for tier in tiers.split(",") if tier.strip())
+    target, shared = whose(user, space), parse_spaces(spaces)
     check_before_opening(
         text=(query, "query"),
-        user=user,
         session=session,
         agent=agent,
         timezone=timezone,
@@ -129,7 +148,9 @@ def search(
     with open_memory(home, run_jobs=False) as memory:
         hits = memory.search(
             query,
-            user_id=user,
+            user_id=target.user,
+            space=target.space,
+            spaces=shared,
             limit=limit,
             session_id=session,
             agent_id=agent,
@@ -140,19 +161,24 @@ def search(
     if as_json:
         print_json(hits)
         return
-    table = Table("#", "score", "when", "who", "memory", "found by")
+    # Hits from a shared space say which, and who wrote them, as a federated context does.
+    from_spaces = any(hit.space is not None for hit in hits)
+    table = Table("#", "score", "when", "who", "memory", "found by", *(("from",) if from_spaces else ()))
     for rank, hit in enumerate(hits, start=1):
         turn = hit.turn
         when = turn.created_at.strftime("%Y-%m-%d %H:%M") if turn else ""
         who = (turn.name or turn.role.value) if turn else hit.tier
         found_by = ", ".join(f"{name} #{position}" for name, position in hit.ranks.items())
-        table.add_row(str(rank), f"{hit.score:.4f}", when, shown(who), shown(hit.content), found_by)
+        source = (hit_source(hit),) if from_spaces else ()
+        table.add_row(str(rank), f"{hit.score:.4f}", when, shown(who), shown(hit.content), found_by, *source)
     console.print(table if hits else "no memories matched")
 
 
 def context(
     query: Annotated[str, typer.Argument(help="What the agent is about to answer (plain text).")],
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
+    spaces: SpacesOption = None,
     budget: Annotated[int, typer.Option("--budget", "-b", help="At most this many tokens.")] = 1000,
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="The current session: its recent exchanges come last.")
@@ -181,13 +207,14 @@ def context(
     Example: memstrata context "where does she live?" --user ana --budget 500
     """
     check_budget(budget, "--budget")
-    check_before_opening(text=(query, "query"), user=user, session=session, agent=agent, timezone=timezone)
+    target, shared = whose(user, space), parse_spaces(spaces)
+    check_before_opening(text=(query, "query"), session=session, agent=agent, timezone=timezone)
     with open_memory(home, run_jobs=False) as memory:
         # Bad arguments fail before the wait below.
         check_text(query, "query", max_bytes=memory.settings.max_text_bytes)
         try:
-            # That user's queued work only, so what was added last has its facts in the block.
-            memory.flush(timeout=FLUSH_SECONDS, user_id=user)
+            # That memory's queued work only, so what was added last has its facts in the block.
+            memory.flush(timeout=FLUSH_SECONDS, user_id=target.user, space=target.space)
         except StorageError as exc:
             raise StorageError(
                 f"the queued background work (facts, summaries) did not finish within {FLUSH_SECONDS:.0f} s;"
@@ -195,7 +222,9 @@ def context(
             ) from exc
         built = memory.context(
             query,
-            user_id=user,
+            user_id=target.user,
+            space=target.space,
+            spaces=shared,
             token_budget=budget,
             session_id=session,
             agent_id=agent,
@@ -218,7 +247,8 @@ def context(
 
 
 def history(
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
     session: SessionOption = None,
     agent: AgentOption = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many turns.")] = 50,
@@ -227,14 +257,21 @@ def history(
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show what was said, in time order.
+    """Show what was said (in a user's memory or a shared space), in time order.
 
     Example: memstrata history --user ana --session s1
     """
-    check_before_opening(user=user, session=session, agent=agent, limit=(limit, 10_000), offset=offset)
+    target = whose(user, space)
+    check_before_opening(session=session, agent=agent, limit=(limit, 10_000), offset=offset)
     with open_memory(home, run_jobs=False) as memory:
         turns = memory.history(
-            user_id=user, session_id=session, agent_id=agent, limit=limit, offset=offset, newest_first=newest_first
+            user_id=target.user,
+            space=target.space,
+            session_id=session,
+            agent_id=agent,
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
         )
     if as_json:
         print_json(turns)
@@ -243,23 +280,27 @@ def history(
 
 
 def forget(
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
     session: SessionOption = None,
     agent: AgentOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Permanently delete a user's memories (or one session's), indexes included.
+    """Permanently delete a user's memories (or one session's, or a space's), indexes included.
 
     Example: memstrata forget --user ana --yes
     """
-    check_before_opening(user=user, session=session, agent=agent)
-    what = f"user {user!r}" + (f" session {session!r}" if session else "") + (f" agent {agent!r}" if agent else "")
+    target = whose(user, space)
+    check_before_opening(session=session, agent=agent)
+    # In a space --agent is who deletes (it needs admin), not whose memories go.
+    narrowed = f" agent {agent!r}" if agent and target.space is None else ""
+    what = str(target) + (f" session {session!r}" if session else "") + narrowed
     if not yes and not typer.confirm(f"Permanently delete every memory of {what}?"):
         raise typer.Exit(1)
     with open_memory(home, run_jobs=False) as memory:
-        deletion = memory.forget(user_id=user, session_id=session, agent_id=agent)
+        deletion = memory.forget(user_id=target.user, space=target.space, session_id=session, agent_id=agent)
     if as_json:
         print_json(deletion)
     else:
@@ -269,6 +310,8 @@ def forget(
 def export(
     path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user (default: everyone).")] = None,
+    space: Annotated[str | None, typer.Option("--space", help="Only this shared space (not with --user).")] = None,
+    agent: AgentOption = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="Include vectors (larger file).")] = False,
     home: HomeOption = None,
     as_json: JsonOption = False,
@@ -277,8 +320,10 @@ def export(
 
     Example: memstrata export backup.jsonl --user ana
     """
+    target = whose(user, space, required=False)
+    check_before_opening(agent=agent)
     with open_memory(home, run_jobs=False, existing=True) as memory:
-        report = memory.export(path, user_id=user, embeddings=embeddings)
+        report = memory.export(path, user_id=target.user, space=target.space, agent_id=agent, embeddings=embeddings)
     if as_json:
         print_json(report)
     else:

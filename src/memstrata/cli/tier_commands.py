@@ -9,15 +9,19 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from memstrata.cli.common import (
+    AgentOption,
     HomeOption,
     JsonOption,
+    SpaceOption,
     UserOption,
+    Whose,
     check_before_opening,
     console,
     open_memory,
     print_json,
     print_turns,
     shown,
+    whose,
 )
 from memstrata.models import Inspection
 from memstrata.validation import check_identifier, check_limit
@@ -32,30 +36,36 @@ def register(app: typer.Typer) -> None:
 
 
 def inspect(
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
+    agent: AgentOption = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Rows per section.")] = 10,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show every tier of a user's memory: counts, working set, segments, profile, cells, log.
+    """Show every tier of a user's (or a shared space's) memory: counts, working set, segments, profile, cells, log.
 
     Example: memstrata inspect --user ana --json
     """
+    target = whose(user, space)
+    check_before_opening(agent=agent)
     with open_memory(home, run_jobs=False) as memory:
         check_limit(limit)
-        memory.flush(user_id=user)  # checks the user first, then runs that user's queued work only
-        report = memory.inspect(user_id=user, limit=limit)
+        # Checks the user or space first, then runs that memory's queued work only.
+        memory.flush(user_id=target.user, space=target.space)
+        report = memory.inspect(user_id=target.user, space=target.space, agent_id=agent, limit=limit)
     if as_json:
         print_json(report)
     else:
-        _print(report)
+        _print(report, target)
 
 
-def _print(report: Inspection) -> None:
+def _print(report: Inspection, target: Whose) -> None:
     jobs = f"{report.pending_jobs} jobs pending"
     if report.failed_jobs:
         jobs += f", {report.failed_jobs} failed"
-    counts = Table("tier", "items", title=shown(f"memory of {report.user_id} ({jobs})"))
+    named = target.user if target.space is None else f"space {target.space}"
+    counts = Table("tier", "items", title=shown(f"memory of {named} ({jobs})"))
     for name, count in report.counts.items():
         counts.add_row(name, str(count))
     console.print(counts)
@@ -105,40 +115,53 @@ def _print(report: Inspection) -> None:
             Text.assemble(
                 (f"{report.failed_jobs} background jobs failed every attempt", "bold red"),
                 "; their tier work (facts, entities, summaries) is missing. Fix the cause (see the log),"
-                " then run: memstrata retry-jobs --user ",
-                shown(report.user_id),
+                f" then run: memstrata retry-jobs {'--user' if target.space is None else '--space'} ",
+                shown(target.user if target.space is None else target.space),
             )
         )
 
 
 def segment(
     segment_id: Annotated[str, typer.Argument(help="The segment's id, from the id column of `memstrata inspect`.")],
-    user: UserOption,
+    user: UserOption = None,
+    space: SpaceOption = None,
+    agent: AgentOption = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show the turns filed in one of a user's mid-term segments, in the order they were said.
+    """Show the turns filed in one of a user's (or a space's) mid-term segments, in the order they were said.
 
     Example: memstrata segment 01JB2Q8V6Z3N4M5K6J7H8G9F0E --user ana
     """
-    check_before_opening(user=user)
+    target = whose(user, space)
+    check_before_opening(agent=agent)
     check_identifier(segment_id, "segment_id")
     with open_memory(home, run_jobs=False) as memory:
-        memory.flush(user_id=user)  # that user's queued filing only, as inspect does, so the two agree
-        turns = memory.segment_turns(segment_id, user_id=user)
+        # That memory's queued filing only, as inspect does, so the two agree.
+        memory.flush(user_id=target.user, space=target.space)
+        turns = memory.segment_turns(segment_id, user_id=target.user, space=target.space, agent_id=agent)
     if as_json:
         print_json(turns)
     else:
-        print_turns(turns, title=shown(f"segment {segment_id} of {user} ({len(turns)} turns)"))
+        named = target.user if target.space is None else f"space {target.space}"
+        print_turns(turns, title=shown(f"segment {segment_id} of {named} ({len(turns)} turns)"))
 
 
-def consolidate(user: UserOption, home: HomeOption = None, as_json: JsonOption = False) -> None:
+def consolidate(
+    user: UserOption = None,
+    space: SpaceOption = None,
+    agent: AgentOption = None,
+    home: HomeOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Run "sleep" now: cluster unconsolidated turns and summarise each cluster, with its TES.
 
     Example: memstrata consolidate --user ana
     """
+    target = whose(user, space)
+    check_before_opening(agent=agent)
     with open_memory(home) as memory:
-        made = memory.consolidate(user_id=user)
+        made = memory.consolidate(user_id=target.user, space=target.space, agent_id=agent)
     if as_json:
         print_json(made)
         return
@@ -152,6 +175,9 @@ def retry_jobs(
     user: Annotated[
         str | None, typer.Option("--user", "-u", help="Only this user's jobs (default: everyone's).")
     ] = None,
+    space: Annotated[
+        str | None, typer.Option("--space", help="Only this shared space's jobs (not with --user).")
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -159,11 +185,13 @@ def retry_jobs(
 
     Example: memstrata retry-jobs --user ana
     """
+    target = whose(user, space, required=False)
+    named = target.user is not None or target.space is not None
     with open_memory(home) as memory:
-        count = memory.retry_failed_jobs(user_id=user)
+        count = memory.retry_failed_jobs(user_id=target.user, space=target.space)
         if count:
-            memory.flush(user_id=user)
-        left = memory.inspect(user_id=user, limit=1).failed_jobs if user is not None else None
+            memory.flush(user_id=target.user, space=target.space)
+        left = memory.inspect(user_id=target.user, space=target.space, limit=1).failed_jobs if named else None
     if as_json:
         print_json({"requeued": count, "failed_again": left})
         return

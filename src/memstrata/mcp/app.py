@@ -20,7 +20,9 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 INSTRUCTIONS = """memstrata is a persistent memory of the conversations with {whom}.
 Before answering anything that may depend on earlier conversations, call get_context with the
 user's message (or search_memory for specific items). Call add_memory with what the user tells you
-that is worth remembering. Use forget_memory only when the user asks to be forgotten."""
+that is worth remembering. Use forget_memory only when the user asks to be forgotten.
+Shared spaces (list_spaces) hold what several agents share: name one with space, or search them
+with spaces, as an agent whose grants decide what it may read and write."""
 
 
 def create_server(

@@ -1,4 +1,7 @@
-"""What the MCP tools return as structured content: pydantic models (their JSON schemas are the tools' outputSchema)."""
+"""What the MCP tools return as structured content: pydantic models (their JSON schemas are the tools' outputSchema).
+
+A result over a shared space's memory has ``space`` set and ``user_id`` null.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +31,8 @@ class MemoryOut(Output):
 class AddOut(Output):
     """``add_memory``: what was stored."""
 
-    user_id: str
+    user_id: str | None
+    space: str | None = None
     memories: list[MemoryOut]
 
 
@@ -44,12 +48,17 @@ class HitOut(Output):
     session_id: str | None = None
     agent_id: str | None = None
     source_turn_ids: list[str] = []
+    #: The shared space the hit comes from (null: the memory searched is a user's, and it is from there).
+    space: str | None = None
+    #: The agent that wrote it.
+    written_by: str | None = None
 
 
 class SearchOut(Output):
     """``search_memory``: the hits, best first."""
 
-    user_id: str
+    user_id: str | None
+    space: str | None = None
     query: str
     hits: list[HitOut]
 
@@ -63,12 +72,15 @@ class ContextItemOut(Output):
     tokens: int
     source_turn_ids: list[str] = []
     is_abridged: bool = False
+    space: str | None = None
+    written_by: str | None = None
 
 
 class ContextOut(Output):
     """``get_context``: the memory block and what it holds."""
 
-    user_id: str
+    user_id: str | None
+    space: str | None = None
     query: str
     text: str
     tokens: int
@@ -80,7 +92,8 @@ class ContextOut(Output):
 class ForgetOut(Output):
     """``forget_memory``: what was deleted."""
 
-    user_id: str
+    user_id: str | None
+    space: str | None = None
     agent_id: str | None = None
     session_id: str | None = None
     deleted_turns: int
@@ -124,9 +137,10 @@ class EntityOut(Output):
 
 
 class InspectOut(Output):
-    """``inspect_memory``: what each tier holds for a user."""
+    """``inspect_memory``: what each tier holds for a user or a space."""
 
-    user_id: str
+    user_id: str | None
+    space: str | None = None
     counts: dict[str, int]
     pending_jobs: int
     failed_jobs: int
@@ -152,7 +166,8 @@ class UsedMemoryOut(Output):
 class ChatOut(Output):
     """``chat``: the reply, the memories it used, and what it cost."""
 
-    user_id: str
+    user_id: str | None
+    space: str | None = None
     answer: str
     model: str
     provider: str
@@ -162,6 +177,50 @@ class ChatOut(Output):
     context_tokens: int
     tokens_in: int
     tokens_out: int
+
+
+class SpaceOut(Output):
+    """A shared space, and the acting agent's access to it."""
+
+    name: str
+    created_at: datetime
+    description: str | None = None
+    access: str | None = None
+
+
+class SpacesOut(Output):
+    """``list_spaces``: the spaces the acting agent may read, by name."""
+
+    agent_id: str
+    spaces: list[SpaceOut]
+
+
+class GrantOut(Output):
+    """``grant``: the access an agent now has to a space."""
+
+    space: str
+    agent_id: str
+    access: str
+    granted_at: datetime
+    by: str
+
+
+class RevokeOut(Output):
+    """``revoke``: whether the agent had any access to take away."""
+
+    space: str
+    agent_id: str
+    revoked: bool
+    by: str
+
+
+class ShareOut(Output):
+    """``share``: the copies now in the space, each linked to its source."""
+
+    to_space: str
+    from_user_id: str | None = None
+    from_space: str | None = None
+    memories: list[MemoryOut]
 
 
 def structured(output: Output) -> dict[str, Any]:

@@ -6,29 +6,40 @@ import copy
 import json
 from collections.abc import Callable
 from datetime import tzinfo
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import anyio.to_thread
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BeforeValidator, Field, StrictBool
 
-from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.errors import InvalidInput
 from memstrata.mcp import views
-from memstrata.mcp.schemas import AddOut, ChatOut, ContextOut, ForgetOut, InspectOut, Output, SearchOut, structured
+from memstrata.mcp.calls import MemoryContext, call
+from memstrata.mcp.parameters import AgentId, SpaceName
+from memstrata.mcp.schemas import AddOut, ChatOut, ContextOut, ForgetOut, InspectOut, SearchOut
 from memstrata.mcp.scope import ServerScope
+from memstrata.mcp.space_tools import (
+    CREATE_SPACE_DESCRIPTION,
+    GRANT_DESCRIPTION,
+    LIST_SPACES_DESCRIPTION,
+    REVOKE_DESCRIPTION,
+    SHARE_DESCRIPTION,
+    SpaceTools,
+)
 from memstrata.memory import Memory
 from memstrata.validation import MAX_BUDGET, MIN_BUDGET, check_timezone
 
-OutputT = TypeVar("OutputT", bound=Output)
-MemoryContext = Context[Memory, Any]
-
-USER_DESCRIPTION = "Whose memory to use: the id of the user the conversation is with."
+USER_DESCRIPTION = (
+    "Whose memory to use: the id of the user the conversation is with. Required unless space names a shared space."
+)
 UserId = Annotated[str | None, Field(description=USER_DESCRIPTION)]
-AgentId = Annotated[
-    str | None, Field(description="Only this agent's memories (optional; for several agents sharing one user).")
+SharedSpaces = Annotated[
+    list[str] | Literal["all"] | None,
+    Field(
+        description='Shared spaces to rank together with this memory: their names, or "all" (every space the agent'
+        " may read). Each hit names its space and writer; writers the agent trusts less rank lower. Needs an"
+        " acting agent."
+    ),
 ]
 SessionId = Annotated[str | None, Field(description="The conversation (session) id (optional).")]
 TimeZone = Annotated[
@@ -43,13 +54,15 @@ TimeZone = Annotated[
 ADD_DESCRIPTION = """Remember one message: store it verbatim in the user's long-term memory, indexed for search.
 Call it with what the user says that is worth recalling later (facts about them, preferences,
 plans, decisions) and, if useful, with your own replies (role "assistant"). Stored at once; no LLM
-is called. Giving an id makes a retry safe: the same id with the same text is not stored twice."""
+is called. Giving an id makes a retry safe: the same id with the same text is not stored twice.
+With space, it goes into that shared space instead, for the other agents there to find."""
 
 SEARCH_DESCRIPTION = """Search the user's memory for what relates to a query, best match first.
 Hybrid search: full-text (BM25) and semantic vectors, fused. The query is plain words, never search
 syntax; a date in it ("on 9 November 2022", "in July 2022", "last week") favours what was said then. Returns the
 stored messages with their dates and ids. For a ready-made block to ground an
-answer in, use get_context instead."""
+answer in, use get_context instead. With spaces, shared spaces are searched too and ranked together
+with it; each hit names its space and the agent that wrote it."""
 
 CONTEXT_DESCRIPTION = """Get what the memory holds about a query as one block of text, packed under a token budget.
 The block lists the user's profile, habits, relevant facts (current ones; with include_superseded
@@ -57,11 +70,13 @@ also what they replaced), related entities, summaries and dated conversation exc
 order. The best excerpt is quoted word for word; when the budget is short, later ones are
 abridged (articles, "I", "is" left out) so more fit; verbatim=true quotes all of them whole.
 Call it before answering anything that may depend on what the user said earlier, and put the
-text in your reasoning."""
+text in your reasoning. With spaces, what shared spaces hold comes in a section of its own, each
+line naming its space and the agent that wrote it."""
 
 FORGET_DESCRIPTION = """Permanently delete the user's memories: all of them, or only one session's or one agent's.
 Irreversible, indexes included. Call it only when the user asks to be forgotten, and set
-confirm=true to show that they did; a call without it deletes nothing."""
+confirm=true to show that they did; a call without it deletes nothing. With space, it deletes that
+shared space's memories, every agent's (the agent acting needs admin access)."""
 
 INSPECT_DESCRIPTION = """Show what the memory holds for the user, tier by tier: counts, profile, long-term facts,
 mid-term topics, habits, entities, consolidated summaries and the latest exchanges. For looking
@@ -80,6 +95,10 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent
 ERASE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 # The configured LLM may be a remote provider.
 ASK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+# Setting a grant again gives the same access; a revoke takes access away (nothing is deleted).
+GRANT = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+# Sharing the same memory again returns the same copy.
+SHARE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 class MemoryTools:
@@ -94,6 +113,7 @@ class MemoryTools:
         content: Annotated[str, Field(description="The message text, verbatim.")],
         role: Annotated[Literal["user", "assistant", "system", "tool"], Field(description="Who said it.")] = "user",
         user_id: UserId = None,
+        space: SpaceName = None,
         session_id: SessionId = None,
         agent_id: AgentId = None,
         id: Annotated[str | None, Field(description="Your id for the message (optional); makes retries safe.")] = None,
@@ -107,25 +127,28 @@ class MemoryTools:
         """Store one message."""
 
         def add(memory: Memory) -> AddOut:
-            user = self.scope.user(user_id)
+            whose = self.scope.whose(user_id, space, agent_id)
             turns = memory.add(
                 [{"role": role, "content": content}],
-                user_id=user,
+                user_id=whose.user_id,
+                space=whose.space,
                 session_id=session_id,
-                agent_id=self.scope.agent(agent_id),
+                agent_id=whose.agent_id,
                 metadata=metadata,
                 timestamp=timestamp,
                 id=id,
             )
-            return views.add_out(user, turns)
+            return views.add_out(whose, turns)
 
-        return await _call(ctx, add, views.add_text)
+        return await call(ctx, add, views.add_text)
 
     async def search_memory(
         self,
         ctx: MemoryContext,
         query: Annotated[str, Field(description="What to look for, in plain words.")],
         user_id: UserId = None,
+        space: SpaceName = None,
+        spaces: SharedSpaces = None,
         limit: Annotated[
             int, BeforeValidator(json_number), Field(strict=True, ge=1, le=100, description="How many results.")
         ] = 10,
@@ -150,32 +173,36 @@ class MemoryTools:
         ] = 0.0,
         timezone: TimeZone = None,
     ) -> Annotated[CallToolResult, SearchOut]:
-        """Search one user's memory."""
+        """Search one user's memory, or a space's, and optionally shared spaces with it."""
 
         zones: list[tzinfo] = []  # the zone the hits' dates are shown in, once search has checked it
 
         def search(memory: Memory) -> SearchOut:
-            user = self.scope.user(user_id)
+            whose = self.scope.whose(user_id, space, agent_id, spaces=spaces)
             zones.append(check_timezone(timezone) or memory.settings.zone)
             hits = memory.search(
                 query,
-                user_id=user,
+                user_id=whose.user_id,
+                space=whose.space,
+                spaces=spaces,
                 limit=limit,
                 session_id=session_id,
-                agent_id=self.scope.agent(agent_id),
+                agent_id=whose.agent_id,
                 tiers=tiers,
                 diversity=diversity,
                 timezone=timezone,
             )
-            return views.search_out(user, query, hits)
+            return views.search_out(whose, query, hits)
 
-        return await _call(ctx, search, lambda found: views.search_text(found, zones[-1]))
+        return await call(ctx, search, lambda found: views.search_text(found, zones[-1]))
 
     async def get_context(
         self,
         ctx: MemoryContext,
         query: Annotated[str, Field(description="What the answer is about, e.g. the user's latest message.")],
         user_id: UserId = None,
+        space: SpaceName = None,
+        spaces: SharedSpaces = None,
         token_budget: Annotated[
             int,
             BeforeValidator(json_number),
@@ -203,11 +230,14 @@ class MemoryTools:
         """Assemble a memory block for a prompt."""
 
         def assemble(memory: Memory) -> ContextOut:
+            whose = self.scope.whose(user_id, space, agent_id, spaces=spaces)
             context = memory.context(
                 query,
-                user_id=self.scope.user(user_id),
+                user_id=whose.user_id,
+                space=whose.space,
+                spaces=spaces,
                 token_budget=token_budget,
-                agent_id=self.scope.agent(agent_id),
+                agent_id=whose.agent_id,
                 session_id=session_id,
                 include_superseded=include_superseded,
                 timezone=timezone,
@@ -215,7 +245,7 @@ class MemoryTools:
             )
             return views.context_out(context)
 
-        return await _call(ctx, assemble, views.context_text)
+        return await call(ctx, assemble, views.context_text)
 
     async def forget_memory(
         self,
@@ -226,43 +256,59 @@ class MemoryTools:
             Field(strict=True, description="Must be true: the user asked for these memories to be deleted for good."),
         ],
         user_id: UserId = None,
+        space: SpaceName = None,
         session_id: Annotated[str | None, Field(description="Delete only this session's memories.")] = None,
         agent_id: AgentId = None,
     ) -> Annotated[CallToolResult, ForgetOut]:
-        """Delete a user's memories for good."""
+        """Delete a user's (or a space's) memories for good."""
 
         def forget(memory: Memory) -> ForgetOut:
-            user, agent = self.scope.user(user_id), self.scope.agent(agent_id)
+            whose = self.scope.whose(user_id, space, agent_id)
             if confirm is not True:
-                what = f"session {session_id!r} of {user!r}" if session_id else f"every memory of {user!r}"
+                whom = f"space {whose.space!r}" if whose.space is not None else repr(whose.user_id)
+                what = f"session {session_id!r} of {whom}" if session_id else f"every memory of {whom}"
                 raise InvalidInput(
                     f"nothing was deleted: forget_memory deletes {what} for good, so it needs confirm=true, "
                     "set only once the user has asked for it"
                 )
-            return views.forget_out(memory.forget(user_id=user, agent_id=agent, session_id=session_id))
+            deletion = memory.forget(
+                user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, session_id=session_id
+            )
+            return views.forget_out(deletion)
 
-        return await _call(ctx, forget, views.forget_text)
+        return await call(ctx, forget, views.forget_text)
 
     async def inspect_memory(
         self,
         ctx: MemoryContext,
         user_id: UserId = None,
+        space: SpaceName = None,
         limit: Annotated[
             int, BeforeValidator(json_number), Field(strict=True, ge=1, le=100, description="Items per tier.")
         ] = 10,
+        agent_id: Annotated[
+            str | None,
+            Field(
+                description="The agent acting on a space (required with space unless the server acts as one"
+                " agent); a user's memory is shown whole."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, InspectOut]:
-        """Show each memory tier of a user."""
+        """Show each memory tier of a user or a space."""
 
         def inspect(memory: Memory) -> InspectOut:
-            return views.inspect_out(memory.inspect(user_id=self.scope.user(user_id), limit=limit))
+            whose = self.scope.whose(user_id, space, agent_id)
+            report = memory.inspect(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, limit=limit)
+            return views.inspect_out(report)
 
-        return await _call(ctx, inspect, views.inspect_text)
+        return await call(ctx, inspect, views.inspect_text)
 
     async def chat(
         self,
         ctx: MemoryContext,
         message: Annotated[str, Field(description="The user's message to answer.")],
         user_id: UserId = None,
+        space: SpaceName = None,
         session_id: Annotated[
             str | None, Field(description="The conversation: its latest exchanges are sent along (optional).")
         ] = None,
@@ -272,18 +318,23 @@ class MemoryTools:
         """Answer a message from memory with the configured LLM."""
 
         def answer(memory: Memory) -> ChatOut:
-            user = self.scope.user(user_id)
+            whose = self.scope.whose(user_id, space, agent_id)
             reply = memory.chat(
-                message, user_id=user, session_id=session_id, agent_id=self.scope.agent(agent_id), timezone=timezone
+                message,
+                user_id=whose.user_id,
+                space=whose.space,
+                session_id=session_id,
+                agent_id=whose.agent_id,
+                timezone=timezone,
             )
-            return views.chat_out(user, reply)
+            return views.chat_out(whose, reply)
 
-        return await _call(ctx, answer, views.chat_text)
+        return await call(ctx, answer, views.chat_text)
 
 
 def build_tools(scope: ServerScope) -> list[Tool]:
     """The tools of a server with this scope, their input schemas fitted to it (``chat`` included: see CHAT_TOOL)."""
-    tools = MemoryTools(scope)
+    tools, spaces = MemoryTools(scope), SpaceTools(scope)
     table: list[tuple[Callable[..., Any], str, str, ToolAnnotations]] = [
         (tools.add_memory, "Remember a message", ADD_DESCRIPTION, WRITE),
         (tools.search_memory, "Search memory", SEARCH_DESCRIPTION, READ_ONLY),
@@ -291,6 +342,11 @@ def build_tools(scope: ServerScope) -> list[Tool]:
         (tools.forget_memory, "Forget memories", FORGET_DESCRIPTION, ERASE),
         (tools.inspect_memory, "Inspect memory", INSPECT_DESCRIPTION, READ_ONLY),
         (tools.chat, "Chat with memory", CHAT_DESCRIPTION, ASK),
+        (spaces.create_space, "Create a shared space", CREATE_SPACE_DESCRIPTION, WRITE),
+        (spaces.list_spaces, "List shared spaces", LIST_SPACES_DESCRIPTION, READ_ONLY),
+        (spaces.grant, "Grant access to a space", GRANT_DESCRIPTION, GRANT),
+        (spaces.revoke, "Revoke access to a space", REVOKE_DESCRIPTION, GRANT),
+        (spaces.share, "Share memories into a space", SHARE_DESCRIPTION, SHARE),
     ]
     return [
         fit_schema(strict(Tool.from_function(function, title=title, description=description, annotations=hints)), scope)
@@ -331,7 +387,12 @@ def strict(tool: Tool) -> Tool:
 
 
 def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
-    """``tool`` with ``user_id`` required (per-call scope) or absent (fixed user); ``agent_id`` absent when fixed."""
+    """``tool`` with ``user_id`` absent (fixed user) or listed first, required unless the tool may name a ``space``
+    instead (per-call scope); ``agent_id`` absent when fixed.
+
+    "user_id or space" is said in the descriptions, not as a top-level ``anyOf``, which some
+    clients refuse in a tool's input schema; the call itself checks it.
+    """
     schema = copy.deepcopy(tool.parameters)
     properties: dict[str, Any] = schema.get("properties", {})
     required: list[str] = schema.get("required", [])
@@ -345,7 +406,8 @@ def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
                 "user_id": {"type": "string", "title": "User Id", "description": USER_DESCRIPTION},
                 **properties,
             }
-            required = ["user_id", *required]
+            if "space" not in properties:
+                required = ["user_id", *required]
     schema["properties"] = properties
     schema["additionalProperties"] = False  # as ``strict`` enforces
     if required:
@@ -353,20 +415,3 @@ def fit_schema(tool: Tool, scope: ServerScope) -> Tool:
     else:
         schema.pop("required", None)
     return tool.model_copy(update={"parameters": schema})
-
-
-async def _call(
-    ctx: MemoryContext, action: Callable[[Memory], OutputT], text: Callable[[OutputT], str]
-) -> CallToolResult:
-    """Run ``action`` on the server's Memory in a worker thread; a tool result of its output and ``text`` of it.
-
-    The output is the structured content, the text what the model reads; memstrata errors become tool errors.
-    """
-    # The core is synchronous, so the event loop would stall on it. Its error messages say how
-    # to fix the call; the client gets them as an ``isError`` result, never a traceback.
-    memory: Memory = ctx.request_context.lifespan_context
-    try:
-        output = await anyio.to_thread.run_sync(action, memory)
-    except MemstrataError as exc:
-        raise ToolError(str(exc)) from exc
-    return CallToolResult(content=[TextContent(type="text", text=text(output))], structured_content=structured(output))

@@ -13,15 +13,32 @@ from memstrata.mcp.schemas import (
     ContextOut,
     EntityOut,
     ForgetOut,
+    GrantOut,
     HitOut,
     InspectOut,
     MemoryOut,
     PatternOut,
+    RevokeOut,
     SearchOut,
     SegmentOut,
+    ShareOut,
+    SpaceOut,
+    SpacesOut,
     UsedMemoryOut,
 )
-from memstrata.models import ChatReply, Context, Deletion, Hit, Inspection, Turn
+from memstrata.mcp.scope import Whose
+from memstrata.models import (
+    Access,
+    ChatReply,
+    Context,
+    Deletion,
+    Grant,
+    Hit,
+    Inspection,
+    Space,
+    Turn,
+    space_of,
+)
 
 SNIPPET = 200
 
@@ -38,21 +55,22 @@ def memory_out(turn: Turn) -> MemoryOut:
     )
 
 
-def add_out(user_id: str, turns: Sequence[Turn]) -> AddOut:
+def add_out(whose: Whose, turns: Sequence[Turn]) -> AddOut:
     """What ``Memory.add`` stored."""
-    return AddOut(user_id=user_id, memories=[memory_out(turn) for turn in turns])
+    return AddOut(user_id=whose.user_id, space=whose.space, memories=[memory_out(turn) for turn in turns])
 
 
 def add_text(output: AddOut) -> str:
-    """``Stored 1 memory for ana: …``."""
-    lines = [f"Stored {_count(len(output.memories), 'memory', 'memories')} for {output.user_id}."]
+    """``Stored 1 memory for ana: …`` (``… in space apollo``)."""
+    where = f"in space {output.space}" if output.space is not None else f"for {output.user_id}"
+    lines = [f"Stored {_count(len(output.memories), 'memory', 'memories')} {where}."]
     lines += [f"- {memory.id} ({memory.role}): {_snippet(memory.content)}" for memory in output.memories]
     return "\n".join(lines)
 
 
-def search_out(user_id: str, query: str, hits: Sequence[Hit]) -> SearchOut:
+def search_out(whose: Whose, query: str, hits: Sequence[Hit]) -> SearchOut:
     """What ``Memory.search`` found."""
-    return SearchOut(user_id=user_id, query=query, hits=[_hit_out(hit) for hit in hits])
+    return SearchOut(user_id=whose.user_id, space=whose.space, query=query, hits=[_hit_out(hit) for hit in hits])
 
 
 def _hit_out(hit: Hit) -> HitOut:
@@ -67,18 +85,23 @@ def _hit_out(hit: Hit) -> HitOut:
         session_id=turn.session_id if turn else None,
         agent_id=turn.agent_id if turn else None,
         source_turn_ids=list(hit.source_turn_ids),
+        space=hit.space,
+        written_by=hit.written_by,
     )
 
 
 def search_text(output: SearchOut, zone: tzinfo = UTC) -> str:
     """One numbered line per hit, with its date in ``zone``, speaker and id; or a sentence saying nothing matched."""
+    whom = _whom(output.user_id, output.space)
     if not output.hits:
-        return f"No memories of {output.user_id} match {output.query!r}."
-    lines = [f"{_count(len(output.hits), 'memory', 'memories')} of {output.user_id} for {output.query!r}, best first:"]
+        return f"No memories of {whom} match {output.query!r}."
+    lines = [f"{_count(len(output.hits), 'memory', 'memories')} of {whom} for {output.query!r}, best first:"]
     for rank, hit in enumerate(output.hits, 1):
         where = [f"{hit.created_at.astimezone(zone):%Y-%m-%d}" if hit.created_at else hit.tier, hit.role or ""]
         if hit.session_id:
             where.append(f"session {hit.session_id}")
+        if hit.space is not None:  # as a context names shared memories: their space and writer
+            where.append(f"space {hit.space}" + (f", by {hit.written_by}" if hit.written_by else ""))
         label = ", ".join(part for part in where if part)
         lines.append(f"{rank}. [{label}] {hit.content} (id {hit.id}, score {hit.score:.3f})")
     return "\n".join(lines)
@@ -86,8 +109,10 @@ def search_text(output: SearchOut, zone: tzinfo = UTC) -> str:
 
 def context_out(context: Context) -> ContextOut:
     """What ``Memory.context`` assembled."""
+    space = space_of(context.user_id)
     return ContextOut(
-        user_id=context.user_id,
+        user_id=context.user_id if space is None else None,
+        space=space,
         query=context.query,
         text=context.text,
         tokens=context.tokens,
@@ -101,6 +126,8 @@ def context_out(context: Context) -> ContextOut:
                 tokens=item.tokens,
                 source_turn_ids=list(item.source_turn_ids),
                 is_abridged=item.is_abridged,
+                space=item.space,
+                written_by=item.written_by,
             )
             for item in context.items
         ],
@@ -109,13 +136,17 @@ def context_out(context: Context) -> ContextOut:
 
 def context_text(output: ContextOut) -> str:
     """The block itself, ready for a prompt."""
-    return output.text or f"Nothing in the memory of {output.user_id} relates to {output.query!r} yet."
+    return (
+        output.text
+        or f"Nothing in the memory of {_whom(output.user_id, output.space)} relates to {output.query!r} yet."
+    )
 
 
 def forget_out(deletion: Deletion) -> ForgetOut:
     """What ``Memory.forget`` deleted."""
     return ForgetOut(
-        user_id=deletion.user_id,
+        user_id=deletion.user_id if deletion.space is None else None,
+        space=deletion.space,
         agent_id=deletion.agent_id,
         session_id=deletion.session_id,
         deleted_turns=deletion.turns,
@@ -130,13 +161,16 @@ def forget_text(output: ForgetOut) -> str:
     if output.session_id:
         narrowed.append(f"session {output.session_id}")
     where = f" ({', '.join(narrowed)})" if narrowed else ""
-    return f"Deleted {_count(output.deleted_turns, 'memory', 'memories')} of {output.user_id}{where}, permanently."
+    whom = _whom(output.user_id, output.space)
+    return f"Deleted {_count(output.deleted_turns, 'memory', 'memories')} of {whom}{where}, permanently."
 
 
 def inspect_out(report: Inspection) -> InspectOut:
     """What ``Memory.inspect`` reported."""
+    space = space_of(report.user_id)
     return InspectOut(
-        user_id=report.user_id,
+        user_id=report.user_id if space is None else None,
+        space=space,
         counts=dict(report.counts),
         pending_jobs=report.pending_jobs,
         failed_jobs=report.failed_jobs,
@@ -183,7 +217,7 @@ def inspect_text(output: InspectOut) -> str:
             f", {output.failed_jobs} failed (their tier work is missing; "
             "retry them with memstrata retry-jobs or POST /v1/jobs/retry)"
         )
-    lines = [f"Memory of {output.user_id}: {counts}; {jobs}."]
+    lines = [f"Memory of {_whom(output.user_id, output.space)}: {counts}; {jobs}."]
     if output.profile:
         lines.append("Profile: " + "; ".join(f"{key}: {value}" for key, value in output.profile.items()))
     sections: list[tuple[str, list[str]]] = [
@@ -201,10 +235,11 @@ def inspect_text(output: InspectOut) -> str:
     return "\n".join(lines)
 
 
-def chat_out(user_id: str, reply: ChatReply) -> ChatOut:
+def chat_out(whose: Whose, reply: ChatReply) -> ChatOut:
     """What ``Memory.chat`` answered."""
     return ChatOut(
-        user_id=user_id,
+        user_id=whose.user_id,
+        space=whose.space,
         answer=reply.answer,
         model=reply.model,
         provider=reply.provider,
@@ -225,6 +260,11 @@ def chat_text(output: ChatOut) -> str:
     return output.answer
 
 
+def _whom(user_id: str | None, space: str | None) -> str:
+    """``ana``, or ``space apollo``."""
+    return f"space {space}" if space is not None else str(user_id)
+
+
 def _count(number: int, singular: str, plural: str) -> str:
     return f"{number} {singular if number == 1 else plural}"
 
@@ -232,3 +272,67 @@ def _count(number: int, singular: str, plural: str) -> str:
 def _snippet(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
+
+
+def space_out(space: Space, access: Access | None) -> SpaceOut:
+    """A space, and the acting agent's access to it."""
+    return SpaceOut(
+        name=space.name,
+        created_at=space.created_at,
+        description=space.description,
+        access=None if access is None else access.value,
+    )
+
+
+def space_text(output: SpaceOut) -> str:
+    """``Space apollo (the project): you have admin access.``"""
+    about = f" ({output.description})" if output.description else ""
+    return f"Space {output.name}{about}: you have {output.access or 'no'} access."
+
+
+def spaces_text(output: SpacesOut) -> str:
+    """One line per space the agent may read."""
+    if not output.spaces:
+        return f"Agent {output.agent_id} may read no shared space yet; an admin of one can grant it access."
+    lines = [f"Shared spaces agent {output.agent_id} may read:"]
+    for space in output.spaces:
+        about = f": {space.description}" if space.description else ""
+        lines.append(f"- {space.name} ({space.access} access){about}")
+    return "\n".join(lines)
+
+
+def grant_out(grant: Grant, by: str) -> GrantOut:
+    """What ``Memory.grant`` gave."""
+    return GrantOut(
+        space=grant.space, agent_id=grant.agent_id, access=grant.access.value, granted_at=grant.granted_at, by=by
+    )
+
+
+def grant_text(output: GrantOut) -> str:
+    """``Agent coder now has write access to space apollo.``"""
+    return f"Agent {output.agent_id} now has {output.access} access to space {output.space}."
+
+
+def revoke_text(output: RevokeOut) -> str:
+    """Whether access was taken away."""
+    if output.revoked:
+        return f"Agent {output.agent_id} no longer has any access to space {output.space}."
+    return f"Agent {output.agent_id} had no access to space {output.space}; nothing changed."
+
+
+def share_out(source: Whose, to_space: str, copies: Sequence[Turn]) -> ShareOut:
+    """What ``Memory.share`` copied."""
+    return ShareOut(
+        to_space=to_space,
+        from_user_id=source.user_id,
+        from_space=source.space,
+        memories=[memory_out(turn) for turn in copies],
+    )
+
+
+def share_text(output: ShareOut) -> str:
+    """``Shared 1 memory of ana into space apollo: …``."""
+    whom = _whom(output.from_user_id, output.from_space)
+    lines = [f"Shared {_count(len(output.memories), 'memory', 'memories')} of {whom} into space {output.to_space}:"]
+    lines += [f"- {memory.id}: {_snippet(memory.content)}" for memory in output.memories]
+    return "\n".join(lines)
