@@ -350,7 +350,7 @@ class Memory:
         is called), ProviderError for a failing model (nothing is stored). See docs/python-api.md.
         """
         self._require_open()
-        scope = self._target(user_id, space, agent_id, Access.WRITE, session_id).scope
+        target = self._target(user_id, space, agent_id, Access.WRITE, session_id)
         most = self.settings.max_text_bytes
         text = check_text(message, "message", max_bytes=most)
         budget = check_budget(token_budget)
@@ -362,7 +362,8 @@ class Memory:
             raise InvalidInput("message_id and reply_id must differ")
         request = ChatRequest(
             text=text,
-            scope=scope,
+            scope=target.scope,
+            shared=target.space is not None,
             budget=budget,
             zone=zone,
             system=instructions,

@@ -424,6 +424,12 @@ def space_of(scope_id: str) -> str | None:
     return scope_id[len(SPACE_MARK) :] if scope_id.startswith(SPACE_MARK) else None
 
 
+def whose(scope_id: str) -> str:
+    """A scope id as a message names it: ``user 'ana'`` or ``space 'apollo'``."""
+    space = space_of(scope_id)
+    return f"user {scope_id!r}" if space is None else f"space {space!r}"
+
+
 class Access(StrEnum):
     """What an agent may do in a space; each level includes the ones before it."""
 

@@ -13,7 +13,7 @@ import pytest
 from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import AccessDenied, IdConflict, InvalidInput, NotFound
-from memstrata.models import Access, SearchFilters, Space, space_scope
+from memstrata.models import Access, SearchFilters, space_scope
 
 
 @pytest.fixture
@@ -340,17 +340,27 @@ def test_the_block_a_reader_gets_takes_its_trusted_fact_as_current(project: Memo
     assert "- favourite color: blue" in others.text
 
 
-def test_a_deletion_stopped_half_way_leaves_nothing_to_a_new_space_of_that_name(project: Memory) -> None:
+def test_a_deletion_stopped_half_way_is_finished_by_the_next_and_holds_the_name_meanwhile(project: Memory) -> None:
     project.add("The staging server runs on port 8080", space="apollo", agent_id="coder")
-    # As a crash after the record went and before the memories did would leave it.
-    assert project.parts.store.delete_space("apollo", {"by": "test"})
+    # As a crash after the deletion began and before the memories went would leave it.
+    assert project.parts.store.begin_space_deletion("apollo", datetime.now(UTC))
     assert project.spaces() == []
-    again = project.delete_space("apollo")  # finishes the deletion
-    assert again.turns == 1
-    project.add("I had tea", user_id="ana")
-    project.parts.store.create_space(Space(name="zeus", created_at=datetime.now(UTC)))
-    project.add("A note in zeus", space="zeus")
-    project.parts.store.delete_space("zeus", {"by": "test"})
-    project.create_space("zeus")
-    assert project.history(space="zeus") == []
-    assert [t.content for t in project.history(user_id="ana")] == ["I had tea"]
+    with pytest.raises(NotFound):
+        project.search("staging", space="apollo")
+    with pytest.raises(NotFound):
+        project.add("more", space="apollo")
+    with pytest.raises(IdConflict, match="being deleted"):
+        project.create_space("apollo")
+    with pytest.raises(NotFound):
+        project.delete_space("apollo", agent_id="coder")  # only an admin (or the application) finishes it
+    assert project.delete_space("apollo", agent_id="planner").turns == 1
+    project.create_space("apollo")
+    assert project.history(space="apollo") == []
+
+
+def test_creating_a_taken_name_changes_nothing(project: Memory) -> None:
+    project.add("The staging server runs on port 8080", space="apollo", agent_id="coder")
+    with pytest.raises(IdConflict):
+        project.create_space("apollo", agent_id="intruder")
+    assert len(project.history(space="apollo")) == 1
+    assert "intruder" not in {grant.agent_id for grant in project.grants("apollo")}

@@ -33,7 +33,8 @@ def test_stdio_with_a_fixed_user(home: Path) -> None:
 
     async def session(client: Client) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"add_memory", "search_memory", "get_context", "forget_memory", "inspect_memory"}
+        memory_tools = {"add_memory", "search_memory", "get_context", "forget_memory", "inspect_memory"}
+        assert set(tools) == memory_tools | {"create_space", "list_spaces", "grant", "revoke", "share"}
         assert all("user_id" not in tool.input_schema["properties"] for tool in tools.values())
 
         [stored] = data(await client.call_tool("add_memory", {"content": "I moved to Lisbon in May"}))["memories"]

@@ -38,6 +38,8 @@ class ChatRequest:
     system: str | None = None
     message_id: str | None = None
     reply_id: str | None = None
+    #: A shared space's chat: the agent writes as itself but reads every writer's memories.
+    shared: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,12 +82,12 @@ class ChatResponder:
         llm = parts.llm
         # A model gets the session's working memory as messages, so the block leaves those
         # turns out; an extractive reply has only the block, so it keeps them.
-        working = self._working_turns(scope) if llm.is_available else []
+        working = self._working_turns(scope, request.shared) if llm.is_available else []
         # An extractive reply quotes the block's items to a person: word for word, never abridged.
         context = parts.context(
             ContextRequest(
                 text=text,
-                scope=Scope(scope.user_id, scope.agent_id, None),
+                scope=Scope(scope.user_id, None if request.shared else scope.agent_id, None),
                 budget=request.budget,
                 zone=request.zone,
                 leave_out=frozenset(seq for seq, _ in working),
@@ -144,14 +146,14 @@ class ChatResponder:
             turn_ids=tuple(turn.id for turn in stored),
         )
 
-    def _working_turns(self, scope: Scope) -> list[tuple[int, Turn]]:
-        """The session's working memory (its last exchanges) as (seq, turn), in the order they were said."""
+    def _working_turns(self, scope: Scope, shared: bool) -> list[tuple[int, Turn]]:
+        """The session's working memory (its last exchanges; ``shared``: every agent's) as (seq, turn), in order."""
         if scope.session_id is None:
             return []
         store = self._parts.store
         turns = store.get_by_seqs(self._parts.working_seqs(scope.user_id, scope.session_id), scope.user_id)
         said = sorted(turns, key=lambda seq: (turns[seq].created_at, seq))  # a back-filled turn is not the latest
-        return [(seq, turns[seq]) for seq in said if turns[seq].agent_id == scope.agent_id]
+        return [(seq, turns[seq]) for seq in said if shared or turns[seq].agent_id == scope.agent_id]
 
 
 def conversation(turns: Sequence[Turn]) -> list[ChatMessage]:

@@ -86,10 +86,6 @@ class Spaces:
         """A new space; its creator (an agent) gets admin on it. IdConflict when the name is taken."""
         now = datetime.now(UTC)
         space = Space(name=name, description=description, created_at=now)
-        # Memories left under this name by a deletion that stopped half-way are not inherited.
-        leftover = Scope(space_scope(name))
-        if self.store.history(leftover, limit=1, offset=0, newest_first=False):
-            self.episodic.forget(leftover)
         self.store.create_space(space)
         if creator is not None:
             self.store.set_grant(Grant(space=name, agent_id=creator, access=Access.ADMIN, granted_at=now))
@@ -117,24 +113,29 @@ class Spaces:
         return [grant.space for grant in self.store.grants_of(agent_id)]
 
     def delete(self, name: str, caller: str | None) -> Deletion:
-        """Delete a space, its grants and every memory in it; audited. Copies shared from it stay where they went."""
-        self.require(name, caller, Access.ADMIN, missing_ok=True)
+        """Delete a space, its grants and every memory in it; audited. Copies shared from it stay where they went.
+
+        The space is marked first, and is from then on gone for every call (no one writes to
+        it while its memories go); its record goes last. A deletion that stopped half-way is
+        finished by the next ``delete``, and until then the name cannot be taken again.
+        """
+        if self.store.space(name) is not None:
+            self.require(name, caller, Access.ADMIN)
+        elif caller is not None and not (self.store.access(name, caller) or Access.READ).allows(Access.ADMIN):
+            raise NotFound(f"no space called {name!r}")  # a deletion under way, finished by an admin
+        if not self.store.begin_space_deletion(name, datetime.now(UTC)):
+            raise NotFound(f"no space called {name!r}")
         scope = space_scope(name)
-        # The record goes first, so no one can write to the space while its memories go.
-        existed = self.store.delete_space(name, {"by": caller})
         self.visits.drop(scope)
         turns = self.episodic.forget(Scope(scope))
-        if not existed and turns == 0:
-            raise NotFound(f"no space called {name!r}")
+        self.store.delete_space(name, {"by": caller, "turns": turns})
         return Deletion(user_id=scope, turns=turns, space=name)
 
     # -- access -----------------------------------------------------------------------
 
-    def require(self, name: str, caller: str | None, needed: Access, *, missing_ok: bool = False) -> None:
+    def require(self, name: str, caller: str | None, needed: Access) -> None:
         """NotFound for an unknown space; AccessDenied when ``caller`` (an agent) lacks ``needed``."""
         if self.store.space(name) is None:
-            if missing_ok:
-                return
             raise NotFound(f"no space called {name!r}")
         if caller is None:
             return

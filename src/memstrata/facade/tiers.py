@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from memstrata.config import Settings
 from memstrata.errors import NotFound, StorageError
-from memstrata.models import Inspection, SearchFilters, Tier, Turn
+from memstrata.models import Inspection, SearchFilters, Tier, Turn, whose
 from memstrata.retrieval.bursts import MAX_BURST
 from memstrata.storage.base import TierStore
 from memstrata.tiers.episodic import Episodic
@@ -48,7 +48,7 @@ class Tiers:
             elif user is not None:
                 if not self.worker.wait_until(lambda: self._has_no_jobs(user), remaining, user_id=user):
                     raise StorageError(
-                        f"the background work of user {user!r} did not finish in time; call flush() again or raise"
+                        f"the background work of {whose(user)} did not finish in time; call flush() again or raise"
                         " timeout (another process may hold the jobs)"
                     )
             elif not self.worker.wait_idle(remaining):
@@ -85,7 +85,7 @@ class Tiers:
         """The turns filed in one of the user's mid-term segments, in the order they were said; NotFound if none."""
         turns = self.store.get_by_seqs(self.store.segment_turn_seqs(segment_id), user_id)
         if not turns:
-            raise NotFound(f"user {user_id!r} has no mid-term segment {segment_id!r}")
+            raise NotFound(f"{whose(user_id)} has no mid-term segment {segment_id!r}")
         return [turns[seq] for seq in sorted(turns, key=lambda seq: (turns[seq].created_at, seq))]
 
     def retry_failed_jobs(self, user_id: str | None) -> int:

@@ -89,8 +89,10 @@ class Store(TurnStore, SearchStore, FederatedSearch, VectorStore, JobIntake, Mai
 class SpaceStore(Protocol):
     """Shared spaces and who may use them. A space's memories are stored under ``space_scope(name)``.
 
-    Invariants: names are unique (``create_space`` of a taken name is an IdConflict and
-    changes nothing); a space's grants go with it; writes are durable when they return.
+    Invariants: names are unique (``create_space`` of a taken name, or of one being deleted,
+    is an IdConflict and changes nothing); a space being deleted is gone for every read but
+    ``access`` until its record goes; a space's grants go with it; writes are durable when
+    they return.
     """
 
     def create_space(self, space: Space) -> None:
@@ -103,6 +105,10 @@ class SpaceStore(Protocol):
 
     def space(self, name: str) -> Space | None:
         """The space called ``name``, if any."""
+        ...
+
+    def begin_space_deletion(self, name: str, when: datetime) -> bool:
+        """Mark a space as being deleted: from then on it is gone for every call; False if there is no record."""
         ...
 
     def delete_space(self, name: str, detail: Mapping[str, object]) -> bool:

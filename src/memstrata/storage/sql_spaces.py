@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from memstrata.errors import IdConflict, NotFound
@@ -28,7 +29,9 @@ class SpaceStatements(Runner[C]):
 
         def work(connection: C) -> None:
             if connection.execute(statement, parameters).rowcount != 1:
-                raise IdConflict(f"a space called {space.name!r} exists already")
+                raise IdConflict(
+                    f"a space called {space.name!r} exists already (or is being deleted: delete_space finishes that)"
+                )
             record_event(connection, self.dialect, "space_created", None, {"space": space.name})
 
         self._write(work)
@@ -36,16 +39,24 @@ class SpaceStatements(Runner[C]):
     def spaces(self, prefix: str = "") -> list[Space]:
         """Spaces whose name starts with ``prefix``, in code point order."""
         statement = self.dialect.sql(
-            f"SELECT {_SPACE_COLUMNS} FROM spaces WHERE substr(name, 1, %s) = %s ORDER BY name{self.dialect.code_point}"
+            f"SELECT {_SPACE_COLUMNS} FROM spaces WHERE substr(name, 1, %s) = %s AND deleting_since IS NULL"
+            f" ORDER BY name{self.dialect.code_point}"
         )
         rows = self._read(lambda connection: connection.execute(statement, (len(prefix), prefix)).fetchall())
         return [self._space(row) for row in rows]
 
     def space(self, name: str) -> Space | None:
         """The space called ``name``, if any."""
-        statement = self.dialect.sql(f"SELECT {_SPACE_COLUMNS} FROM spaces WHERE name = %s")
+        statement = self.dialect.sql(f"SELECT {_SPACE_COLUMNS} FROM spaces WHERE name = %s AND deleting_since IS NULL")
         row = self._read(lambda connection: connection.execute(statement, (name,)).fetchone())
         return None if row is None else self._space(row)
+
+    def begin_space_deletion(self, name: str, when: datetime) -> bool:
+        """Mark a space as being deleted (it is then gone for every call); False if there is no such record."""
+        statement = self.dialect.sql("UPDATE spaces SET deleting_since = COALESCE(deleting_since, %s) WHERE name = %s")
+        return bool(
+            self._write(lambda connection: connection.execute(statement, (self.dialect.time(when), name)).rowcount)
+        )
 
     def delete_space(self, name: str, detail: Mapping[str, object]) -> bool:
         """Remove a space's record and grants, audited with ``detail``; False if it was absent."""
@@ -65,7 +76,7 @@ class SpaceStatements(Runner[C]):
     def set_grant(self, grant: Grant) -> None:
         """Give an agent its access (replacing what it had); NotFound when the space is gone."""
         dialect = self.dialect
-        exists = dialect.sql("SELECT 1 FROM spaces WHERE name = %s")
+        exists = dialect.sql("SELECT 1 FROM spaces WHERE name = %s AND deleting_since IS NULL")
         upsert = dialect.sql(
             f"INSERT INTO space_grants ({_GRANT_COLUMNS}) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT (space, agent_id) DO UPDATE SET access = excluded.access, granted_at = excluded.granted_at"

@@ -14,7 +14,7 @@ from memstrata.config import Settings
 from memstrata.embeddings.base import Embedder, Vectors, normalize_rows
 from memstrata.errors import IdConflict, NotFound, StorageError
 from memstrata.ids import IdGenerator
-from memstrata.models import Scope, Turn
+from memstrata.models import Scope, Turn, whose
 from memstrata.retrieval.bursts import MAX_BURST, burst_texts, continues
 from memstrata.retrieval.fulltext import indexed_text
 from memstrata.retrieval.vectors import VectorIndex
@@ -147,7 +147,7 @@ class Episodic:
         found = self.store.get_by_ids([turn_id], user_id).get(turn_id)
         seq = self.store.delete(turn_id, user_id)
         if seq is None:
-            raise NotFound(f"no memory with id {turn_id!r} for user {user_id!r}")
+            raise NotFound(f"no memory with id {turn_id!r} for {whose(user_id)}")
         self.index.remove(user_id, np.array([seq], dtype=np.int64))
         if found is not None:
             self.refresh_bursts(user_id, self._pieces_after(user_id, seq, found))

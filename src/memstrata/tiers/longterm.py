@@ -13,7 +13,7 @@ from memstrata.embeddings.base import Embedder, Vectors
 from memstrata.errors import StorageError
 from memstrata.extraction.cells import ExtractedCell
 from memstrata.ids import IdGenerator
-from memstrata.models import Cell, Turn
+from memstrata.models import Cell, Turn, whose
 from memstrata.policies.importance import ImportanceWeights, TurnFeatures, importance
 from memstrata.storage.roles import KnowledgeStore, SearchStore, TurnSignals
 from memstrata.storage.text import cell_gist
@@ -76,7 +76,7 @@ class LongTerm:
                     break
             else:
                 raise StorageError(
-                    f"a fact of user {user_id!r} could not be stored: other workers kept changing its"
+                    f"a fact of {whose(user_id)} could not be stored: other workers kept changing its"
                     f" {item.subject} {item.attribute!r} meanwhile; the job is tried again"
                 )
         current_profile = self.store.profile(user_id) if self.steps.uses_llm else {}

@@ -17,7 +17,7 @@ from memstrata.embeddings.calibration import unrelated_similarity
 from memstrata.errors import StorageError
 from memstrata.extraction.time_expressions import annotate
 from memstrata.ids import IdGenerator
-from memstrata.models import Role, Segment, Turn
+from memstrata.models import Role, Segment, Turn, whose
 from memstrata.policies.heat import choose_evictions, segment_heat, should_promote
 from memstrata.policies.topics import (
     CONVERSATION_GAP,
@@ -80,7 +80,7 @@ class MidTerm:
             if not left or self._file(user_id, left, now):
                 return
         raise StorageError(
-            f"{len(seqs)} turns of user {user_id!r} could not be filed in mid-term: other workers kept"
+            f"{len(seqs)} turns of {whose(user_id)} could not be filed in mid-term: other workers kept"
             " changing the segments they belong in; the job is tried again"
         )
 

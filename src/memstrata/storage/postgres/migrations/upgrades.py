@@ -318,7 +318,8 @@ UPGRADES: tuple[Migration, ...] = (
         CREATE TABLE IF NOT EXISTS spaces (
             name        text PRIMARY KEY,
             description text,
-            created_at  timestamptz NOT NULL
+            created_at  timestamptz NOT NULL,
+            deleting_since timestamptz
         );
         CREATE TABLE IF NOT EXISTS space_grants (
             space       text NOT NULL REFERENCES spaces (name) ON DELETE CASCADE,

@@ -220,7 +220,9 @@ UPGRADES: tuple[Migration, ...] = (
         CREATE TABLE spaces (
             name        TEXT PRIMARY KEY,
             description TEXT,
-            created_at  TEXT NOT NULL
+            created_at  TEXT NOT NULL,
+            -- Set when its deletion begins: the space is gone for every call, its memories go next.
+            deleting_since TEXT
         );
         CREATE TABLE space_grants (
             space       TEXT NOT NULL REFERENCES spaces (name) ON DELETE CASCADE,
