@@ -366,3 +366,14 @@ def test_staying_on_a_topic_cannot_take_more_than_returning_to_one(tmp_path: Pat
         load_settings(home=tmp_path, segment_similarity=0.8, segment_continue_similarity=0.9)
     settings = load_settings(home=tmp_path, segment_continue_similarity=0.9)  # alone: join is raised to it
     assert settings.segment_continue_similarity == 0.9 and settings.segment_similarity is None
+
+
+def test_the_server_agent_comes_from_the_environment_and_must_be_an_id(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_settings(home=home).server_agent_id is None
+    monkeypatch.setenv("MEMSTRATA_SERVER_AGENT_ID", "ops-bot")
+    assert load_settings(home=home).server_agent_id == "ops-bot"
+    monkeypatch.setenv("MEMSTRATA_SERVER_AGENT_ID", "  ")
+    with pytest.raises(ConfigError, match="server_agent_id"):
+        load_settings(home=home)

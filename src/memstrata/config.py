@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from memstrata.errors import ConfigError
 from memstrata.prices import ModelPrice, default_prices
-from memstrata.validation import check_timezone
+from memstrata.validation import check_identifier, check_timezone
 
 CONFIG_FILE_NAME = "memstrata.toml"
 DATABASE_FILE_NAME = "memstrata.db"
@@ -119,6 +119,11 @@ class Settings(BaseSettings):
     server_allow_anonymous: bool = Field(
         default=False, description="Local development only: requests without a key act as tenant 'local'."
     )
+    server_agent_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The agent REST requests act as in shared spaces when their key names none (and without a key).",
+    )
     llm_provider: str = Field(default="none", description="none | openai (any OpenAI-compatible server) | anthropic.")
     llm_base_url: str | None = Field(
         default=None, description="Server URL; default https://api.openai.com/v1 or https://api.anthropic.com."
@@ -160,6 +165,11 @@ class Settings(BaseSettings):
         if any(not 0.0 <= weight <= 1.0 for weight in value):
             raise ValueError("each neighbour weight must be between 0 and 1")
         return value
+
+    @field_validator("server_agent_id")
+    @classmethod
+    def _agent_id_usable(cls, value: str | None) -> str | None:
+        return check_identifier(value, "server_agent_id", required=False)  # InvalidInput is a ValueError
 
     @field_validator("timezone")
     @classmethod

@@ -49,6 +49,22 @@ def test_the_secret_is_printed_once(tmp_path: Path) -> None:
     assert "only" in output
 
 
+def test_a_key_can_act_as_an_agent(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    command = ("keys", "create", "--tenant", "acme", "--name", "ops", "--agent", "deploy-bot")
+    created = json.loads(ok(run_cli(*command, "--json", home=home)))
+    assert created["agent_id"] == "deploy-bot"
+    assert "acting as agent 'deploy-bot'" in ok(run_cli(*command, home=home))
+    plain = json.loads(ok(run_cli("keys", "create", "--tenant", "acme", "--json", home=home)))
+    assert plain["agent_id"] is None
+    listed = json.loads(ok(run_cli("keys", "list", "--json", home=home)))
+    assert [key["agent_id"] for key in listed] == ["deploy-bot", "deploy-bot", None]
+    table = ok(run_cli("keys", "list", home=home))
+    assert "agent" in table and "deploy-bot" in table
+    blank = run_cli("keys", "create", "--tenant", "acme", "--agent", " ", home=home)
+    assert blank.returncode == 2 and "agent_id" in blank.stderr
+
+
 def test_key_errors_exit_with_their_codes(tmp_path: Path) -> None:
     home = tmp_path / "home"
     bad_tenant = run_cli("keys", "create", "--tenant", "a/b", home=home)

@@ -64,9 +64,9 @@ def keys(memory: Memory) -> Iterator[ClosableKeyStore]:
     store.close()
 
 
-def make_caller(keys: ClosableKeyStore, tenant: str) -> Caller:
-    """A fresh key for ``tenant``."""
-    key, secret = create_key(keys, tenant=tenant, name=f"{tenant}-test")
+def make_caller(keys: ClosableKeyStore, tenant: str, agent_id: str | None = None) -> Caller:
+    """A fresh key for ``tenant`` (acting as ``agent_id`` in shared spaces)."""
+    key, secret = create_key(keys, tenant=tenant, name=f"{tenant}-test", agent_id=agent_id)
     return Caller(tenant, key.id, secret)
 
 

@@ -230,7 +230,7 @@ def test_forget_a_session_then_the_user(client: httpx.Client) -> None:
     add(client, "first session", session_id="s1")
     add(client, "second session", session_id="s2")
     forgotten = client.post("/v1/forget", json={"user_id": "ana", "session_id": "s1"}).json()
-    assert forgotten == {"user_id": "ana", "turns": 1, "agent_id": None, "session_id": "s1"}
+    assert forgotten == {"user_id": "ana", "space": None, "turns": 1, "agent_id": None, "session_id": "s1"}
     assert client.post("/v1/forget", json={"user_id": "ana"}).json()["turns"] == 1
     assert client.get("/v1/memories", params={"user_id": "ana"}).json()["memories"] == []
 
@@ -327,7 +327,7 @@ def test_failed_jobs_are_counted_and_retried_per_tenant(
     assert client.get("/v1/inspect", params={"user_id": "ana"}).json()["failed_jobs"] == 1
     retried = client.post("/v1/jobs/retry", json={"user_id": "ana"})
     assert retried.status_code == 200, retried.text
-    assert retried.json() == {"user_id": "ana", "requeued": 1}
+    assert retried.json() == {"user_id": "ana", "space": None, "requeued": 1}
     memory.flush(timeout=30)
     assert client.get("/v1/inspect", params={"user_id": "ana"}).json()["failed_jobs"] == 0
     assert client.get("/v1/profile", params={"user_id": "ana"}).json()["profile"] == {"location": "Porto"}
@@ -339,7 +339,7 @@ def test_prune_episodic_keeps_the_newest(client: httpx.Client) -> None:
     for index in range(3):
         add(client, f"note {index}")
     pruned = client.post("/v1/prune", json={"user_id": "ana", "tier": "episodic", "keep_last": 1}).json()
-    assert pruned == {"user_id": "ana", "tier": "episodic", "deleted": 2}
+    assert pruned == {"user_id": "ana", "space": None, "tier": "episodic", "deleted": 2}
     assert [m["content"] for m in client.get("/v1/memories", params={"user_id": "ana"}).json()["memories"]] == [
         "note 2"
     ]

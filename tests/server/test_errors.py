@@ -142,8 +142,15 @@ def test_validation_errors_name_each_field(client: httpx.Client) -> None:
     error = response.json()["error"]
     assert error["code"] == "invalid_request"
     locations = {detail["location"] for detail in error["details"]}
-    assert {"body.query", "body.limit", "body.user_id", "body.colour"} <= locations
+    assert {"body.query", "body.limit", "body.colour"} <= locations
     assert "body.query" in error["message"]
+
+
+def test_a_body_naming_no_memory_says_to_name_a_user_or_a_space(client: httpx.Client) -> None:
+    for body in ({"query": "x"}, {"query": "x", "user_id": "ana", "space": "team"}):
+        response = client.post("/v1/search", json=body)
+        assert response.status_code == 422
+        assert "user_id" in response.json()["error"]["message"] and "space" in response.json()["error"]["message"]
 
 
 def test_core_validation_errors_say_how_to_fix(client: httpx.Client) -> None:

@@ -1,7 +1,8 @@
 """Tenants are isolated through every endpoint: another tenant's data is never seen, changed or deleted.
 
-globex stores memories for user "ana"; acme then calls every endpoint naming the same
-user and ids (and ids spelling globex's namespace). Each call must find nothing, change
+globex stores memories for user "ana" and in a shared space "ana", acting as agent "ana";
+acme, acting as an agent of the same name, then calls every endpoint naming the same user,
+space and ids (and ids spelling globex's namespace). Each call must find nothing, change
 nothing of globex's, and never echo globex's text.
 """
 
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from fastapi import FastAPI
-from tests.server.conftest import Caller, LiveServer
+from tests.server.conftest import Caller, LiveServer, make_caller
 
 from memstrata import Memory
+from memstrata.server.keys import ClosableKeyStore
 
 SECRET = "GLOBEX-SECRET lives in Lisbon and works at the hospital"
 JSONL = {"Content-Type": "application/x-ndjson"}
@@ -71,6 +73,17 @@ def _inspection_empty(response: httpx.Response) -> None:
 def _export_empty(response: httpx.Response) -> None:
     assert response.status_code == 200
     assert [json.loads(line)["kind"] for line in response.text.splitlines()] == ["memstrata-export", "end"]
+
+
+def _created_in_acme_or_refused(response: httpx.Response) -> None:
+    # "ana" is a fine name for acme's own space; "globex/ana" is no space name at all.
+    assert response.status_code in (201, 422), response.text
+
+
+def _only_acme_trust(response: httpx.Response) -> None:
+    assert response.status_code == 200, response.text
+    trust = response.json()["trust"]  # acme's own weights on the agents the case named; never globex's 0.25
+    assert set(trust) <= set(USERS) and set(trust.values()) == {0.5}
 
 
 def _export_line(user: str, turn_id: str, content: str) -> bytes:
@@ -200,6 +213,65 @@ CASES = {
         lambda c, u: c.post("/v1/import", content=_export_line(u, _globex_id(u), "acme's import"), headers=JSONL),
         _stored_in_acme,
     ),
+    "history-space": Case("GET", "/v1/memories", lambda c, u: c.get("/v1/memories", params={"space": u}), _status(404)),
+    "add-space": Case(
+        "POST",
+        "/v1/memories",
+        lambda c, u: c.post("/v1/memories", json={"messages": "acme's words", "space": u}),
+        _status(404),
+    ),
+    "search-space": Case(
+        "POST", "/v1/search", lambda c, u: c.post("/v1/search", json={"query": QUERY, "space": u}), _status(404)
+    ),
+    "search-all-spaces": Case(
+        "POST",
+        "/v1/search",
+        lambda c, u: c.post("/v1/search", json={"query": QUERY, "user_id": u, "spaces": "all"}),
+        _empty("hits"),
+    ),
+    "context-all-spaces": Case(
+        "POST",
+        "/v1/context",
+        lambda c, u: c.post("/v1/context", json={"query": QUERY, "user_id": u, "spaces": "all"}),
+        _context_empty,
+    ),
+    "forget-space": Case("POST", "/v1/forget", lambda c, u: c.post("/v1/forget", json={"space": u}), _status(404)),
+    "inspect-space": Case("GET", "/v1/inspect", lambda c, u: c.get("/v1/inspect", params={"space": u}), _status(404)),
+    "export-space": Case("GET", "/v1/export", lambda c, u: c.get("/v1/export", params={"space": u}), _status(404)),
+    "spaces-create": Case(
+        "POST", "/v1/spaces", lambda c, u: c.post("/v1/spaces", json={"space": u}), _created_in_acme_or_refused
+    ),
+    "spaces-list": Case("GET", "/v1/spaces", lambda c, u: c.get("/v1/spaces"), _empty("spaces")),
+    "spaces-delete": Case("DELETE", "/v1/spaces/{space}", lambda c, u: c.delete(f"/v1/spaces/{u}"), _status(404)),
+    "grants": Case("GET", "/v1/spaces/{space}/grants", lambda c, u: c.get(f"/v1/spaces/{u}/grants"), _status(404)),
+    "grant": Case(
+        "PUT",
+        "/v1/spaces/{space}/grants/{agent_id}",
+        lambda c, u: c.put(f"/v1/spaces/{u}/grants/ana", json={"access": "admin"}),
+        _status(404),
+    ),
+    "revoke": Case(
+        "DELETE",
+        "/v1/spaces/{space}/grants/{agent_id}",
+        lambda c, u: c.delete(f"/v1/spaces/{u}/grants/bob"),
+        _status(404),
+    ),
+    "share": Case(
+        "POST",
+        "/v1/spaces/{space}/share",
+        lambda c, u: c.post(f"/v1/spaces/{u}/share", json={"ids": ["g-1"], "user_id": u}),
+        _status(404),
+    ),
+    "share-from-space": Case(
+        "POST",
+        "/v1/spaces/{space}/share",
+        lambda c, u: c.post("/v1/spaces/mine/share", json={"ids": ["g-3"], "space": u}),
+        _status(404),
+    ),
+    "trust": Case("GET", "/v1/trust", lambda c, u: c.get("/v1/trust"), _empty("trust", {})),
+    "trust-set": Case(
+        "PUT", "/v1/trust/{of_agent}", lambda c, u: c.put(f"/v1/trust/{u}", json={"weight": 0.5}), _only_acme_trust
+    ),
     "version": Case("GET", "/v1/version", lambda c, u: c.get("/v1/version"), lambda r: None),
     "health": Case("GET", "/v1/health", lambda c, u: c.get("/v1/health"), _status(200)),
 }
@@ -209,9 +281,26 @@ USERS = ["ana", "globex/ana"]
 
 
 @pytest.fixture
+def acme(keys: ClosableKeyStore) -> Caller:
+    """acme, acting as an agent called as globex's is."""
+    return make_caller(keys, "acme", agent_id="ana")
+
+
+@pytest.fixture
+def globex(keys: ClosableKeyStore) -> Caller:
+    """globex, acting as agent "ana" (the admin of its space "ana")."""
+    return make_caller(keys, "globex", agent_id="ana")
+
+
+@pytest.fixture
 def seeded(live: LiveServer, globex: Caller, memory: Memory) -> httpx.Client:
-    """globex's client, after storing (and deriving tiers from) memories of user "ana"."""
+    """globex's client, after storing (and deriving tiers from) memories of user "ana" and of space "ana"."""
     http = httpx.Client(base_url=live.url, headers=globex.headers, timeout=30)
+    assert http.post("/v1/spaces", json={"space": "ana"}).status_code == 201
+    assert http.put("/v1/spaces/ana/grants/bob", json={"access": "read"}).status_code == 200
+    assert http.put("/v1/trust/mallory", json={"weight": 0.25}).status_code == 200
+    shared = [{"role": "user", "content": SECRET + " (shared)", "id": "g-3"}]
+    assert http.post("/v1/memories", json={"messages": shared, "space": "ana"}).status_code == 201
     messages = [
         {"role": "user", "content": SECRET, "id": "g-1"},
         {"role": "assistant", "content": "GLOBEX-SECRET noted: the hospital in Lisbon", "id": "g-2"},
@@ -229,6 +318,10 @@ def _globex_view(http: httpx.Client) -> object:
         "history": http.get("/v1/memories", params={"user_id": "ana"}).json(),
         "inspect": http.get("/v1/inspect", params={"user_id": "ana"}).json()["counts"],
         "export": http.get("/v1/export").text,
+        "space": http.get("/v1/memories", params={"space": "ana"}).json(),
+        "grants": http.get("/v1/spaces/ana/grants").json(),
+        "spaces": http.get("/v1/spaces").json(),
+        "trust": http.get("/v1/trust").json(),
     }
 
 

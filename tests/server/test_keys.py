@@ -87,3 +87,18 @@ def test_bad_tenants_are_refused(store: ClosableKeyStore, tenant: str) -> None:
 def test_bad_names_are_refused(store: ClosableKeyStore, name: str) -> None:
     with pytest.raises(InvalidInput, match="name"):
         create_key(store, tenant="acme", name=name)
+
+
+def test_a_key_may_name_the_agent_it_acts_as(store: ClosableKeyStore) -> None:
+    key, secret = create_key(store, tenant="acme", name="ops", agent_id="deploy-bot")
+    assert key.agent_id == "deploy-bot"
+    found = find_key(store, secret)
+    assert found == key and found.agent_id == "deploy-bot"
+    assert create_key(store, tenant="acme")[0].agent_id is None
+
+
+@pytest.mark.parametrize("agent_id", ["", " ", "a\x00b", "x" * 252])
+def test_an_agent_the_key_could_not_act_as_is_refused(store: ClosableKeyStore, agent_id: str) -> None:
+    with pytest.raises(InvalidInput, match="agent_id"):
+        create_key(store, tenant="acme", agent_id=agent_id)
+    assert list_keys(store) == []

@@ -102,21 +102,33 @@ def serve(
 def create(
     tenant: Annotated[str, typer.Option(help="The tenant the key acts for (letters, digits, '.', '_', '-').")],
     name: Annotated[str, typer.Option(help="A label, e.g. who or what uses the key.")] = "default",
+    agent: Annotated[
+        str | None,
+        typer.Option(help="The agent the key acts as in shared spaces (default: the server_agent_id setting)."),
+    ] = None,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an API key for a tenant and print its secret, which is shown only this once.
 
-    Example: memstrata keys create --tenant acme --name support-bot
+    Example: memstrata keys create --tenant acme --name support-bot --agent support-bot
     """
     with _key_store(home) as store:
-        key, secret = create_key(store, tenant=tenant, name=name)
+        key, secret = create_key(store, tenant=tenant, name=name, agent_id=agent)
     if as_json:
         print_json(
-            {"id": key.id, "tenant": key.tenant, "name": key.name, "created_at": key.created_at, "secret": secret}
+            {
+                "id": key.id,
+                "tenant": key.tenant,
+                "name": key.name,
+                "agent_id": key.agent_id,
+                "created_at": key.created_at,
+                "secret": secret,
+            }
         )
         return
-    console.print(Text.assemble("created key ", (key.id, "bold"), f" for tenant {key.tenant!r} ({key.name})"))
+    acting = f", acting as agent {key.agent_id!r}" if key.agent_id is not None else ""
+    console.print(Text.assemble("created key ", (key.id, "bold"), f" for tenant {key.tenant!r} ({key.name}){acting}"))
     console.print(f"secret: {secret}", highlight=False, soft_wrap=True, markup=False)
     console.print("Store it now: only its hash is kept, so it cannot be shown again.", highlight=False)
 
@@ -136,10 +148,12 @@ def list_(
     if as_json:
         print_json([{**to_jsonable(key), "is_active": key.is_active} for key in keys])
         return
-    table = Table("id", "tenant", "name", "created", "revoked")
+    table = Table("id", "tenant", "name", "agent", "created", "revoked")
     for key in keys:
         revoked = f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""
-        table.add_row(shown(key.id), shown(key.tenant), shown(key.name), f"{key.created_at:%Y-%m-%d %H:%M}", revoked)
+        agent = shown(key.agent_id) if key.agent_id is not None else ""
+        created = f"{key.created_at:%Y-%m-%d %H:%M}"
+        table.add_row(shown(key.id), shown(key.tenant), shown(key.name), agent, created, revoked)
     console.print(table if keys else "no API keys")
 
 

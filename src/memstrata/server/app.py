@@ -19,12 +19,14 @@ from memstrata.server.errors import install_error_handlers
 from memstrata.server.gate import Gate
 from memstrata.server.keys import open_key_store
 from memstrata.server.limits import BodyLimit
-from memstrata.server.routes import admin, memories, search, tiers
+from memstrata.server.routes import admin, memories, search, spaces, tiers
 
 DESCRIPTION = """Persistent memory for LLM agents over HTTP: `add` what was said, `search` or
 build a `context` before answering. Every request but `/v1/health` needs
 `Authorization: Bearer <API key>`; each key belongs to a tenant, and a tenant sees only
-its own users' memories. Errors are `{"error": {"code", "message"}}`."""
+its own users' memories. Agents share memory through named spaces (`/v1/spaces`): pass
+`space` in place of `user_id`, and the request acts as its key's agent, checked against
+that agent's grants. Errors are `{"error": {"code", "message"}}`."""
 
 
 def create_app(
@@ -68,7 +70,7 @@ def create_app(
     install_error_handlers(app, without_a_valid_key)
     app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
     app.add_middleware(Gate, anonymous=chosen.server_allow_anonymous, host=chosen.server_host)  # outermost: first
-    for module in (memories, search, tiers, admin):
+    for module in (memories, search, tiers, spaces, admin):
         app.include_router(module.router)
     return app
 

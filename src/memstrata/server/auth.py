@@ -1,4 +1,4 @@
-"""Bearer API keys → the caller's tenant, as a dependency of every route but health."""
+"""Bearer API keys → the caller's tenant (and the agent it acts as), as a dependency of every route but health."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
+from memstrata.server.acting import Actor
 from memstrata.server.dependencies import Services, ServicesDep
 from memstrata.server.errors import Forbidden, Unauthorized, forbidden, unauthorized
 from memstrata.server.keys import SECRET_PREFIX, find_key
@@ -33,13 +34,17 @@ def bearer_secret(request: Request) -> str | None:
 
 
 def authenticate(request: Request, services: Services, secret: str | None) -> Tenant:
-    """The tenant of ``secret`` (None: no usable Authorization header); Unauthorized or Forbidden otherwise."""
+    """The tenant of ``secret`` (None: no usable Authorization header); Unauthorized or Forbidden otherwise.
+
+    The agent the request acts as goes to ``request.state.agent_id`` (read by ``current_actor``).
+    """
     if secret is None:
         if request.headers.get("authorization"):
             raise Unauthorized("the Authorization header must be 'Bearer <API key>'")
         if not services.settings.server_allow_anonymous:
             raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' (memstrata keys create)")
         tenant = Tenant(LOCAL_TENANT)
+        agent = services.settings.server_agent_id
     else:
         key = find_key(services.keys, secret)
         if key is None:
@@ -47,11 +52,20 @@ def authenticate(request: Request, services: Services, secret: str | None) -> Te
         if not key.is_active:
             raise Forbidden(f"API key {key.id} was revoked; ask for a new one")
         tenant = Tenant(key.tenant)
+        agent = key.agent_id if key.agent_id is not None else services.settings.server_agent_id
     request.state.tenant = tenant
+    request.state.agent_id = agent
     return tenant
 
 
+def current_actor(request: Request, tenant: Annotated[Tenant, Depends(current_tenant)]) -> Actor:
+    """The tenant of the presented key and the agent it acts as in shared spaces (its key's, else server_agent_id)."""
+    agent: str | None = request.state.agent_id
+    return Actor(tenant=tenant, agent_id=agent)
+
+
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
+ActorDep = Annotated[Actor, Depends(current_actor)]
 
 
 async def without_a_valid_key(request: Request) -> JSONResponse | None:

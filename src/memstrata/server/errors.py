@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from memstrata.errors import (
     AccessDenied,
@@ -150,11 +151,18 @@ def _allowed_methods(request: Request) -> list[str]:
     """Every method the path supports (Starlette's 405 names only the first route that matched the path)."""
     methods: set[str] = set()
     for template, operations in request.app.openapi()["paths"].items():
-        # A path parameter may itself contain "/" (a memory id).
+        # A path parameter may itself contain "/" (a memory id) ...
         pattern = re.sub(r"\\{[^}]+\\}", ".+", re.escape(template))
         if re.fullmatch(pattern, request.url.path):
             methods.update(method.upper() for method in operations)
-    return sorted(methods)
+    # ... though most may not ("/v1/spaces/x/grants" is no space "x/grants"): the router has the last word.
+    return sorted(method for method in methods if _routed(request, method))
+
+
+def _routed(request: Request, method: str) -> bool:
+    """Whether a route of the app takes ``method`` on the request's path."""
+    scope = {**request.scope, "method": method}
+    return any(route.matches(scope)[0] is Match.FULL for route in request.app.routes)
 
 
 async def unauthorized(request: Request, error: Exception) -> JSONResponse:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from memstrata import ApiKey, ClosableKeyStore, KeyStore, open_key_store
 from memstrata.errors import NotFound
 from memstrata.ids import IdGenerator
-from memstrata.server.tenancy import check_tenant
+from memstrata.server.tenancy import Tenant, check_tenant
 from memstrata.validation import check_identifier
 
 __all__ = [
@@ -42,11 +42,24 @@ def hash_secret(secret: str) -> str:
 
 
 def create_key(
-    store: KeyStore, *, tenant: str, name: str = "default", now: datetime | None = None
+    store: KeyStore,
+    *,
+    tenant: str,
+    name: str = "default",
+    agent_id: str | None = None,
+    now: datetime | None = None,
 ) -> tuple[ApiKey, str]:
-    """Make and store a key for ``tenant``; returns the record and the secret, which is shown only now."""
+    """Make and store a key for ``tenant``; returns the record and the secret, which is shown only now.
+
+    ``agent_id`` is the agent the key acts as in shared spaces (plain, inside the tenant).
+    """
     label = str(check_identifier(name, "name"))
-    key = ApiKey(id=IdGenerator().new(), tenant=check_tenant(tenant), name=label, created_at=now or datetime.now(UTC))
+    owner = Tenant(check_tenant(tenant))
+    if agent_id is not None:
+        owner.inside(agent_id, "agent_id")  # refused now, not on the key's first request, if it cannot be used
+    key = ApiKey(
+        id=IdGenerator().new(), tenant=owner.name, name=label, created_at=now or datetime.now(UTC), agent_id=agent_id
+    )
     secret = new_secret()
     store.add_api_key(key, hash_secret(secret))
     return key, secret

@@ -20,7 +20,9 @@ DerivedTier = Literal["longterm", "scene", "midterm", "consolidation"]
 PrunableTier = Literal["episodic", "midterm", "longterm"]
 
 Identifier = Annotated[str, Field(min_length=1, max_length=MAX_IDENTIFIER_LENGTH)]
-"""A user, session, agent, message id or speaker name: non-blank text without NUL (the namespace shortens it)."""
+"""A user, space, session, agent, message id or speaker name: non-blank text without NUL (the namespace shortens it)."""
+MAX_SPACES = 100
+"""Most spaces one search or context names."""
 
 
 def _iso_text(value: object) -> object:
@@ -29,6 +31,35 @@ def _iso_text(value: object) -> object:
         raise ValueError("must be an ISO 8601 date-time string with an offset, e.g. 2024-05-01T09:30:00Z")
     return value
 
+
+UserIn = Annotated[Identifier | None, Field(description="Whose memory: a user's id (or name a `space` instead).")]
+SpaceIn = Annotated[
+    Identifier | None,
+    Field(
+        description="A shared space's name, in place of `user_id`: the request acts as its API key's agent "
+        "(else the server's `server_agent_id`), which needs access to the space."
+    ),
+]
+SpacesIn = Annotated[
+    Annotated[list[Identifier], Field(max_length=MAX_SPACES)] | Literal["all"] | None,
+    Field(
+        description='Shared spaces ranked together with the memory named, or "all" the acting agent may read; '
+        "each result names its `space` and `written_by`."
+    ),
+]
+AgentIn = Annotated[
+    Identifier | None,
+    Field(
+        description="In a user's memory, the agent: stored on what is added, a filter on what is read. In a space "
+        "the request acts as its key's agent, so this may only name that agent (another is 403)."
+    ),
+]
+OwnerUser = Annotated[str | None, Field(description="The user whose memory it is; null in a shared space.")]
+OwnerSpace = Annotated[str | None, Field(description="The shared space it belongs to; null in a user's memory.")]
+SpaceOf = Annotated[str | None, Field(description="The shared space it comes from; null: the user's own memory.")]
+WrittenBy = Annotated[
+    str | None, Field(description="The agent that wrote it (a turn's `agent_id`; a derived item's source turn's).")
+]
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # how an ISO 8601 date-time begins; "1700000000" does not
 IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
@@ -80,9 +111,10 @@ class AddRequest(RequestModel):
     """``Memory.add``: one string (a user message) or a list of messages."""
 
     messages: str | list[MessageIn]
-    user_id: Identifier
+    user_id: UserIn = None
+    space: SpaceIn = None
     session_id: Identifier | None = None
-    agent_id: Identifier | None = None
+    agent_id: AgentIn = None
     metadata: dict[str, Any] | None = None
     timestamp: IsoTime | None = Field(default=None, description="When it was said (default: now).")
     id: Identifier | None = Field(default=None, description="Id of a single message (or give each message an id).")
@@ -93,7 +125,7 @@ class SearchFiltersIn(RequestModel):
     """What narrows a search inside one user's memory."""
 
     session_id: Identifier | None = None
-    agent_id: Identifier | None = None
+    agent_id: AgentIn = None
     roles: list[RoleName] = Field(default_factory=list)
     after: IsoTime | None = None
     before: IsoTime | None = None
@@ -103,7 +135,8 @@ class SearchRequest(RequestModel):
     """``Memory.search``."""
 
     query: str
-    user_id: Identifier
+    user_id: UserIn = None
+    space: SpaceIn = None
     limit: int = Field(default=10, ge=1, le=MAX_PAGE, strict=True)
     mode: SearchMode = "hybrid"
     tiers: list[DerivedTier] = Field(
@@ -119,15 +152,18 @@ class SearchRequest(RequestModel):
     )
     filters: SearchFiltersIn = Field(default_factory=SearchFiltersIn)
     timezone: TimeZoneName | None = None
+    spaces: SpacesIn = None
 
 
 class ContextRequest(RequestModel):
     """``Memory.context``: a prompt-ready memory block under a token budget."""
 
     query: str
-    user_id: Identifier
+    user_id: UserIn = None
+    space: SpaceIn = None
+    spaces: SpacesIn = None
     token_budget: int = Field(default=1000, ge=MIN_BUDGET, le=MAX_BUDGET, strict=True)
-    agent_id: Identifier | None = None
+    agent_id: AgentIn = None
     session_id: Identifier | None = None
     include_superseded: bool = Field(default=False, strict=True)
     timezone: TimeZoneName | None = None
@@ -143,32 +179,36 @@ class ChatRequest(RequestModel):
     """``Memory.chat``: answer a message from memory, then remember the exchange."""
 
     message: str
-    user_id: Identifier
+    user_id: UserIn = None
+    space: SpaceIn = None
     session_id: Identifier | None = None
-    agent_id: Identifier | None = None
+    agent_id: AgentIn = None
     token_budget: int = Field(default=1000, ge=MIN_BUDGET, le=MAX_BUDGET, strict=True)
     system: str | None = Field(default=None, description="Instructions replacing the agent's default system prompt.")
     timezone: TimeZoneName | None = None
 
 
 class ScopeRequest(RequestModel):
-    """A user, optionally narrowed to one agent and/or session."""
+    """A user (optionally narrowed to one agent and/or session), or a space (optionally one session)."""
 
-    user_id: Identifier
-    agent_id: Identifier | None = None
+    user_id: UserIn = None
+    space: SpaceIn = None
+    agent_id: AgentIn = None
     session_id: Identifier | None = None
 
 
 class UserRequest(RequestModel):
-    """An operation on one user's memory."""
+    """An operation on one user's memory, or a space's."""
 
-    user_id: Identifier
+    user_id: UserIn = None
+    space: SpaceIn = None
 
 
 class PruneRequest(RequestModel):
     """``Memory.prune``: delete a tier's items older than a cutoff and/or beyond the newest N."""
 
-    user_id: Identifier
+    user_id: UserIn = None
+    space: SpaceIn = None
     tier: PrunableTier
     older_than_seconds: float | None = Field(default=None, ge=0, le=3e9, strict=True, description="At most ~95 years.")
     keep_last: int | None = Field(default=None, ge=0, le=MAX_OFFSET, strict=True)
@@ -181,7 +221,8 @@ class MemoryOut(ResponseModel):
     """One stored message (a turn)."""
 
     id: str
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     role: RoleName
     content: str
     created_at: datetime
@@ -215,6 +256,8 @@ class HitOut(ResponseModel):
     turn: MemoryOut | None
     source_turn_ids: list[str]
     ranks: dict[str, int]
+    space: SpaceOf
+    written_by: WrittenBy
 
 
 class SearchResponse(ResponseModel):
@@ -234,13 +277,16 @@ class ContextItemOut(ResponseModel):
     score: float
     source_turn_ids: list[str]
     is_abridged: bool = Field(description="An excerpt shown less its grammar words; the turn holds every word.")
+    space: SpaceOf
+    written_by: WrittenBy
 
 
 class ContextOut(ResponseModel):
     """A memory block for a prompt and what it is made of."""
 
     query: str
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     text: str
     tokens: int
     token_budget: int
@@ -279,7 +325,8 @@ class ChatOut(ResponseModel):
 class DeletionOut(ResponseModel):
     """What a forget removed."""
 
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     turns: int
     agent_id: str | None
     session_id: str | None
@@ -289,7 +336,8 @@ class CellOut(ResponseModel):
     """A long-term memory cell with its validity."""
 
     id: str
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     kind: str
     subject: str
     attribute: str
@@ -313,7 +361,8 @@ class CellsResponse(ResponseModel):
 class ProfileOut(ResponseModel):
     """A user's stable traits and preferences."""
 
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     profile: dict[str, str]
 
 
@@ -364,7 +413,8 @@ class ConsolidationOut(ResponseModel):
     """One "sleep" summary with its token-efficiency score."""
 
     id: str
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     summary: str
     source_turn_ids: list[str]
     compression_ratio: float
@@ -383,7 +433,8 @@ class SegmentOut(ResponseModel):
     """A mid-term topic segment."""
 
     id: str
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     summary: str
     keywords: list[str]
     visits: int
@@ -414,7 +465,8 @@ class EventOut(ResponseModel):
 class InspectionOut(ResponseModel):
     """Every tier of one user's memory."""
 
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     counts: dict[str, int]
     working: list[MemoryOut]
     segments: list[SegmentOut]
@@ -431,7 +483,8 @@ class InspectionOut(ResponseModel):
 class RetriedJobsOut(ResponseModel):
     """How many failed background jobs were queued again."""
 
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     requeued: int = Field(
         description="Jobs queued again; they run in the background, and inspect counts any that fail again."
     )
@@ -440,7 +493,8 @@ class RetriedJobsOut(ResponseModel):
 class PruneOut(ResponseModel):
     """How many items a prune deleted."""
 
-    user_id: str
+    user_id: OwnerUser
+    space: OwnerSpace
     tier: str
     deleted: int
 

@@ -8,11 +8,15 @@ confined to the caller's namespace (another tenant's memory is simply not found)
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from memstrata.errors import InvalidInput
+from memstrata.errors import InvalidInput, NotFound
+from memstrata.models import SPACE_MARK
 from memstrata.validation import MAX_IDENTIFIER_LENGTH, check_identifier
 
+T = TypeVar("T")
 SEPARATOR = "/"
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 LOCAL_TENANT = "local"
@@ -67,6 +71,19 @@ class Tenant:
         """
         return not requested.startswith(self.prefix)
 
+    def find(self, requested: str, lookup: Callable[[str], T]) -> T:
+        """``lookup`` of the memory a requested id names: the client's own id, namespaced, else one memstrata made.
+
+        Chat turns stored before chat ids were namespaced, and copies shared into a space,
+        carry no namespace; ``lookup`` stays in the memory the request names either way.
+        """
+        try:
+            return lookup(self.inside(requested, "id"))
+        except NotFound:
+            if not self.may_be_unprefixed(requested):
+                raise
+            return lookup(requested)
+
     def owns(self, stored: str) -> bool:
         """Whether a stored user id belongs to this tenant."""
         return stored.startswith(self.prefix)
@@ -75,6 +92,9 @@ class Tenant:
         """An error message with this tenant's namespace taken out of the ids it quotes.
 
         Only a prefix that opens a quoted id is taken out ("id 'acme/x'" → "id 'x'"); the
-        same letters elsewhere in the message ("'zzacme/q'") are the client's own.
+        same letters elsewhere in the message ("'zzacme/q'") are the client's own. A space's
+        stored scope id is quoted as its plain name ("'team'"), whether its mark is written
+        as the character or as the escape ``repr`` makes of it.
         """
-        return re.sub(f"(?<=['\"]){re.escape(self.prefix)}", "", message)
+        mark = f"(?:{re.escape(SPACE_MARK)}|{re.escape(ascii(SPACE_MARK)[1:-1])})?"
+        return re.sub(f"(?<=['\"]){mark}{re.escape(self.prefix)}", "", message)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from memstrata.errors import InvalidInput
+from memstrata.models import space_of
 from memstrata.server.tenancy import Tenant
 from memstrata.transfer import end_line, parse_record
 
@@ -26,9 +27,17 @@ def exported_lines(header: str, handles: Iterable[IO[str]], tenant: Tenant) -> I
             record = json.loads(line)
             if record.get("kind") != _TURN:
                 continue
-            if not tenant.owns(str(record.get("user_id", ""))):
-                continue  # never expected (files are exported per user of the tenant), but never leaked
-            record["user_id"] = tenant.outside(record["user_id"])
+            scope = str(record.get("user_id", ""))
+            space = space_of(scope)
+            if not tenant.owns(scope if space is None else space):
+                continue  # never expected (files are exported per user or space of the tenant), but never leaked
+            if space is None:
+                record["user_id"] = tenant.outside(scope)
+            else:  # a space's scope id is never shown: its lines name the space, and its agents plainly
+                del record["user_id"]
+                record["space"] = tenant.outside(space)
+                if isinstance(record.get("agent_id"), str):
+                    record["agent_id"] = tenant.outside(record["agent_id"])
             record["id"] = tenant.outside(str(record["id"]))
             turns += 1
             yield json.dumps(record, ensure_ascii=False) + "\n"
@@ -51,6 +60,11 @@ def imported_lines(data: bytes, tenant: Tenant) -> Iterator[str]:
             yield "\n"  # keeps the line numbers of messages those of the upload
             continue
         record = parse_record(line, number)
+        if record.get("kind") == _TURN and "space" in record:
+            raise InvalidInput(
+                f"line {number}: a shared space's memories are not imported; add them with POST /v1/memories"
+                " and a space, as an agent with write access to it"
+            )
         if record.get("kind") == _TURN:
             try:
                 record["user_id"] = tenant.inside(record.get("user_id"), "user_id")

@@ -1,4 +1,8 @@
-"""Core values as response models, with every stored id mapped back out of the tenant's namespace."""
+"""Core values as response models, with every stored id mapped back out of the tenant's namespace.
+
+A space's memories are stored under a scope id no client sees: they answer with the
+space's plain name in ``space`` and ``user_id`` null, and their agents' plain ids.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +13,20 @@ from memstrata.models import (
     Cell,
     Consolidation,
     Context,
+    ContextItem,
     Deletion,
     EntityEdge,
     EntityNode,
+    Grant,
     Hit,
     Inspection,
     MemoryEvent,
     Pattern,
     Segment,
+    Space,
     Subgraph,
     Turn,
+    space_of,
 )
 from memstrata.server.schemas import (
     CellOut,
@@ -36,6 +44,7 @@ from memstrata.server.schemas import (
     PatternOut,
     SegmentOut,
 )
+from memstrata.server.space_schemas import GrantOut, SpaceOut
 from memstrata.server.tenancy import Tenant
 
 # Audit-log details that quote stored ids.
@@ -46,16 +55,33 @@ def _ids(tenant: Tenant, stored: Iterable[str]) -> list[str]:
     return [tenant.outside(item) for item in stored]
 
 
+def owner_out(stored: str, tenant: Tenant) -> tuple[str | None, str | None]:
+    """(user_id, space) a client sees for a stored scope id: a user's plain id, or a space's plain name."""
+    space = space_of(stored)
+    return (tenant.outside(stored), None) if space is None else (None, tenant.outside(space))
+
+
+def _space(stored: str | None, tenant: Tenant) -> str | None:
+    return None if stored is None else tenant.outside(stored)
+
+
+def _agent(agent_id: str | None, space: str | None, tenant: Tenant) -> str | None:
+    """An agent as a client sees it: in a space a namespaced agent; in a user's memory the client's own label."""
+    return tenant.outside(agent_id) if space is not None and agent_id is not None else agent_id
+
+
 def memory_out(turn: Turn, tenant: Tenant) -> MemoryOut:
     """A stored turn."""
+    user_id, space = owner_out(turn.user_id, tenant)
     return MemoryOut(
         id=tenant.outside(turn.id),
-        user_id=tenant.outside(turn.user_id),
+        user_id=user_id,
+        space=space,
         role=turn.role.value,
         content=turn.content,
         created_at=turn.created_at,
         session_id=turn.session_id,
-        agent_id=turn.agent_id,
+        agent_id=_agent(turn.agent_id, space, tenant),
         name=turn.name,
         metadata=dict(turn.metadata),
         importance=turn.importance,
@@ -72,39 +98,66 @@ def hit_out(hit: Hit, tenant: Tenant) -> HitOut:
         turn=memory_out(hit.turn, tenant) if hit.turn is not None else None,
         source_turn_ids=_ids(tenant, hit.source_turn_ids),
         ranks=dict(hit.ranks),
+        space=_space(hit.space, tenant),
+        written_by=_agent(hit.written_by, hit.space, tenant),
     )
 
 
 def context_out(context: Context, tenant: Tenant) -> ContextOut:
-    """An assembled context."""
-    return ContextOut(
-        query=context.query,
-        user_id=tenant.outside(context.user_id),
-        text=context.text,
-        tokens=context.tokens,
-        token_budget=context.token_budget,
-        items=[
+    """An assembled context; its lines from shared spaces name the space and writer as the client knows them."""
+    user_id, space = owner_out(context.user_id, tenant)
+    text = context.text
+    items: list[ContextItemOut] = []
+    for item in context.items:
+        line = _shared_line(item, tenant)
+        if line != item.text:
+            # Shared lines end the block, so a line's last occurrence is the line itself (not the user's own part).
+            head, found, tail = text.rpartition(item.text)
+            text = head + line + tail if found else text
+        items.append(
             ContextItemOut(
                 kind=item.kind,
                 tier=item.tier,
                 id=tenant.outside(item.id),
-                text=item.text,
+                text=line,
                 tokens=item.tokens,
                 score=item.score,
                 source_turn_ids=_ids(tenant, item.source_turn_ids),
                 is_abridged=item.is_abridged,
+                space=_space(item.space, tenant),
+                written_by=_agent(item.written_by, item.space, tenant),
             )
-            for item in context.items
-        ],
+        )
+    return ContextOut(
+        query=context.query,
+        user_id=user_id,
+        space=space,
+        text=text,
+        tokens=context.tokens,
+        token_budget=context.token_budget,
+        items=items,
         omitted=context.omitted,
         turn_ids=_ids(tenant, context.turn_ids),
     )
 
 
+def _shared_line(item: ContextItem, tenant: Tenant) -> str:
+    """A context line from a shared space, "- [space, by writer] …", with the space and writer unprefixed."""
+    if item.space is None:
+        return item.text
+    stored = f"- [{item.space}, by {item.written_by or 'unknown'}] "
+    if not item.text.startswith(stored):
+        return item.text  # the space's own context: its lines name no space
+    writer = _agent(item.written_by, item.space, tenant) or "unknown"
+    return f"- [{tenant.outside(item.space)}, by {writer}] " + item.text[len(stored) :]
+
+
 def deletion_out(deletion: Deletion, tenant: Tenant) -> DeletionOut:
-    """What a forget removed."""
+    """What a forget (or a space's deletion) removed."""
+    user_id, space = owner_out(deletion.user_id, tenant)
     return DeletionOut(
-        user_id=tenant.outside(deletion.user_id),
+        user_id=user_id,
+        space=space,
         turns=deletion.turns,
         agent_id=deletion.agent_id,
         session_id=deletion.session_id,
@@ -113,9 +166,11 @@ def deletion_out(deletion: Deletion, tenant: Tenant) -> DeletionOut:
 
 def cell_out(cell: Cell, tenant: Tenant) -> CellOut:
     """A long-term cell."""
+    user_id, space = owner_out(cell.user_id, tenant)
     return CellOut(
         id=cell.id,
-        user_id=tenant.outside(cell.user_id),
+        user_id=user_id,
+        space=space,
         kind=cell.kind,
         subject=cell.subject,
         attribute=cell.attribute,
@@ -165,9 +220,11 @@ def _edge_out(edge: EntityEdge) -> EdgeOut:
 
 def consolidation_out(consolidation: Consolidation, tenant: Tenant) -> ConsolidationOut:
     """A sleep summary."""
+    user_id, space = owner_out(consolidation.user_id, tenant)
     return ConsolidationOut(
         id=consolidation.id,
-        user_id=tenant.outside(consolidation.user_id),
+        user_id=user_id,
+        space=space,
         summary=consolidation.summary,
         source_turn_ids=_ids(tenant, consolidation.source_turn_ids),
         compression_ratio=consolidation.compression_ratio,
@@ -179,9 +236,11 @@ def consolidation_out(consolidation: Consolidation, tenant: Tenant) -> Consolida
 
 def segment_out(segment: Segment, tenant: Tenant) -> SegmentOut:
     """A mid-term segment."""
+    user_id, space = owner_out(segment.user_id, tenant)
     return SegmentOut(
         id=segment.id,
-        user_id=tenant.outside(segment.user_id),
+        user_id=user_id,
+        space=space,
         summary=segment.summary,
         keywords=list(segment.keywords),
         visits=segment.visits,
@@ -201,16 +260,24 @@ def event_out(event: MemoryEvent, tenant: Tenant) -> EventOut:
 
 
 def _detail(detail: Mapping[str, Any], tenant: Tenant) -> dict[str, Any]:
-    return {
-        key: tenant.outside(value) if key in _ID_DETAILS and isinstance(value, str) else value
-        for key, value in detail.items()
-    }
+    shown: dict[str, Any] = {}
+    for key, value in detail.items():
+        if key in _ID_DETAILS and isinstance(value, str):
+            user_id, space = owner_out(value, tenant)
+            if space is not None:
+                shown["space"] = space  # a space's scope id is never shown, only its name
+                continue
+            value = user_id
+        shown[key] = value
+    return shown
 
 
 def inspection_out(report: Inspection, tenant: Tenant) -> InspectionOut:
-    """Every tier of one user."""
+    """Every tier of one user or space."""
+    user_id, space = owner_out(report.user_id, tenant)
     return InspectionOut(
-        user_id=tenant.outside(report.user_id),
+        user_id=user_id,
+        space=space,
         counts=dict(report.counts),
         working=[memory_out(turn, tenant) for turn in report.working],
         segments=[segment_out(segment, tenant) for segment in report.segments],
@@ -222,4 +289,19 @@ def inspection_out(report: Inspection, tenant: Tenant) -> InspectionOut:
         events=[event_out(event, tenant) for event in report.events],
         pending_jobs=report.pending_jobs,
         failed_jobs=report.failed_jobs,
+    )
+
+
+def space_out(space: Space, tenant: Tenant) -> SpaceOut:
+    """A shared space."""
+    return SpaceOut(space=tenant.outside(space.name), description=space.description, created_at=space.created_at)
+
+
+def grant_out(grant: Grant, tenant: Tenant) -> GrantOut:
+    """An agent's access to a space."""
+    return GrantOut(
+        space=tenant.outside(grant.space),
+        agent_id=tenant.outside(grant.agent_id),
+        access=grant.access.value,
+        granted_at=grant.granted_at,
     )

@@ -9,14 +9,33 @@ from fastapi import Query
 from memstrata.server.schemas import ErrorOut
 from memstrata.validation import MAX_IDENTIFIER_LENGTH
 
-UserQuery = Annotated[str, Query(min_length=1, max_length=MAX_IDENTIFIER_LENGTH, description="Whose memory.")]
+UserQuery = Annotated[
+    str | None,
+    Query(min_length=1, max_length=MAX_IDENTIFIER_LENGTH, description="Whose memory: a user (or name a space)."),
+]
+SpaceQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_IDENTIFIER_LENGTH,
+        description="A shared space, in place of user_id: the request acts as its key's agent, which needs access.",
+    ),
+]
+AgentQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_IDENTIFIER_LENGTH,
+        description="Only this agent's memories of the user; in a space it may only name the acting agent.",
+    ),
+]
 ScopeQuery = Annotated[
     str | None, Query(min_length=1, max_length=MAX_IDENTIFIER_LENGTH, description="Only this session or agent.")
 ]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No API key, or an unknown one"},
-    403: {"model": ErrorOut, "description": "The API key was revoked"},
+    403: {"model": ErrorOut, "description": "The API key was revoked, or its agent lacks access to the space"},
     422: {"model": ErrorOut, "description": "The request is invalid; the message says how"},
     500: {"model": ErrorOut, "description": "Internal error (details only in the server log)"},
     503: {"model": ErrorOut, "description": "Storage, configuration or embedding model unavailable"},
@@ -30,9 +49,12 @@ BODY_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 """Errors of routes that take a body."""
 
-NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such memory for that user"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No such memory for that user or space, or no such space"}
+}
+SPACE_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such space"}}
 SEGMENT_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorOut, "description": "No such mid-term segment for that user"}
+    404: {"model": ErrorOut, "description": "No such mid-term segment for that user or space, or no such space"}
 }
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut, "description": "The id names different content"}}
 PROVIDER: dict[int | str, dict[str, Any]] = {

@@ -14,10 +14,11 @@ from starlette.background import BackgroundTask
 
 from memstrata import __version__
 from memstrata.errors import InvalidInput
-from memstrata.server.auth import TenantDep
+from memstrata.server.acting import Whose
+from memstrata.server.auth import ActorDep, TenantDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
-from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS
+from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS, SPACE_NOT_FOUND, SpaceQuery
 from memstrata.server.schemas import DeletionOut, ErrorOut, HealthOut, ImportOut, ScopeRequest, VersionOut
 from memstrata.server.transfer import exported_lines, imported_lines
 from memstrata.server.views import deletion_out
@@ -29,38 +30,56 @@ router = APIRouter(prefix="/v1", tags=["admin"], route_class=StrictJSONRoute)
 JSONL = "application/x-ndjson"
 
 
-@router.post("/forget", responses=BODY_ERRORS)
-def forget(body: ScopeRequest, memory: MemoryDep, tenant: TenantDep) -> DeletionOut:
-    """Hard-delete everything of a user (or of one agent/session of it), indexes included."""
+@router.post("/forget", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+def forget(body: ScopeRequest, memory: MemoryDep, actor: ActorDep) -> DeletionOut:
+    """Hard-delete everything of a user (or of one agent/session of it), indexes included.
+
+    A ``space`` loses its memories (every agent's, or one session's) but keeps its grants;
+    the acting agent needs admin access. ``DELETE /v1/spaces/{space}`` removes the space itself.
+    """
+    whose = actor.whose(body.user_id, body.space, body.agent_id)
     deletion = memory.forget(
-        user_id=tenant.inside(body.user_id, "user_id"), agent_id=body.agent_id, session_id=body.session_id
+        user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, session_id=body.session_id
     )
-    return deletion_out(deletion, tenant)
+    return deletion_out(deletion, actor.tenant)
 
 
 @router.get(
     "/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {JSONL: {"schema": {"type": "string"}}}, "description": "JSONL export"}, **ERRORS},
+    responses={
+        200: {"content": {JSONL: {"schema": {"type": "string"}}}, "description": "JSONL export"},
+        **ERRORS,
+        **SPACE_NOT_FOUND,
+    },
 )
 def export(
     memory: MemoryDep,
-    tenant: TenantDep,
+    actor: ActorDep,
     user_id: Annotated[
         str | None,
         Query(min_length=1, max_length=MAX_IDENTIFIER_LENGTH, description="Only this user (default: all of yours)."),
     ] = None,
+    space: SpaceQuery = None,
     embeddings: bool = False,
 ) -> StreamingResponse:
-    """Stream your tenant's memories as the JSONL that ``/v1/import`` and ``memstrata import`` read."""
+    """Stream your tenant's memories as the JSONL that ``/v1/import`` and ``memstrata import`` read.
+
+    With ``space``, a shared space's memories instead (the acting agent needs read access);
+    its lines name the ``space`` in place of a ``user_id``.
+    """
+    tenant = actor.tenant
     # Only the tenant's own users are read: another tenant's data is never touched, however large.
-    users = [tenant.inside(user_id, "user_id")] if user_id is not None else memory.users(tenant.prefix)
+    if user_id is None and space is None:
+        whose = [Whose(user_id=user) for user in memory.users(tenant.prefix)]
+    else:
+        whose = [actor.whose(user_id, space)]
     directory = Path(tempfile.mkdtemp(prefix="memstrata-export-"))
-    paths = [directory / f"user-{number}.jsonl" for number in range(len(users))]
+    paths = [directory / f"user-{number}.jsonl" for number in range(len(whose))]
     try:
         # Written before the first byte goes out, so a failure is still an error status.
-        for user, path in zip(users, paths, strict=True):
-            memory.export(path, user_id=user, embeddings=embeddings)
+        for one, path in zip(whose, paths, strict=True):
+            memory.export(path, user_id=one.user_id, space=one.space, agent_id=one.agent_id, embeddings=embeddings)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise

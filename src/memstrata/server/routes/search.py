@@ -1,13 +1,13 @@
-"""``/v1/search``, ``/v1/context`` and ``/v1/chat``: recall before answering."""
+"""``/v1/search``, ``/v1/context`` and ``/v1/chat``: recall before answering, from a user's memory or a space's."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memstrata.server.auth import TenantDep
+from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import IdsDep, MemoryDep
-from memstrata.server.routes import BODY_ERRORS, PROVIDER
+from memstrata.server.routes import BODY_ERRORS, PROVIDER, SPACE_NOT_FOUND
 from memstrata.server.schemas import (
     ChatOut,
     ChatRequest,
@@ -22,16 +22,23 @@ from memstrata.server.views import context_out, hit_out
 router = APIRouter(prefix="/v1", tags=["search"], route_class=StrictJSONRoute)
 
 
-@router.post("/search", responses=BODY_ERRORS)
-def search(body: SearchRequest, memory: MemoryDep, tenant: TenantDep) -> SearchResponse:
-    """The memories most relevant to a query, best first (``Memory.search``); query text is never search syntax."""
+@router.post("/search", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+def search(body: SearchRequest, memory: MemoryDep, actor: ActorDep) -> SearchResponse:
+    """The memories most relevant to a query, best first (``Memory.search``); query text is never search syntax.
+
+    ``spaces`` ranks shared spaces (those named, or ``"all"`` the acting agent may read) with
+    the memory named; each hit names its ``space`` and ``written_by``.
+    """
     filters = body.filters
+    whose = actor.whose(body.user_id, body.space, filters.agent_id)
     hits = memory.search(
         body.query,
-        user_id=tenant.inside(body.user_id, "user_id"),
+        user_id=whose.user_id,
+        space=whose.space,
+        spaces=actor.shared(memory, whose, body.spaces),
         limit=body.limit,
         session_id=filters.session_id,
-        agent_id=filters.agent_id,
+        agent_id=whose.agent_id,
         roles=filters.roles,
         after=filters.after,
         before=filters.before,
@@ -40,34 +47,46 @@ def search(body: SearchRequest, memory: MemoryDep, tenant: TenantDep) -> SearchR
         diversity=body.diversity,
         timezone=body.timezone,
     )
-    return SearchResponse(hits=[hit_out(hit, tenant) for hit in hits])
+    return SearchResponse(hits=[hit_out(hit, actor.tenant) for hit in hits])
 
 
-@router.post("/context", responses=BODY_ERRORS)
-def context(body: ContextRequest, memory: MemoryDep, tenant: TenantDep) -> ContextOut:
-    """A prompt-ready memory block packed under a token budget (``Memory.context``)."""
+@router.post("/context", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+def context(body: ContextRequest, memory: MemoryDep, actor: ActorDep) -> ContextOut:
+    """A prompt-ready memory block packed under a token budget (``Memory.context``).
+
+    ``spaces`` appends what shared spaces hold about the query, each line naming its space and writer.
+    """
+    whose = actor.whose(body.user_id, body.space, body.agent_id)
     assembled = memory.context(
         body.query,
-        user_id=tenant.inside(body.user_id, "user_id"),
+        user_id=whose.user_id,
+        space=whose.space,
+        spaces=actor.shared(memory, whose, body.spaces),
         token_budget=body.token_budget,
-        agent_id=body.agent_id,
+        agent_id=whose.agent_id,
         session_id=body.session_id,
         include_superseded=body.include_superseded,
         timezone=body.timezone,
         verbatim=body.verbatim,
     )
-    return context_out(assembled, tenant)
+    return context_out(assembled, actor.tenant)
 
 
-@router.post("/chat", responses={**BODY_ERRORS, 502: PROVIDER[502]})
-def chat(body: ChatRequest, memory: MemoryDep, tenant: TenantDep, ids: IdsDep) -> ChatOut:
-    """Answer from memory with the configured LLM (an extractive reply without one), then store the exchange."""
+@router.post("/chat", responses={**BODY_ERRORS, **SPACE_NOT_FOUND, 502: PROVIDER[502]})
+def chat(body: ChatRequest, memory: MemoryDep, actor: ActorDep, ids: IdsDep) -> ChatOut:
+    """Answer from memory with the configured LLM (an extractive reply without one), then store the exchange.
+
+    In a ``space`` the acting agent needs write access: the exchange is stored as its own.
+    """
+    tenant = actor.tenant
+    whose = actor.whose(body.user_id, body.space, body.agent_id)
     # Stored ids in the tenant's namespace, as add gives them: an export and re-import then matches them.
     reply = memory.chat(
         body.message,
-        user_id=tenant.inside(body.user_id, "user_id"),
+        user_id=whose.user_id,
+        space=whose.space,
         session_id=body.session_id,
-        agent_id=body.agent_id,
+        agent_id=whose.agent_id,
         token_budget=body.token_budget,
         system=body.system,
         timezone=body.timezone,

@@ -1,4 +1,4 @@
-"""A user's tiers: inspect, segments, consolidate, consolidations, profile, cells, patterns, graph, prune, jobs."""
+"""A user's or space's tiers: inspect, segments, consolidation, profile, cells, patterns, graph, prune, jobs."""
 
 from __future__ import annotations
 
@@ -7,10 +7,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from memstrata.server.auth import TenantDep
+from memstrata.models import Access
+from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
-from memstrata.server.routes import BODY_ERRORS, ERRORS, PROVIDER, SEGMENT_NOT_FOUND, UserQuery
+from memstrata.server.routes import (
+    BODY_ERRORS,
+    ERRORS,
+    PROVIDER,
+    SEGMENT_NOT_FOUND,
+    SPACE_NOT_FOUND,
+    SpaceQuery,
+    UserQuery,
+)
 from memstrata.server.schemas import (
     MAX_PAGE,
     CellsResponse,
@@ -31,102 +40,140 @@ router = APIRouter(prefix="/v1", tags=["tiers"], route_class=StrictJSONRoute)
 
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 SegmentPath = Annotated[str, Path(description="The segment's id (as inspect lists it).")]
+READ_ERRORS = {**ERRORS, **SPACE_NOT_FOUND}
 
 
-@router.get("/inspect", responses=ERRORS)
+@router.get("/inspect", responses=READ_ERRORS)
 def inspect(
-    memory: MemoryDep, tenant: TenantDep, user_id: UserQuery, limit: Annotated[int, Query(ge=1, le=100)] = 20
+    memory: MemoryDep,
+    actor: ActorDep,
+    user_id: UserQuery = None,
+    space: SpaceQuery = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> InspectionOut:
-    """Every tier of a user: counts, working set, segments, profile, cells, patterns, entities, log."""
-    return inspection_out(memory.inspect(user_id=tenant.inside(user_id, "user_id"), limit=limit), tenant)
+    """Every tier of a user or space: counts, working set, segments, profile, cells, patterns, entities, log."""
+    whose = actor.whose(user_id, space)
+    report = memory.inspect(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, limit=limit)
+    return inspection_out(report, actor.tenant)
 
 
 @router.get("/segments/{segment_id}/turns", responses={**ERRORS, **SEGMENT_NOT_FOUND})
 def segment_turns(
-    segment_id: SegmentPath, memory: MemoryDep, tenant: TenantDep, user_id: UserQuery
+    segment_id: SegmentPath, memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None
 ) -> SegmentTurnsResponse:
-    """The turns filed in one of a user's mid-term segments, in the order they were said; 404 if it has none."""
-    # Segment ids are memstrata's and carry no namespace; the namespaced user keeps the lookup in the tenant.
-    found = memory.segment_turns(segment_id, user_id=tenant.inside(user_id, "user_id"))
-    return SegmentTurnsResponse(segment_id=segment_id, turns=[memory_out(turn, tenant) for turn in found])
+    """The turns filed in one of a user's (or space's) mid-term segments, in the order they were said; 404 if none."""
+    whose = actor.whose(user_id, space)
+    # Segment ids are memstrata's and carry no namespace; the namespaced user or space keeps the lookup in the tenant.
+    found = memory.segment_turns(segment_id, user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id)
+    return SegmentTurnsResponse(segment_id=segment_id, turns=[memory_out(turn, actor.tenant) for turn in found])
 
 
-@router.post("/consolidate", responses={**BODY_ERRORS, **PROVIDER})
-def consolidate(body: UserRequest, memory: MemoryDep, tenant: TenantDep) -> ConsolidationsResponse:
-    """Run "sleep" now for a user: summarise what is not consolidated yet (``Memory.consolidate``)."""
-    made = memory.consolidate(user_id=tenant.inside(body.user_id, "user_id"))
-    return ConsolidationsResponse(consolidations=[consolidation_out(item, tenant) for item in made])
+@router.post("/consolidate", responses={**BODY_ERRORS, **SPACE_NOT_FOUND, **PROVIDER})
+def consolidate(body: UserRequest, memory: MemoryDep, actor: ActorDep) -> ConsolidationsResponse:
+    """Run "sleep" now for a user or space: summarise what is not consolidated yet (``Memory.consolidate``)."""
+    whose = actor.whose(body.user_id, body.space)
+    made = memory.consolidate(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id)
+    return ConsolidationsResponse(consolidations=[consolidation_out(item, actor.tenant) for item in made])
 
 
-@router.get("/consolidations", responses=ERRORS)
+@router.get("/consolidations", responses=READ_ERRORS)
 def consolidations(
-    memory: MemoryDep, tenant: TenantDep, user_id: UserQuery, limit: Page = 100
+    memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None, limit: Page = 100
 ) -> ConsolidationsResponse:
     """Stored consolidation summaries, newest first, each with its TES."""
-    found = memory.consolidations(user_id=tenant.inside(user_id, "user_id"), limit=limit)
-    return ConsolidationsResponse(consolidations=[consolidation_out(item, tenant) for item in found])
+    whose = actor.whose(user_id, space)
+    found = memory.consolidations(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, limit=limit)
+    return ConsolidationsResponse(consolidations=[consolidation_out(item, actor.tenant) for item in found])
 
 
-@router.get("/profile", responses=ERRORS)
-def profile(memory: MemoryDep, tenant: TenantDep, user_id: UserQuery) -> ProfileOut:
-    """A user's stable traits and preferences."""
-    return ProfileOut(user_id=user_id, profile=memory.profile(user_id=tenant.inside(user_id, "user_id")))
+@router.get("/profile", responses=READ_ERRORS)
+def profile(memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None) -> ProfileOut:
+    """A user's (or space's) stable traits and preferences."""
+    whose = actor.whose(user_id, space)
+    traits = memory.profile(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id)
+    return ProfileOut(user_id=user_id, space=space, profile=traits)
 
 
-@router.get("/cells", responses=ERRORS)
+@router.get("/cells", responses=READ_ERRORS)
 def cells(
     memory: MemoryDep,
-    tenant: TenantDep,
-    user_id: UserQuery,
+    actor: ActorDep,
+    user_id: UserQuery = None,
+    space: SpaceQuery = None,
     attribute: str | None = None,
     subject: str | None = None,
     include_superseded: bool = False,
     limit: Page = 100,
 ) -> CellsResponse:
     """Long-term memory cells, newest first; ``include_superseded`` shows what was said before."""
+    whose = actor.whose(user_id, space)
     found = memory.cells(
-        user_id=tenant.inside(user_id, "user_id"),
+        user_id=whose.user_id,
+        space=whose.space,
+        agent_id=whose.agent_id,
         attribute=attribute,
         subject=subject,
         include_superseded=include_superseded,
         limit=limit,
     )
-    return CellsResponse(cells=[cell_out(cell, tenant) for cell in found])
+    return CellsResponse(cells=[cell_out(cell, actor.tenant) for cell in found])
 
 
-@router.get("/patterns", responses=ERRORS)
+@router.get("/patterns", responses=READ_ERRORS)
 def patterns(
-    memory: MemoryDep, tenant: TenantDep, user_id: UserQuery, query: str | None = None, limit: Page = 10
+    memory: MemoryDep,
+    actor: ActorDep,
+    user_id: UserQuery = None,
+    space: SpaceQuery = None,
+    query: str | None = None,
+    limit: Page = 10,
 ) -> PatternsResponse:
     """Recurring interaction patterns, by frequency × recency; those matching ``query`` first."""
-    found = memory.patterns(user_id=tenant.inside(user_id, "user_id"), query=query, limit=limit)
+    whose = actor.whose(user_id, space)
+    found = memory.patterns(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, query=query, limit=limit)
     return PatternsResponse(patterns=[pattern_out(pattern) for pattern in found])
 
 
-@router.get("/graph", responses=ERRORS)
+@router.get("/graph", responses=READ_ERRORS)
 def graph(
     memory: MemoryDep,
-    tenant: TenantDep,
-    user_id: UserQuery,
+    actor: ActorDep,
     query: str,
+    user_id: UserQuery = None,
+    space: SpaceQuery = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> GraphOut:
     """The entities a query mentions, their neighbours, and the edges between them."""
-    return graph_out(memory.graph(user_id=tenant.inside(user_id, "user_id"), query=query, limit=limit))
+    whose = actor.whose(user_id, space)
+    return graph_out(
+        memory.graph(user_id=whose.user_id, space=whose.space, agent_id=whose.agent_id, query=query, limit=limit)
+    )
 
 
-@router.post("/prune", responses=BODY_ERRORS)
-def prune(body: PruneRequest, memory: MemoryDep, tenant: TenantDep) -> PruneOut:
-    """Retention: delete a tier's items older than a cutoff and/or beyond the newest ``keep_last``."""
+@router.post("/prune", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+def prune(body: PruneRequest, memory: MemoryDep, actor: ActorDep) -> PruneOut:
+    """Retention: delete a tier's items older than a cutoff and/or beyond the newest ``keep_last``.
+
+    In a space the acting agent needs admin access.
+    """
+    whose = actor.whose(body.user_id, body.space)
+    if whose.space is not None:
+        actor.require(memory, whose.space, Access.ADMIN)  # Memory.prune takes no agent to check
     older_than = timedelta(seconds=body.older_than_seconds) if body.older_than_seconds is not None else None
     deleted = memory.prune(
-        user_id=tenant.inside(body.user_id, "user_id"), tier=body.tier, older_than=older_than, keep_last=body.keep_last
+        user_id=whose.user_id, space=whose.space, tier=body.tier, older_than=older_than, keep_last=body.keep_last
     )
-    return PruneOut(user_id=body.user_id, tier=body.tier, deleted=deleted)
+    return PruneOut(user_id=body.user_id, space=body.space, tier=body.tier, deleted=deleted)
 
 
-@router.post("/jobs/retry", responses=BODY_ERRORS)
-def retry_jobs(body: UserRequest, memory: MemoryDep, tenant: TenantDep) -> RetriedJobsOut:
-    """Queue again a user's background jobs that failed every attempt (``Memory.retry_failed_jobs``)."""
-    requeued = memory.retry_failed_jobs(user_id=tenant.inside(body.user_id, "user_id"))
-    return RetriedJobsOut(user_id=body.user_id, requeued=requeued)
+@router.post("/jobs/retry", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+def retry_jobs(body: UserRequest, memory: MemoryDep, actor: ActorDep) -> RetriedJobsOut:
+    """Queue again a user's (or space's) background jobs that failed every attempt (``Memory.retry_failed_jobs``).
+
+    In a space the acting agent needs write access.
+    """
+    whose = actor.whose(body.user_id, body.space)
+    if whose.space is not None:
+        actor.require(memory, whose.space, Access.WRITE)  # Memory.retry_failed_jobs takes no agent to check
+    requeued = memory.retry_failed_jobs(user_id=whose.user_id, space=whose.space)
+    return RetriedJobsOut(user_id=body.user_id, space=body.space, requeued=requeued)
