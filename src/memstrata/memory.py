@@ -38,6 +38,7 @@ from memstrata.models import (
     Turn,
     space_of,
     space_scope,
+    whose,
 )
 from memstrata.retrieval.assembly import AssemblyPolicy
 from memstrata.retrieval.cell_candidates import CellCandidatePolicy
@@ -195,8 +196,7 @@ class Memory:
         identifier = str(check_identifier(turn_id, "id"))
         found = self._parts.store.get_by_ids([identifier], target.user_id).get(identifier)
         if found is None:
-            whose = f"space {target.space!r}" if target.space is not None else f"user {target.user_id!r}"
-            raise NotFound(f"no memory with id {identifier!r} for {whose}")
+            raise NotFound(f"no memory with id {identifier!r} for {whose(target.user_id)}")
         return found
 
     def history(
