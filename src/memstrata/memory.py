@@ -241,19 +241,23 @@ class Memory:
         tiers: Iterable[str] = DEFAULT_SEARCH_TIERS,
         diversity: float = 0.0,
         timezone: str | None = None,
+        reader: str | None = None,
     ) -> list[Hit]:
         """The turns (with ``tiers``, derived items too) most relevant to ``query`` in ``user_id``'s memory, best first.
 
         Hybrid by default (full text and vectors fused, then reranked); see docs/python-api.md
         for modes, tiers, dates in the query, diversity and message bursts. ``spaces`` (names,
         or ``"all"`` the agent may read) are ranked together with the memory named; each hit
-        carries its ``space`` and ``written_by``. Raises InvalidInput, NotFound, AccessDenied.
+        carries its ``space`` and ``written_by``. ``reader`` is the agent whose grants and
+        trust apply to them when not ``agent_id`` (which in a user's memory also filters whose
+        turns). Raises InvalidInput, NotFound, AccessDenied.
         """
         with self._parts.activity:
             mode = check_mode(mode)
             self._require_open()
             target = self._target(user_id, space, agent_id, Access.READ, session_id)
-            shared = self._shared(spaces, target)
+            caller = self._reader(reader, target)
+            shared = self._shared(spaces, target, caller)
             text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
             count = check_limit(limit)
             spread = check_fraction(diversity, "diversity")
@@ -281,7 +285,7 @@ class Memory:
             # A shared space's turns are not the caller's session's, nor filtered by agent.
             others = replace(filters, agent_id=None, session_id=None)
             queries = [request, *(replace(request, user_id=space_scope(name), filters=others) for name in shared)]
-            trust = self._parts.spaces.trust_of(target.caller)
+            trust = self._parts.spaces.trust_of(caller)
             hits = federated_search(
                 self._parts.pipeline, self._parts.spaces, queries, count, diversity=spread, trust=trust
             )
@@ -302,20 +306,22 @@ class Memory:
         include_superseded: bool = False,
         timezone: str | None = None,
         verbatim: bool | None = None,
+        reader: str | None = None,
     ) -> Context:
         """What ``user_id``'s memory holds about ``query``, as one block of at most ``token_budget`` tokens.
 
         Profile, habits, facts, entities, summaries, excerpts and (with ``session_id``) the
         session's recent exchanges, stable parts first; ``spaces`` adds what shared spaces hold,
-        each line naming its space and writer. See docs/python-api.md. Never calls an LLM.
-        Raises InvalidInput, NotFound, AccessDenied.
+        each line naming its space and writer (``reader``: as in ``search``). See
+        docs/python-api.md. Never calls an LLM. Raises InvalidInput, NotFound, AccessDenied.
         """
         zone = check_timezone(timezone)
         if verbatim is not None:
             check_flag(verbatim, "verbatim")
         self._require_open()
         target = self._target(user_id, space, agent_id, Access.READ, session_id)
-        shared = self._shared(spaces, target)
+        caller = self._reader(reader, target)
+        shared = self._shared(spaces, target, caller)
         text = check_text(query, "query", max_bytes=self.settings.max_text_bytes)
         budget = check_budget(token_budget)
         check_flag(include_superseded, "include_superseded")
@@ -327,7 +333,7 @@ class Memory:
             include_superseded=include_superseded,
             verbatim=verbatim,
         )
-        return federated_context(self._parts, request, shared, target.caller)
+        return federated_context(self._parts, request, shared, caller)
 
     def chat(
         self,
@@ -677,16 +683,25 @@ class Memory:
         """The scope id of the memory a call names (a user's id, or a space's scope id)."""
         return self._target(user_id, space, agent_id, needed).user_id
 
-    def _shared(self, spaces: object, target: Target) -> list[str]:
-        """The spaces to rank with the target's memory: named ones (each checked), or every readable one."""
+    def _reader(self, reader: object, target: Target) -> str | None:
+        """The agent whose grants and trust apply to the spaces a read ranks: ``reader``, else the target's caller."""
+        if reader is None:
+            return target.caller
+        agent = str(check_identifier(reader, "reader"))
+        if target.space is not None and target.caller is not None and agent != target.caller:
+            raise InvalidInput("in a space agent_id is the reader: leave reader out, or name the same agent")
+        return agent
+
+    def _shared(self, spaces: object, target: Target, reader: str | None) -> list[str]:
+        """The spaces to rank with the target's memory: named ones (each checked for ``reader``), or all it may read."""
         if spaces is None:
             return []
         if spaces == "all":
-            names = self._parts.spaces.readable(target.caller)
+            names = self._parts.spaces.readable(reader)
         else:
             names = list(dict.fromkeys(check_names(spaces, "spaces")))
             for name in names:
-                self._parts.spaces.require(str(check_identifier(name, "spaces")), target.caller, Access.READ)
+                self._parts.spaces.require(str(check_identifier(name, "spaces")), reader, Access.READ)
         return [name for name in names if name != target.space]
 
 

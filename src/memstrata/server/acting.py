@@ -78,27 +78,15 @@ class Actor:
                 f"agent {agent!r} has only {held.value} access to space {space!r}; {needed.value} is needed"
             )
 
-    def shared(self, memory: Memory, whose: Whose, spaces: Sequence[str] | str | None) -> list[str] | str | None:
-        """The ``spaces`` to read with ``whose`` memory (stored names, or ``"all"``), as Memory's ``spaces`` takes them.
+    def shared(self, spaces: Sequence[str] | str | None) -> list[str] | str | None:
+        """The ``spaces`` to read with a memory (stored names, or ``"all"``), as Memory's ``spaces`` takes them."""
+        if spaces is None or isinstance(spaces, str):
+            return spaces
+        return [self.space(name, "spaces") for name in spaces]
 
-        From a space, Memory checks the spaces as the acting agent itself. From a user's memory
-        it would check them as ``agent_id``, which there filters the user's turns by their
-        label: so the acting agent is checked here, and Memory reads the spaces as the
-        application (its trust weights do not apply), the user's memory unfiltered.
+    def reader(self, whose: Whose, spaces: Sequence[str] | str | None) -> str | None:
+        """The agent whose grants and trust apply to ``spaces`` read with a user's memory: the acting agent.
+
+        (In a user's memory ``agent_id`` only filters the turns; in a space it is the acting agent already.)
         """
-        if spaces is None:
-            return None
-        if whose.space is not None:
-            return spaces if isinstance(spaces, str) else [self.space(name, "spaces") for name in spaces]
-        if whose.agent_id is not None:
-            raise InvalidInput(
-                "agent_id filters a user's memory by agent and cannot be combined with spaces: leave it out to"
-                " read the user's whole memory with the spaces, or search them apart"
-            )
-        agent = self.agent()
-        if isinstance(spaces, str):
-            return [found.name for found in memory.spaces(agent_id=agent, prefix=self.tenant.prefix)]
-        names = [self.space(name, "spaces") for name in spaces]
-        for name in dict.fromkeys(names):
-            memory.grants(name, agent_id=agent)  # NotFound or AccessDenied unless the agent may read it
-        return names
+        return self.agent() if spaces is not None and whose.space is None else None
