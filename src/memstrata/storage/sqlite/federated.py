@@ -13,8 +13,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from memstrata.storage.focus import FOCUS_MIN_TURNS, term_reach
-from memstrata.storage.sqlite.focus import OWN_COLUMNS, QUOTED_TERM, own_columns_only, terms_of
+from memstrata.storage.sqlite.focus import focus, own_columns_only, terms_of
 from memstrata.storage.sqlite.ranking import Population, fts5_idf, population, ranked_for_user
 
 Ranked = dict[str, list[tuple[int, float]]]
@@ -50,26 +49,7 @@ class Postings:
 
 def focused_for(match: str, people: Population, owner: str, postings: Postings) -> str:
     """``focused_match`` for one of several owners, from shared posting counts."""
-    terms = QUOTED_TERM.findall(match)
-    if not terms or people.users_rows < FOCUS_MIN_TURNS:
-        return match
-    counted: list[tuple[str, int]] = []
-    for term in terms:
-        matches = postings.everywhere(term)
-        if not people.is_whole_index and term_reach(matches, people.users_rows) != "all":
-            matches = postings.by_owner(term).get(owner, 0)
-        counted.append((term, matches))
-    parts: list[str] = []
-    for term, matches in counted:
-        reach = term_reach(matches, people.users_rows)
-        if reach == "all":
-            parts.append(term)
-        elif reach == "own":
-            parts.append(f"{OWN_COLUMNS}: {term}")
-    if not parts:
-        rarest, _ = min(counted, key=lambda pair: pair[1])
-        parts.append(f"{OWN_COLUMNS}: {rarest}")
-    return " OR ".join(parts)
+    return focus(match, people, postings.everywhere, lambda term: postings.by_owner(term).get(owner, 0))
 
 
 def ranked_for_owners(

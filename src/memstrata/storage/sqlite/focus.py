@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 
 from memstrata.storage.focus import FOCUS_MIN_TURNS, term_reach
 from memstrata.storage.sqlite.ranking import Population
@@ -27,24 +28,33 @@ def focused_match(connection: sqlite3.Connection, match: str, people: Population
     over the whole index bounds the user's, which is counted only when that bound is not
     already rare enough.
     """
+
+    def everywhere(term: str) -> int:
+        # Reading a term's posting list costs about a millisecond even at 90% of 100k turns.
+        statement = "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?"
+        return int(connection.execute(statement, [term]).fetchone()[0])
+
+    def users(term: str) -> int:
+        statement = (
+            "SELECT count(*) FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
+            " WHERE turns_fts MATCH ? AND +t.user_id = ?"
+        )
+        return int(connection.execute(statement, [term, user_id]).fetchone()[0])
+
+    return focus(match, people, everywhere, users)
+
+
+def focus(match: str, people: Population, everywhere: Callable[[str], int], users: Callable[[str], int]) -> str:
+    """``focused_match`` with the counts read by ``everywhere`` (a term's matches in the whole index) and ``users``."""
     terms = QUOTED_TERM.findall(match)
     if not terms or people.users_rows < FOCUS_MIN_TURNS:
         return match
     counted: list[tuple[str, int]] = []
     for term in terms:
-        # Reading a term's posting list costs about a millisecond even at 90% of 100k turns.
-        everywhere = int(
-            connection.execute("SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?", [term]).fetchone()[0]
-        )
-        if not people.is_whole_index and term_reach(everywhere, people.users_rows) != "all":
-            everywhere = int(
-                connection.execute(
-                    "SELECT count(*) FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
-                    " WHERE turns_fts MATCH ? AND +t.user_id = ?",
-                    [term, user_id],
-                ).fetchone()[0]
-            )
-        counted.append((term, everywhere))
+        matches = everywhere(term)
+        if not people.is_whole_index and term_reach(matches, people.users_rows) != "all":
+            matches = users(term)
+        counted.append((term, matches))
     parts: list[str] = []
     for term, matches in counted:
         reach = term_reach(matches, people.users_rows)
