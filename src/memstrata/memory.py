@@ -287,7 +287,7 @@ class Memory:
             queries = [request, *(replace(request, user_id=space_scope(name), filters=others) for name in shared)]
             trust = self._parts.spaces.trust_of(caller)
             hits = federated_search(
-                self._parts.pipeline, self._parts.spaces, queries, count, diversity=spread, trust=trust
+                self._parts.federation, self._parts.spaces, queries, count, diversity=spread, trust=trust
             )
             for query_of in queries:
                 self._parts.visits.note_hits(query_of.user_id, [hit for hit in hits if _in(hit, query_of.user_id)])

@@ -9,7 +9,7 @@ from memstrata.facade.parts import Parts
 from memstrata.facade.spaces import Spaces
 from memstrata.models import Context, ContextItem, Hit, ItemKind, space_of, space_scope
 from memstrata.retrieval.context import ContextRequest
-from memstrata.retrieval.pipeline import Pipeline
+from memstrata.retrieval.federated import Federation
 from memstrata.retrieval.query import DEFAULT_SEARCH_TIERS, Query, today_in
 from memstrata.retrieval.tokens import count_tokens
 from memstrata.storage.text import cell_text
@@ -22,7 +22,7 @@ SHARED_HEADING = "## Shared memory (space, writer)"
 
 
 def federated_search(
-    pipeline: Pipeline,
+    federation: Federation,
     spaces: Spaces,
     queries: Sequence[Query],
     count: int,
@@ -38,9 +38,9 @@ def federated_search(
     weights = dict(trust or {})
     owners = [query.user_id for query in queries]
     if not weights:
-        return spaces.provenance(pipeline.search_together(queries, count, diversity), owners)
+        return spaces.provenance(federation.search_together(queries, count, diversity), owners)
     # Trust reorders what was found: read spares for the hits it lowers to make way for.
-    found = spaces.provenance(pipeline.search_together(queries, count + SPARE_HITS, diversity), owners)
+    found = spaces.provenance(federation.search_together(queries, count + SPARE_HITS, diversity), owners)
     weighed = [
         replace(hit, score=hit.score * (weights.get(hit.written_by, 1.0) if hit.written_by is not None else 1.0))
         for hit in found
@@ -66,7 +66,7 @@ def federated_context(parts: Parts, request: ContextRequest, shared: Sequence[st
         )
         for name in shared
     ]
-    hits = federated_search(parts.pipeline, parts.spaces, queries, SHARED_ITEMS, trust=trust)
+    hits = federated_search(parts.federation, parts.spaces, queries, SHARED_ITEMS, trust=trust)
     lines: list[ContextItem] = []
     spent = count_tokens(SHARED_HEADING)
     for hit in hits:

@@ -27,6 +27,7 @@ from memstrata.models import Compaction, Context, Scope, Turn
 from memstrata.policies.consolidation import ConsolidationPolicy
 from memstrata.policies.heat import HeatPolicy
 from memstrata.retrieval.context import ContextBuilder, ContextRequest
+from memstrata.retrieval.federated import Federation
 from memstrata.retrieval.pipeline import Pipeline
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage import open_store, open_working_set
@@ -65,6 +66,8 @@ class Parts:
     worker: Worker
     visits: VisitRecorder
     pipeline: Pipeline
+    #: The pipeline over several memories at once (federated search).
+    federation: Federation
     contexts: ContextBuilder
     #: Flush, inspect, prune.
     tiers: Tiers
@@ -293,6 +296,7 @@ def _build(
         worker=worker,
         visits=visits,
         pipeline=pipeline,
+        federation=Federation(pipeline=pipeline, store=store, settings=settings),
         contexts=contexts,
         tiers=Tiers(
             store=store, hierarchy=hierarchy, worker=worker, visits=visits, episodic=episodic, settings=settings

@@ -28,7 +28,7 @@ from memstrata.retrieval.rerank import DEFAULT_RERANK, RerankPolicy, TurnSignals
 from memstrata.retrieval.speakers import aliases, mentioned_speaker, without_speakers
 from memstrata.retrieval.vectors import VectorIndex
 from memstrata.storage.base import Seqs, ServerSideVectors, Vectors
-from memstrata.storage.roles import FederatedSearch, SearchStore, TurnStore, VectorStore
+from memstrata.storage.roles import SearchStore, TurnStore, VectorStore
 
 #: How many of the best full-text matches tell how strongly full text matched (``term_coverage``).
 LEXICAL_TOP = 5
@@ -50,7 +50,7 @@ Owners = str | Sequence[str]
 """Rerank signals of turns already read, kept across the reranks of one call."""
 
 
-class RankingStore(TurnStore, SearchStore, FederatedSearch, VectorStore, Protocol):
+class RankingStore(TurnStore, SearchStore, VectorStore, Protocol):
     """What ranking reads: turns, their full text and filters, their vectors and the facts' vectors."""
 
 
@@ -82,18 +82,6 @@ class Prepared:
     def fulltext(self) -> Rankings | None:
         """This query's full-text candidates (None: it searches vectors only), once read."""
         return self.batch.result()[self.index]
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class _Alike:
-    """What queries searched together share: the same expressions, filters, depth and tiers."""
-
-    match: str
-    filters: SearchFilters
-    dated: SearchFilters | None
-    derived_match: str
-    depth: int
-    tiers: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -182,88 +170,6 @@ class Pipeline:
                 break
         return hits
 
-    def search_together(self, queries: Sequence[Query], count: int, diversity: float = 0.0) -> list[Hit]:
-        """The ``count`` best hits of several memories (one query each) ranked as one: a federated search.
-
-        Each memory's retrievers run on their own (its full text with the others', in one pass)
-        and their lists are merged by score; then one rerank orders them all.
-        """
-        if len(queries) == 1:
-            return self.search(queries[0], count, diversity)
-        union = replace(queries[0], also=tuple(query.user_id for query in queries[1:]))
-        hits: list[Hit] = []
-        for _ in range(2):
-            reloads = self.reloads(union.owners)
-            merged: dict[str, list[tuple[ItemKey, float]]] = {}
-            for query, prepared in zip(queries, self.prepare(queries), strict=True):
-                for name, ranking in joined(self.rankings(query, prepared).rankings).items():
-                    merged.setdefault(name, []).extend(ranking)
-            rankings: Rankings = {
-                name: sorted(ranking, key=lambda pair: -pair[1])[: union.depth] for name, ranking in merged.items()
-            }
-            loaded: dict[int, Turn] = {}
-            fused = self.rerank(union, fuse_scored(rankings, k=self._settings.rrf_k), rankings, loaded)
-            if diversity > 0:
-                fused = self.diversify(fused, diversity, count)
-            found = self.load_hits(fused, count + BURST_SPARES, union.owners, loaded)
-            hits = self.dated_facts(self.bursts(found, union.owners, loaded)[:count], union.owners, union.zone)
-            if self.reloads(union.owners) == reloads:
-                break
-        return hits
-
-    def search_many(self, queries: Sequence[Query], count: int, diversity: float = 0.0) -> list[list[Hit]]:
-        """``search`` for each of ``queries`` (a user's memory and shared spaces), their full text read in one pass."""
-        if len(queries) < 2:
-            return [self.search(query, count, diversity) for query in queries]
-        return [
-            self.search(query, count, diversity, prepared=prepared)
-            for query, prepared in zip(queries, self.prepare(queries), strict=True)
-        ]
-
-    def prepare(self, queries: Sequence[Query]) -> list[Prepared]:
-        """Each query's terms and full-text candidates, the queries alike searched together (``fulltext_many``)."""
-        terms = [self.terms(query) for query in queries]
-        alike: dict[_Alike, list[int]] = {}
-        for index, (query, asked) in enumerate(zip(queries, terms, strict=True)):
-            if asked.match is not None:
-                key = _Alike(
-                    match=asked.match,
-                    filters=query.filters,
-                    dated=asked.dated,
-                    derived_match=asked.derived_match or asked.match,
-                    depth=query.depth,
-                    tiers=tuple(query.tiers),
-                )
-                alike.setdefault(key, []).append(index)
-
-        def read() -> list[Rankings | None]:
-            fulltext: list[Rankings | None] = [None] * len(queries)
-            for key, members in alike.items():
-                users = [queries[index].user_id for index in members]
-                for index, found in zip(members, self._fulltext_many(key, users), strict=True):
-                    fulltext[index] = found
-            return fulltext
-
-        # As in one search, full text runs on the second core while the vectors are scanned.
-        batch = self._background().submit(read)
-        return [Prepared(terms=asked, batch=batch, index=index) for index, asked in enumerate(terms)]
-
-    def _fulltext_many(self, key: _Alike, users: Sequence[str]) -> list[Rankings]:
-        """``_fulltext_candidates`` for several memories searched alike, each posting list read once."""
-        store, depth = self._store, key.depth
-        turns = store.fulltext_many(key.match, users, key.filters, depth)
-        inside = store.fulltext_many(key.match, users, key.dated, depth) if key.dated is not None else {}
-        derived = store.derived_fulltext_many(key.derived_match, users, depth, key.tiers) if key.tiers else {}
-        lists: list[Rankings] = []
-        for user in users:
-            found: Rankings = {"fulltext": [(("turn", seq), score) for seq, score in turns.get(user, [])]}
-            if key.dated is not None:
-                found[f"fulltext{DATED}"] = [(("turn", seq), score) for seq, score in inside.get(user, [])]
-            if key.tiers:
-                found["derived"] = [(("derived", seq), score) for seq, score in derived.get(user, [])]
-            lists.append(found)
-        return lists
-
     def terms(self, query: Query) -> Terms:
         """What ``query`` searches the full text and the vectors for in its memory."""
         user_id, text, filters, mode, tiers = query.user_id, query.text, query.filters, query.mode, query.tiers
@@ -327,7 +233,7 @@ class Pipeline:
             # Full-text ranking runs in SQLite (which releases the GIL) on the second core while
             # this thread embeds the query and scans the vectors: latency is the slower of the two.
             pending = (
-                self._background().submit(self._fulltext_candidates, match, query, dated, terms.derived_match or match)
+                self.background().submit(self._fulltext_candidates, match, query, dated, terms.derived_match or match)
                 if match is not None and prepared is None
                 else None
             )
@@ -563,7 +469,7 @@ class Pipeline:
             found["derived"] = [(("derived", seq), score) for seq, score in derived]
         return found
 
-    def _background(self) -> ThreadPoolExecutor:
+    def background(self) -> ThreadPoolExecutor:
         """One worker thread for the full-text half of a search, started on first use."""
         with self._executor_lock:
             if self._executor is None:
