@@ -115,13 +115,19 @@ def share(space: SpacePath, body: ShareRequest, memory: MemoryDep, actor: ActorD
     return ShareResponse(memories=[memory_out(turn, tenant) for turn in copies])
 
 
+#: A path whose agent id holds a line break matches no route.
+UNROUTABLE: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No route: an agent id with a line break cannot be named in a path"}
+}
+
+
 @router.get("/trust", responses=ERRORS)
 def trust(memory: MemoryDep, actor: ActorDep) -> TrustOut:
     """The weights the acting agent gives other agents' memories in spaces (``Memory.trust``); others count 1."""
     return _trust_out(memory, actor.agent(), actor)
 
 
-@router.put("/trust/{of_agent:path}", responses=BODY_ERRORS)
+@router.put("/trust/{of_agent:path}", responses={**BODY_ERRORS, **UNROUTABLE})
 def set_trust(of_agent: AgentPath, body: TrustRequest, memory: MemoryDep, actor: ActorDep) -> TrustOut:
     """How much memories by ``of_agent`` count (0–1) when the acting agent reads spaces (``Memory.set_trust``)."""
     agent = actor.agent()
