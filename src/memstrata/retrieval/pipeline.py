@@ -313,8 +313,7 @@ class Pipeline:
         known = loaded if loaded is not None else {}
         missing = [seq for seq in seqs if seq not in known]
         if missing:
-            for owner in _each(user_id):
-                known.update(self._store.get_by_seqs(missing, owner))
+            known.update(self._store.get_by_seqs(missing, user_id))
             if any(seq not in known for seq in missing):
                 self.stale(user_id)
         return {seq: known[seq] for seq in seqs if seq in known}
@@ -330,8 +329,7 @@ class Pipeline:
         tried: set[int] = set()
         while wanted := unread(hits, around, tried):
             tried.update(wanted)
-            for owner in _each(user_id):
-                around.update(self._store.get_by_seqs(wanted, owner))
+            around.update(self._store.get_by_seqs(wanted, user_id))
         return joined_bursts(hits, around) if join else one_per_burst(hits, around)
 
     def load_hits(

@@ -72,8 +72,8 @@ class TurnStore(Protocol):
         """Turns with these ids (of ``user_id`` only, when given)."""
         ...
 
-    def get_by_seqs(self, seqs: Sequence[int], user_id: str) -> dict[int, Turn]:
-        """Turns of ``user_id`` with these seqs."""
+    def get_by_seqs(self, seqs: Sequence[int], user_id: str | Sequence[str]) -> dict[int, Turn]:
+        """Turns of ``user_id`` (or of any of several memories) with these seqs."""
         ...
 
     def delete(self, turn_id: str, user_id: str) -> int | None:

@@ -150,6 +150,18 @@ class RetrievalMixin(Connected):
         terms = match_terms(match)
         if not terms or limit < 1:
             return []
+
+        def ranked(connection: Connection) -> list[tuple[int, float]]:
+            with connection.transaction():  # the counts and the rows from one snapshot
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return self._fulltext_in(connection, terms, user_id, filters, limit)
+
+        return self._read(ranked)
+
+    def _fulltext_in(
+        self, connection: Connection, terms: list[str], user_id: str, filters: SearchFilters, limit: int
+    ) -> list[tuple[int, float]]:
+        """``fulltext`` on a connection already in a repeatable-read transaction."""
         where, filter_parameters = filter_clause(POSTGRES, filters)
         kept = f"TRUE{where}"
         counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
@@ -163,21 +175,6 @@ class RetrievalMixin(Connected):
             config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ", vector=vector
         )
 
-        def ranked(connection: Connection) -> list[tuple[Any, ...]]:
-            with connection.transaction():  # the counts and the rows from one snapshot
-                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                row = connection.execute(counting, (user_id, user_id, user_id, terms)).fetchone()
-                indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
-                if indexed == 0:
-                    return []
-                plan = plan_terms(terms, matches, indexed, limit)
-                rows = rank(connection, plan)
-                if len(rows) < limit and not all(step.finds for step in plan):
-                    # Too few: the finders' matches (counted over all the user's turns) fell outside
-                    # the filters, or overlapped. Every term finds, as the exact ranking does.
-                    rows = rank(connection, [replace(step, finds=True) for step in plan])
-                return rows
-
         def rank(connection: Connection, plan: Sequence[TermPlan]) -> list[tuple[Any, ...]]:
             parameters = [
                 [step.term for step in plan],
@@ -189,7 +186,17 @@ class RetrievalMixin(Connected):
             ]
             return connection.execute(statement, parameters).fetchall()
 
-        return [(int(seq), float(score)) for seq, score in self._read(ranked)]
+        row = connection.execute(counting, (user_id, user_id, user_id, terms)).fetchone()
+        indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
+        if indexed == 0:
+            return []
+        plan = plan_terms(terms, matches, indexed, limit)
+        rows = rank(connection, plan)
+        if len(rows) < limit and not all(step.finds for step in plan):
+            # Too few: the finders' matches (counted over all the user's turns) fell outside
+            # the filters, or overlapped. Every term finds, as the exact ranking does.
+            rows = rank(connection, [replace(step, finds=True) for step in plan])
+        return [(int(seq), float(score)) for seq, score in rows]
 
     def derived_fulltext(
         self, match: str, user_id: str, limit: int, tiers: Sequence[str] = ("longterm",)
@@ -198,25 +205,37 @@ class RetrievalMixin(Connected):
         terms = match_terms(match)
         if not terms or not tiers or limit < 1:
             return []
-        scope = " AND t.is_current AND t.tier = ANY(%s::text[])"
-        statement = _IDF_RANKING.format(
-            config=TEXT_SEARCH_CONFIG, kept="TRUE", weights="", table="derived", scope=scope, total=_DERIVED_TOTAL
-        )
-        parameters = [terms, user_id, list(tiers), user_id, list(tiers), limit]
-        rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
-        return [(int(seq), float(score)) for seq, score in rows]
+        return self._read(lambda connection: _derived_ranked(connection, terms, user_id, limit, tiers))
 
     def fulltext_many(
         self, match: str, user_ids: Sequence[str], filters: SearchFilters, limit: int
     ) -> dict[str, list[tuple[int, float]]]:
-        """``fulltext`` for each of ``user_ids``: each reads the user's own term statistics, so one by one."""
-        return {user_id: self.fulltext(match, user_id, filters, limit) for user_id in dict.fromkeys(user_ids)}
+        """``fulltext`` for each of ``user_ids``, on one connection and from one snapshot."""
+        terms = match_terms(match)
+        owners = list(dict.fromkeys(user_ids))
+        if not terms or limit < 1:
+            return {user_id: [] for user_id in owners}
+
+        def ranked(connection: Connection) -> dict[str, list[tuple[int, float]]]:
+            with connection.transaction():
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return {user_id: self._fulltext_in(connection, terms, user_id, filters, limit) for user_id in owners}
+
+        return self._read(ranked)
 
     def derived_fulltext_many(
         self, match: str, user_ids: Sequence[str], limit: int, tiers: Sequence[str] = ("longterm",)
     ) -> dict[str, list[tuple[int, float]]]:
-        """``derived_fulltext`` for each of ``user_ids``."""
-        return {user_id: self.derived_fulltext(match, user_id, limit, tiers) for user_id in dict.fromkeys(user_ids)}
+        """``derived_fulltext`` for each of ``user_ids``, on one connection."""
+        terms = match_terms(match)
+        owners = list(dict.fromkeys(user_ids))
+        if not terms or not tiers or limit < 1:
+            return {user_id: [] for user_id in owners}
+        return self._read(
+            lambda connection: {
+                user_id: _derived_ranked(connection, terms, user_id, limit, tiers) for user_id in owners
+            }
+        )
 
     def derived_items(self, seqs: Sequence[int], user_id: str) -> dict[int, tuple[str, str, str, tuple[str, ...]]]:
         """(id, tier, content, source turn ids) of derived items, by seq."""
@@ -408,3 +427,15 @@ def recount_terms(connection: Connection) -> None:
         "INSERT INTO user_term_counts (user_id, lexeme, turns) SELECT t.user_id, l.lexeme, count(*)"
         " FROM turns t, unnest(tsvector_to_array(t.search)) AS l(lexeme) GROUP BY 1, 2"
     )
+
+
+def _derived_ranked(
+    connection: Connection, terms: list[str], user_id: str, limit: int, tiers: Sequence[str]
+) -> list[tuple[int, float]]:
+    """``derived_fulltext``'s ranking of one user's items."""
+    scope = " AND t.is_current AND t.tier = ANY(%s::text[])"
+    statement = _IDF_RANKING.format(
+        config=TEXT_SEARCH_CONFIG, kept="TRUE", weights="", table="derived", scope=scope, total=_DERIVED_TOTAL
+    )
+    parameters = [terms, user_id, list(tiers), user_id, list(tiers), limit]
+    return [(int(seq), float(score)) for seq, score in connection.execute(statement, parameters).fetchall()]

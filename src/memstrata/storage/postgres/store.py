@@ -112,14 +112,17 @@ class PostgresStore(
         rows = self._read(lambda connection: connection.execute(query, parameters).fetchall())
         return {str(row[1]): turn_from_row(POSTGRES, row) for row in rows}
 
-    def get_by_seqs(self, seqs: Sequence[int], user_id: str) -> dict[int, Turn]:
-        """Turns of ``user_id`` with these seqs."""
+    def get_by_seqs(self, seqs: Sequence[int], user_id: str | Sequence[str]) -> dict[int, Turn]:
+        """Turns of ``user_id`` (or of any of several memories) with these seqs."""
         if not seqs:
             return {}
+        owned, owner = (
+            ("user_id = %s", user_id) if isinstance(user_id, str) else ("user_id = ANY(%s::text[])", list(user_id))
+        )
         rows = self._read(
             lambda connection: connection.execute(
-                f"SELECT {TURN_COLUMNS} FROM turns WHERE seq = ANY(%s::bigint[]) AND user_id = %s",
-                ([int(seq) for seq in seqs], user_id),
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE seq = ANY(%s::bigint[]) AND {owned}",
+                ([int(seq) for seq in seqs], owner),
             ).fetchall()
         )
         return {int(row[0]): turn_from_row(POSTGRES, row) for row in rows}

@@ -211,8 +211,10 @@ class SQLiteStore(
         found = self._read(lambda connection: _fetch_by_ids(connection, ids, user_id))
         return {turn_id: turn for turn_id, (_, turn) in found.items()}
 
-    def get_by_seqs(self, seqs: Sequence[int], user_id: str) -> dict[int, Turn]:
-        """Turns of ``user_id`` with these seqs."""
+    def get_by_seqs(self, seqs: Sequence[int], user_id: str | Sequence[str]) -> dict[int, Turn]:
+        """Turns of ``user_id`` (or of any of several memories) with these seqs."""
+        owners = [user_id] if isinstance(user_id, str) else list(dict.fromkeys(user_id))
+        owned = "+user_id = ?" if len(owners) == 1 else f"+user_id IN ({','.join('?' * len(owners))})"
 
         def work(connection: sqlite3.Connection) -> dict[int, Turn]:
             result: dict[int, Turn] = {}
@@ -220,8 +222,8 @@ class SQLiteStore(
                 marks = ",".join("?" * len(chunk))
                 # "+user_id" keeps SQLite on the primary key: the user index would scan every turn.
                 rows = connection.execute(
-                    f"SELECT {TURN_COLUMNS} FROM turns WHERE seq IN ({marks}) AND +user_id = ?",
-                    [*chunk, user_id],
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE seq IN ({marks}) AND {owned}",
+                    [*chunk, *owners],
                 )
                 for row in rows:
                     result[int(row[0])] = turn_from_row(SQLITE, row)
