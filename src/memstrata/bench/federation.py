@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import random
 import resource
@@ -19,7 +20,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from memstrata import Memory
-from memstrata.bench.datasets import synthetic_texts
+from memstrata.bench.datasets import find_locomo, load_locomo, synthetic_texts
 from memstrata.bench.ingest_search import machine, percentile
 from memstrata.errors import AccessDenied
 from memstrata.models import Access
@@ -43,6 +44,9 @@ class FederationOptions:
     writes: int = 200
     batch: int = 500
     embedder: str | None = "hash"
+    #: ``synthetic`` sentences, or ``locomo``'s turns cycled (a real vocabulary).
+    source: str = "synthetic"
+    data: Path | None = None
     storage_url: str | None = None
     home: Path | None = None
     seed: int = 7
@@ -73,7 +77,17 @@ def run_federation(options: FederationOptions, console: Console | None = None) -
         "store": "postgresql" if store.startswith("postgres") else "sqlite",
         "settings": {
             key: getattr(options, key)
-            for key in ("agents", "spaces", "memories", "users", "space_share", "federated", "queries", "reads")
+            for key in (
+                "agents",
+                "spaces",
+                "memories",
+                "users",
+                "space_share",
+                "federated",
+                "queries",
+                "reads",
+                "source",
+            )
         },
         "summary": {
             **latency["summary"],
@@ -92,7 +106,7 @@ def _fill(memory: Memory, options: FederationOptions, rng: random.Random, consol
     spaces = [f"space-{i}" for i in range(options.spaces)]
     users = [f"user-{i}" for i in range(options.users)]
     in_spaces = round(options.memories * options.space_share)
-    texts = list(synthetic_texts(options.memories, seed=options.seed))
+    texts = _texts(options)
     owners: list[tuple[str | None, str | None]] = [(None, name) for name in spaces]
     shares = _split(in_spaces, len(spaces)) + _split(options.memories - in_spaces, len(users))
     owners += [(user, None) for user in users]
@@ -129,6 +143,13 @@ def _fill(memory: Memory, options: FederationOptions, rng: random.Random, consol
         "ingest_seconds": time.perf_counter() - started,
         "embedder": memory.embedder.model_id,
     }
+
+
+def _texts(options: FederationOptions) -> list[str]:
+    if options.source == "synthetic":
+        return list(synthetic_texts(options.memories, seed=options.seed))
+    turns, _ = load_locomo(find_locomo(options.data))
+    return [turn.text for turn in itertools.islice(itertools.cycle(turns), options.memories)]
 
 
 def _split(total: int, parts: int) -> list[int]:

@@ -73,6 +73,8 @@ def federation(
     writers: Annotated[int, typer.Option(min=1, help="Processes writing to one space at once.")] = 4,
     writes: Annotated[int, typer.Option(min=1, help="Memories each writer adds, one add each.")] = 200,
     embedder: Annotated[str, typer.Option(help="Embedder name (hash: memstrata's own cost only).")] = "hash",
+    source: Annotated[str, typer.Option(help="synthetic sentences, or locomo's turns cycled.")] = "synthetic",
+    data: DataOption = None,
     storage_url: Annotated[str | None, typer.Option(help="Store URL (default: SQLite in --home).")] = None,
     home: HomeOption = None,
     json_out: JsonOutOption = None,
@@ -82,7 +84,10 @@ def federation(
     Example: memstrata bench federation --json results/federation.json
     """
     from memstrata.bench.federation import FederationOptions, run_federation
+    from memstrata.errors import InvalidInput
 
+    if source not in ("locomo", "synthetic"):
+        raise InvalidInput(f"--source must be locomo or synthetic, not {source!r}")
     options = FederationOptions(
         agents=agents,
         spaces=spaces,
@@ -95,6 +100,8 @@ def federation(
         writers=writers,
         writes=writes,
         embedder=embedder,
+        source=source,
+        data=data,
         storage_url=storage_url,
         home=home,
     )
