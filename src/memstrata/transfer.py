@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from memstrata.errors import InvalidInput
-from memstrata.models import Turn, Vectors, format_time, space_of, space_scope
+from memstrata.models import Turn, Vectors, format_time, space_scope
 from memstrata.validation import (
     check_identifier,
     check_importance,
@@ -24,6 +24,7 @@ from memstrata.validation import (
     check_role,
     check_stored_time,
     check_text,
+    check_user_id,
     parse_json,
 )
 
@@ -190,10 +191,7 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
 def _owner(record: dict[str, Any]) -> str:
     """The scope id of a line: its user's id, or its space's scope id."""
     if record.get("space") is None:
-        user = str(check_identifier(record.get("user_id"), "user_id"))
-        if space_of(user) is not None:
-            raise InvalidInput("user_id may not start with U+FDD0, which marks the memory of a shared space")
-        return user
+        return check_user_id(record.get("user_id"))
     if record.get("user_id") is not None:
         raise InvalidInput("a line names either user_id or space, not both")
     return space_scope(str(check_identifier(record.get("space"), "space")))

@@ -11,7 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memstrata.errors import InvalidInput
-from memstrata.models import Role, Tier
+from memstrata.models import SPACE_MARK, Role, Tier
 
 MAX_IDENTIFIER_LENGTH = 256
 MESSAGE_KEYS = frozenset({"role", "content", "name", "id", "metadata"})
@@ -54,6 +54,14 @@ def check_identifier(value: object, what: str, *, required: bool = True) -> str 
         raise InvalidInput(f"{what} is longer than {MAX_IDENTIFIER_LENGTH} characters")
     _check_encodable(value, what)
     return value
+
+
+def check_user_id(value: object, what: str = "user_id") -> str:
+    """A user id, which may not spell a shared space's scope id (U+FDD0 and its name)."""
+    user = str(check_identifier(value, what))
+    if user.startswith(SPACE_MARK):
+        raise InvalidInput(f"{what} may not start with U+FDD0, which marks the memory of a shared space")
+    return user
 
 
 def check_names(value: object, what: str) -> tuple[str, ...]:

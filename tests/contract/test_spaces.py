@@ -300,6 +300,12 @@ def test_a_space_is_exported_by_name_and_imported_into_a_new_store(project: Memo
         (turn,) = other.history(space="apollo")
         assert (turn.content, turn.agent_id) == ("The release deadline is March 3rd", "coder")
         assert other.users() == []
+    with Memory(tmp_path / "third", embedder=HashEmbedder(), background=False) as third:
+        (exported,) = project.history(space="apollo")
+        third.add("something else", user_id="bob", id=exported.id)
+        with pytest.raises(IdConflict):
+            third.import_(tmp_path / "apollo.jsonl")
+        assert third.spaces() == []  # a refused file creates no space
 
 
 def test_full_text_over_several_memories_gives_each_the_list_it_gets_alone(memory: Memory) -> None:

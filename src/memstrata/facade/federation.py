@@ -110,8 +110,9 @@ def _as_read_by(parts: Parts, context: Context, reader: str | None) -> Context:
     space = space_of(context.user_id)
     if space is None:
         return context
-    sources = [item.source_turn_ids[0] for item in context.items if item.source_turn_ids]
-    found = parts.store.get_by_ids(sources, context.user_id) if sources else {}
+    found = parts.spaces.turns(
+        (item.source_turn_ids[0] for item in context.items if item.source_turn_ids), [context.user_id]
+    )
     items = tuple(
         replace(
             item,

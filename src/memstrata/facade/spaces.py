@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from memstrata.errors import AccessDenied, IdConflict, InvalidInput, NotFound
 from memstrata.models import (
-    SPACE_MARK,
     Access,
     Cell,
     Deletion,
@@ -28,7 +27,7 @@ from memstrata.storage.base import ProvenanceStore, SpaceStore
 from memstrata.storage.roles import KnowledgeStore, TurnStore
 from memstrata.tiers.episodic import Episodic
 from memstrata.tiers.visits import VisitRecorder
-from memstrata.validation import check_identifier
+from memstrata.validation import check_identifier, check_user_id
 
 
 class SharingStore(SpaceStore, ProvenanceStore, TurnStore, KnowledgeStore, Protocol):
@@ -48,14 +47,6 @@ class Target:
     def user_id(self) -> str:
         """The scope id the store keys the memory by."""
         return self.scope.user_id
-
-
-def check_user_id(value: object, what: str = "user_id") -> str:
-    """A user id, which may not spell a space's scope id."""
-    user = str(check_identifier(value, what))
-    if user.startswith(SPACE_MARK):
-        raise InvalidInput(f"{what} may not start with U+FDD0, which marks the memory of a shared space")
-    return user
 
 
 def check_access(value: object) -> Access:
@@ -215,9 +206,7 @@ class Spaces:
     def provenance(self, hits: Sequence[Hit], owners: Sequence[str]) -> list[Hit]:
         """``hits`` (of the memories ``owners``) with the space each comes from and the agent that wrote it."""
         sources = {hit.id: hit.source_turn_ids[0] for hit in hits if hit.turn is None and hit.source_turn_ids}
-        found: dict[str, Turn] = {}
-        for owner in owners if sources else ():
-            found.update(self.store.get_by_ids(list(set(sources.values())), owner))
+        found = self.turns(sources.values(), owners)
         marked: list[Hit] = []
         for hit in hits:
             turn = hit.turn if hit.turn is not None else found.get(sources.get(hit.id, ""))
@@ -243,8 +232,16 @@ class Spaces:
         chosen = chosen_of(cells, self._writers(cells, scope_id), trust)
         return {cell.id: (cell, chosen[cell.id]) for cell in cells}
 
+    def turns(self, turn_ids: Iterable[str], owners: Sequence[str]) -> dict[str, Turn]:
+        """The turns of ``owners``' memories with these ids: whose memory each is, and who wrote it."""
+        wanted = list(dict.fromkeys(turn_ids))
+        found: dict[str, Turn] = {}
+        for owner in owners if wanted else ():
+            found.update(self.store.get_by_ids(wanted, owner))
+        return found
+
     def _writers(self, cells: Sequence[Cell], scope_id: str) -> dict[str, str | None]:
-        sources = self.store.get_by_ids(list({cell.source_turn_id for cell in cells}), scope_id)
+        sources = self.turns((cell.source_turn_id for cell in cells), [scope_id])
         return {turn_id: turn.agent_id for turn_id, turn in sources.items()}
 
     def trust_of(self, agent_id: str | None) -> dict[str, float]:

@@ -77,13 +77,13 @@ class Transfer:
         """Load a JSONL export; all of it is stored or, on any bad line, none of it.
 
         ``spaces`` is given the names of the spaces the file holds memories of, to create those
-        missing (after every line was read, before anything is written).
+        missing once the turns are stored: a file refused (a bad line, a conflicting id) creates
+        none. Stopped in between, the turns wait unseen under the space's name, and importing
+        the file again (or creating the space) brings them in.
         """
         source = _path(path, "the file to import")
         items = read_export_file(source, max_bytes=self._settings.max_text_bytes)
         named = {item.turn.space for item in items if item.turn.space is not None}
-        if named and spaces is not None:
-            spaces(named)
         model_id, dimension = self._embedder.model_id, self._embedder.dimension
         known = {
             item.turn.id: item.vector
@@ -101,6 +101,8 @@ class Transfer:
             " or metadata differ)",
             same=_same_turn,
         )
+        if named and spaces is not None:
+            spaces(named)
         return TransferReport(
             path=str(source),
             turns=len(fresh),
