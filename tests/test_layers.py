@@ -39,8 +39,9 @@ Edge = tuple[str, str]
 #: The layers, highest first; each lists its units (a unit is a name directly under memstrata/: a module or a
 #: subpackage; ``__init__`` is the package itself, the public API). A module imports its own layer or lower ones.
 LAYERS: dict[str, frozenset[str]] = {
-    # What users run. `terminal` is the fronts' shared helper for printing untrusted text.
-    "front": frozenset({"__main__", "cli", "server", "mcp", "agent", "bench", "terminal"}),
+    # What users run. `terminal` is the fronts' shared helper for printing untrusted text; `integrations` adapt
+    # Memory to agent frameworks.
+    "front": frozenset({"__main__", "cli", "server", "mcp", "agent", "bench", "terminal", "integrations"}),
     # The Memory facade: `memstrata/__init__.py` (the public API), memory.py and the collaborators it holds.
     "facade": frozenset({"__init__", "memory", "facade"}),
     # The memory logic the facade composes.
