@@ -288,3 +288,15 @@ def test_a_missing_llama_index_names_the_extra(monkeypatch: pytest.MonkeyPatch) 
 
     with pytest.raises(MissingDependency, match=r"pip install 'memstrata\[llamaindex\]'"):
         importlib.import_module("memstrata.integrations.llama_index")
+
+
+def test_llama_indexs_synchronous_wrappers_work_too(memory: Memory) -> None:
+    block = MemstrataMemoryBlock(memory=memory, user_id="ana")
+    chat = llama_memory(block)
+    for said, answered in CONVERSATION:
+        chat.put(ChatMessage(role=MessageRole.USER, content=said))
+        chat.put(ChatMessage(role=MessageRole.ASSISTANT, content=answered))
+
+    text = system_text(llama_memory(block, "later", token_limit=2_000).get(input="Who plays the cello?"))
+
+    assert memory.history(user_id="ana") and text is not None and "cello" in text
