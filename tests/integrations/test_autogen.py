@@ -17,7 +17,7 @@ from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, Use
 
 from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
-from memstrata.errors import AccessDenied, MissingDependency
+from memstrata.errors import AccessDenied, MissingDependency, StorageError
 from memstrata.integrations.autogen import MIME_KEY, MemstrataMemory
 
 #: A 1×1 PNG.
@@ -259,16 +259,20 @@ def test_close_leaves_a_memory_passed_in_open(memory: Memory) -> None:
     memory.add("still open", user_id="ana")
 
 
-def test_the_component_config_reopens_the_same_memory(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+@pytest.mark.parametrize("database", [None, "agent.sqlite3"])
+def test_the_component_config_reopens_the_same_memory(
+    monkeypatch: pytest.MonkeyPatch, home: Path, database: str | None
+) -> None:
     monkeypatch.setenv("MEMSTRATA_EMBEDDER", "hash")
-    with Memory(home, background=False) as opened:
+    location = home if database is None else home / database
+    with Memory(location, background=False) as opened:
         ana = MemstrataMemory(opened, user_id="ana", agent_id="planner", token_budget=300, search_limit=3)
         asyncio.run(ana.add(text("I live in Lisbon")))
         dumped = ana.dump_component()
 
     assert dumped.provider == "memstrata.integrations.autogen.MemstrataMemory"
     assert dumped.config == {
-        "path": str(home),
+        "path": str((home / (database or "memstrata.db")).resolve()),
         "user_id": "ana",
         "agent_id": "planner",
         "token_budget": 300,
@@ -277,7 +281,7 @@ def test_the_component_config_reopens_the_same_memory(monkeypatch: pytest.Monkey
     loaded = MemstrataMemory.load_component(dumped)
     assert [item.content for item in asyncio.run(loaded.query("Lisbon")).results] == ["I live in Lisbon"]
     asyncio.run(loaded.close())
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(StorageError, match="closed"):
         asyncio.run(loaded.query("Lisbon"))
 
 

@@ -42,6 +42,7 @@ Result = TypeVar("Result")
 MIME_KEY = "autogen_mime_type"
 _TEXT_TYPES = frozenset({MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value})
 _JSON = MemoryMimeType.JSON.value
+_SQLITE_FILE = "sqlite:///"
 
 
 class _Scope(TypedDict):
@@ -154,9 +155,9 @@ class MemstrataMemory(AutogenMemory, Component[MemstrataMemoryConfig]):
             await asyncio.to_thread(self._memory.close)
 
     def _to_config(self) -> MemstrataMemoryConfig:
-        """The data directory, scope and knobs; the store's other settings come from that directory and the env."""
+        """The SQLite file (else the data directory), the scope and the knobs; other settings come from the env."""
         return MemstrataMemoryConfig(
-            path=str(self._memory.settings.data_dir),
+            path=_location_of(self._memory),
             token_budget=self._token_budget,
             search_limit=self._search_limit,
             **self._scope,
@@ -181,6 +182,18 @@ class MemstrataMemory(AutogenMemory, Component[MemstrataMemoryConfig]):
             raise
         made._owns_memory = True
         return made
+
+
+def _location_of(memory: Memory) -> str:
+    """Where a config finds ``memory`` again: its SQLite file, or its data directory for another store.
+
+    Another store's URL is left out on purpose: it may hold a password, and the data directory's
+    ``memstrata.toml`` or ``MEMSTRATA_STORAGE_URL`` names it for the process that loads the config.
+    """
+    url = memory.settings.resolved_storage_url
+    if url.startswith(_SQLITE_FILE) and "?" not in url:
+        return url.removeprefix(_SQLITE_FILE)
+    return str(memory.settings.data_dir)
 
 
 async def _run(call: Callable[[], Result], cancellation_token: CancellationToken | None) -> Result:
