@@ -55,7 +55,7 @@ class _Scope(TypedDict):
 
 
 class MemstrataMemoryConfig(BaseModel):
-    """What ``dump_component`` saves of a MemstrataMemory: the data directory, the scope and the knobs."""
+    """What ``dump_component`` saves of a MemstrataMemory: where its store is, the scope and the knobs."""
 
     path: str
     user_id: str | None = None
@@ -140,6 +140,7 @@ class MemstrataMemory(AutogenMemory, Component[MemstrataMemoryConfig]):
         metadata = dict(content.metadata or {})
         if mime_type != MemoryMimeType.TEXT.value:
             metadata[MIME_KEY] = mime_type
+        # A user message: memstrata learns facts, the profile and habits from what users say.
         await _run(partial(self._memory.add, text, metadata=metadata, **self._scope), cancellation_token)
 
     async def clear(self) -> None:
