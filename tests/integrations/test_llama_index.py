@@ -27,6 +27,19 @@ from memstrata.errors import AccessDenied, MissingDependency, NotFound
 from memstrata.integrations.llama_index import MemstrataMemoryBlock
 from memstrata.integrations.query import MAX_QUERY_CHARACTERS, query_from
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def documented_example(heading: str) -> str:
+    """The Python example under ``## heading`` in the integration docs (the section may move to integrations.md)."""
+    for page in ("integrations.md", "integrations-llamaindex-autogen.md"):
+        text = (DOCS / page).read_text(encoding="utf-8") if (DOCS / page).exists() else ""
+        if f"\n## {heading}\n" in f"\n{text}":
+            section = f"\n{text}".split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+            return section.split("```python\n", 1)[1].split("```", 1)[0]
+    raise AssertionError(f"no ## {heading} section in the integration docs")
+
+
 CONVERSATION = [
     ("I live in Lisbon and I love grilled sardines", "Noted: Lisbon, and sardines."),
     ("My sister Marta plays the cello", "A cellist in the family!"),
@@ -300,3 +313,10 @@ def test_llama_indexs_synchronous_wrappers_work_too(memory: Memory) -> None:
     text = system_text(llama_memory(block, "later", token_limit=2_000).get(input="Who plays the cello?"))
 
     assert memory.history(user_id="ana") and text is not None and "cello" in text
+
+
+def test_the_documented_example_runs_and_recalls(capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(documented_example("LlamaIndex"), "LlamaIndex example", "exec"), {})
+
+    printed = capsys.readouterr().out
+    assert printed.startswith("<memory>") and "Marta plays the cello" in printed
