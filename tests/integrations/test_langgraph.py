@@ -18,6 +18,7 @@ from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Op, Pu
 from memstrata import Memory
 from memstrata.errors import AccessDenied, InvalidInput, MissingDependency, StorageError
 from memstrata.integrations.langgraph import MemstrataStore, item_id, text_of
+from memstrata.integrations.langgraph_filters import check_filter, namespace_matches, value_matches
 
 
 @pytest.fixture
@@ -115,6 +116,24 @@ def test_index_chooses_what_is_searchable(store: MemstrataStore) -> None:
     assert text_of({"title": "T", "text": "body"}, ["title"]) == "T"
     assert text_of({"n": 1}, None) == '{"n": 1}'
     assert text_of({"memory": "m", "content": " "}, ["missing"]) == "m"
+
+
+def test_filters_and_namespace_conditions_read_as_langgraphs_own_stores() -> None:
+    value = {"n": 3, "tags": ["a", "b"], "meta": {"kind": "note", "ok": True}, "flag": True}
+    assert value_matches(value, {"n": 3, "tags": ["a", "b"], "meta": {"kind": "note"}})
+    assert value_matches(value, {"n": {"$gt": 2, "$lte": 3}, "meta": {"kind": {"$ne": "todo"}}})
+    assert not value_matches(value, {"tags": ["a"]})
+    assert not value_matches(value, {"missing": {"$gt": 0}})
+    assert not value_matches(value, {"flag": {"$gt": 0}})  # booleans are not numbers
+    assert not value_matches(value, {"meta": {"kind": "todo"}})
+    with pytest.raises(InvalidInput, match="not both"):
+        check_filter({"n": {"$gt": 1, "other": 2}})
+    with pytest.raises(InvalidInput, match="mapping"):
+        check_filter(["n"])
+    assert namespace_matches("prefix", ("a", "*"), ("a", "b", "c"))
+    assert namespace_matches("suffix", ("*", "c"), ("a", "b", "c"))
+    assert not namespace_matches("suffix", ("b",), ("a", "b", "c"))
+    assert not namespace_matches("prefix", ("a", "b", "c", "d"), ("a", "b", "c"))
 
 
 def test_list_namespaces_with_prefix_suffix_depth_and_pages(store: MemstrataStore) -> None:

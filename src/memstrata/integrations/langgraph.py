@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memstrata.errors import InvalidInput, MissingDependency, NotFound
+from memstrata.integrations.langgraph_filters import check_filter, namespace_matches, value_matches
 from memstrata.memory import Memory
 from memstrata.models import Turn
 from memstrata.validation import check_metadata, check_user_id
@@ -55,8 +56,6 @@ MARK = "langgraph"
 TEXT_FIELDS = ("text", "content", "memory")
 #: The most hits one query search asks memstrata for (its own ceiling) while looking for matches.
 MOST_HITS = 1000
-#: The comparisons a search filter may use, as LangGraph's own stores read them.
-OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 #: Turns read per page while scanning a memory (namespace-only searches, listing namespaces).
 PAGE = 500
 
@@ -136,7 +135,7 @@ class MemstrataStore(BaseStore):
             self._owner(op.namespace_prefix, "namespace_prefix")
             _check_count(op.limit, "limit")
             _check_count(op.offset, "offset")
-            _check_filter(op.filter)
+            check_filter(op.filter)
         elif isinstance(op, ListNamespacesOp):
             _check_count(op.limit, "limit")
             _check_count(op.offset, "offset")
@@ -266,7 +265,7 @@ class MemstrataStore(BaseStore):
             return []
 
         def matches(stored: Stored) -> bool:
-            return stored.namespace[: len(op.namespace_prefix)] == op.namespace_prefix and _matches(
+            return stored.namespace[: len(op.namespace_prefix)] == op.namespace_prefix and value_matches(
                 stored.value, op.filter or {}
             )
 
@@ -319,7 +318,10 @@ class MemstrataStore(BaseStore):
         found: set[tuple[str, ...]] = set()
         for owner in self._owners(conditions):
             for stored in self._scan(owner):
-                if all(_does_match(condition, stored.namespace) for condition in conditions):
+                if all(
+                    namespace_matches(condition.match_type, condition.path, stored.namespace)
+                    for condition in conditions
+                ):
                     found.add(stored.namespace[: op.max_depth] if op.max_depth is not None else stored.namespace)
         return sorted(found)[op.offset : op.offset + op.limit]
 
@@ -420,63 +422,5 @@ def _check_count(value: object, what: str) -> None:
         raise InvalidInput(f"{what} must be a whole number ≥ 0")
 
 
-def _check_filter(wanted: object) -> None:
-    """A search filter: a mapping of value fields, whose ``$`` operators are ones LangGraph's stores know."""
-    if wanted is None:
-        return
-    if not isinstance(wanted, Mapping):
-        raise InvalidInput(f"filter must be a mapping of value fields, not {type(wanted).__name__}")
-    for name, expected in wanted.items():
-        if str(name).startswith("$") and name not in OPERATORS:
-            raise InvalidInput(f"unknown filter operator {name!r}; use {', '.join(OPERATORS)}")
-        if isinstance(expected, Mapping):
-            _check_filter(expected)
-
-
 def _is_paths(index: object) -> bool:
     return isinstance(index, list | tuple) and all(isinstance(path, str) and path for path in index)
-
-
-def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    """LangGraph's namespace match: the path's labels at the start (prefix) or end (suffix), ``*`` any label."""
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    ends = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-    return all(wanted in ("*", label) for wanted, label in zip(path, ends, strict=True))
-
-
-def _matches(value: Any, wanted: Mapping[str, Any]) -> bool:
-    """Whether a value passes a search filter: equal fields, nested mappings, ``$eq $ne $gt $gte $lt $lte``."""
-    if not isinstance(value, Mapping):
-        return False
-    return all(_compare(value.get(name), expected) for name, expected in wanted.items())
-
-
-def _compare(actual: Any, expected: Any) -> bool:
-    if isinstance(expected, Mapping):
-        if any(str(name).startswith("$") for name in expected):
-            return all(_operator(actual, name, operand) for name, operand in expected.items())
-        return _matches(actual, expected)
-    if isinstance(expected, list | tuple):
-        return (
-            isinstance(actual, list | tuple)
-            and len(actual) == len(expected)
-            and all(_compare(item, other) for item, other in zip(actual, expected, strict=True))
-        )
-    return bool(actual == expected)
-
-
-def _operator(actual: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return bool(actual == operand)
-    if operator == "$ne":
-        return bool(actual != operand)
-    if not _is_number(actual) or not _is_number(operand):
-        return False  # a missing or non-numeric field is outside every range
-    number, bound = float(actual), float(operand)
-    return {"$gt": number > bound, "$gte": number >= bound, "$lt": number < bound, "$lte": number <= bound}[operator]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
