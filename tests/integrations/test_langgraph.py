@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -19,6 +21,7 @@ from memstrata import Memory
 from memstrata.errors import AccessDenied, InvalidInput, MissingDependency, StorageError
 from memstrata.integrations.langgraph import MemstrataStore, item_id, text_of
 from memstrata.integrations.langgraph_filters import check_filter, namespace_matches, value_matches
+from tests.integrations.examples import DOCS, docs_example
 
 
 @pytest.fixture
@@ -340,6 +343,16 @@ def test_the_async_paths_run_in_a_worker_thread(memory: Memory) -> None:
         assert threads and loop_thread not in threads
 
     asyncio.run(scenario())
+
+
+def test_the_docs_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its Memory opens in a new temporary directory
+    exec(compile(docs_example("LangGraph"), str(DOCS), "exec"), {})
+    recalled, other, context = capsys.readouterr().out.split("\n", 2)
+    assert recalled == "['My cat is called Miso']" and other == "[]"
+    assert "user: My cat is called Miso" in context
 
 
 def test_it_is_a_langgraph_store(store: MemstrataStore) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from openai import AsyncOpenAI
 from memstrata import Memory
 from memstrata.errors import InvalidInput, MissingDependency
 from memstrata.integrations.openai_agents import MemstrataSession, run_with_memory, with_memory
+from tests.integrations.examples import DOCS, docs_example
 from tests.llm_server import CHAT, LLMServer, Reply
 
 
@@ -245,6 +248,21 @@ def test_with_memory_keeps_dynamic_instructions(memory: Memory, llm_server: LLMS
     first, second = (request.body["messages"] for request in llm_server.requests_to(CHAT))
     assert first[0] == {"role": "system", "content": "You are assistant.\n\n# Memory\n- likes tea"}
     assert second[0]["role"] == "user"  # no instructions and an empty memory: no system message at all
+
+
+def test_the_docs_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llm_server: LLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its Memory opens in a new temporary directory
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("MODEL", "fake-model")
+    exec(compile(docs_example("OpenAI Agents SDK"), str(DOCS), "exec"), {})
+    answer, items = capsys.readouterr().out.split("\n", 1)
+    assert answer == "echo: What should I avoid in a satay sauce?"
+    assert items.startswith("[{'content': 'What should I avoid in a satay sauce?', 'role': 'user'}")
+    system = llm_server.requests_to(CHAT)[-1].body["messages"][0]["content"]
+    assert system.startswith("You are a careful cook.") and "allergic to peanuts" in system
 
 
 def test_without_the_sdk_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
