@@ -221,6 +221,10 @@ def test_bad_values_are_refused_and_change_nothing(store: MemstrataStore, memory
     with pytest.raises(InvalidInput, match="max_text_bytes"):
         store.put(("ana", "x"), "kept", {"text": "x" * (memory.settings.max_text_bytes + 1)})
 
+    for options in ({"mode": "semantic"}, {"fields": ["text", ""]}, {"space_prefix": " "}, {"agent_id": ""}):
+        with pytest.raises(InvalidInput):
+            MemstrataStore(memory, **options)
+
     item = store.get(("ana", "x"), "kept")
     assert item is not None and item.value == {"text": "before"}
     assert store.get(("ana", "x"), "new") is None

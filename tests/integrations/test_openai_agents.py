@@ -76,6 +76,7 @@ ITEMS: list[Any] = [
     {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": '{"city": "Lisbon"}'},
     {"type": "function_call_output", "call_id": "c1", "output": "21 °C"},
     {"role": "developer", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}]},
 ]
 
 
@@ -101,6 +102,7 @@ def test_items_round_trip_exactly_and_messages_are_indexed(session: MemstrataSes
         ("tool", "[function_call weather]"),
         ("tool", "[function_call_output]"),
         ("system", "Be brief."),
+        ("user", "[input_image]"),
     ]
     assert memory.search("where does Ana live?", user_id="ana")[0].content == "I live in Lisbon"
 

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from memstrata.errors import InvalidInput, MissingDependency, NotFound
 from memstrata.integrations.langgraph_filters import check_filter, namespace_matches, value_matches
 from memstrata.memory import Memory
 from memstrata.models import Turn
-from memstrata.validation import check_metadata, check_user_id
+from memstrata.validation import check_identifier, check_metadata, check_user_id
 
 try:
     from langgraph.store.base import (
@@ -56,6 +56,8 @@ MARK = "langgraph"
 TEXT_FIELDS = ("text", "content", "memory")
 #: The most hits one query search asks memstrata for (its own ceiling) while looking for matches.
 MOST_HITS = 1000
+#: memstrata's search modes.
+SEARCH_MODES = ("hybrid", "fulltext", "vector")
 #: Turns read per page while scanning a memory (namespace-only searches, listing namespaces).
 PAGE = 500
 
@@ -98,10 +100,14 @@ class MemstrataStore(BaseStore):
         fields: Sequence[str] | None = None,
         mode: Literal["hybrid", "fulltext", "vector"] = "hybrid",
     ) -> None:
-        if space_prefix is not None and not space_prefix.strip():
+        if space_prefix is not None and (not isinstance(space_prefix, str) or not space_prefix.strip()):
             raise InvalidInput("space_prefix must be None (no spaces) or a non-blank string such as 'space:'")
+        if fields is not None and not _is_paths(fields):
+            raise InvalidInput("fields must be a list of value paths such as ['text', 'notes[*].body']")
+        if mode not in SEARCH_MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
         self.memory = memory
-        self.agent_id = agent_id
+        self.agent_id = check_identifier(agent_id, "agent_id", required=False)
         self.space_prefix = space_prefix
         self.fields = tuple(fields) if fields is not None else None
         self.mode = mode
@@ -204,16 +210,17 @@ class MemstrataStore(BaseStore):
     def _put(self, op: PutOp) -> None:
         owner = self._owner(op.namespace, "namespace")
         turn_id = item_id(op.namespace, op.key)
-        scope = owner.scope(self.agent_id)
+        encoded = self._encode(op) if op.value is not None else None
         with self._writing:
             old = self._turn(owner, turn_id)
             if old is not None:
-                self.memory.delete(turn_id, **scope)
-            if op.value is None:
+                self.memory.delete(turn_id, **owner.scope(self.agent_id))
+            if encoded is None:
                 return
-            text, record = self._encode(op)
-            if old is not None:  # an overwrite keeps when the item was first put
-                record["created_at"] = old.metadata.get(MARK, {}).get("created_at", old.created_at.isoformat())
+            text, record = encoded
+            previous = _decode(old, owner) if old is not None else None
+            if previous is not None:  # an overwrite keeps when the item was first put
+                record["created_at"] = previous.created_at.isoformat()
             try:
                 self._add(owner, turn_id, text, record)
             except BaseException:
@@ -270,10 +277,13 @@ class MemstrataStore(BaseStore):
             )
 
         if not (op.query and op.query.strip()):
-            found: list[tuple[Stored, float | None]] = [
-                (stored, None) for stored in self._scan(owner) if matches(stored)
-            ]
-            found.sort(key=lambda pair: pair[0].updated_at, reverse=True)  # newest first, as LangGraph's stores
+            # Newest first, as LangGraph's database stores list them; a turn's time is its item's updated_at.
+            found: list[tuple[Stored, float | None]] = []
+            for stored in self._scan(owner, newest_first=True):
+                if matches(stored):
+                    found.append((stored, None))
+                    if len(found) >= wanted:
+                        break
         else:
             found = self._ranked(owner, op.query, wanted, matches)
         return [stored.search_item(score) for stored, score in found[op.offset : wanted]]
@@ -297,12 +307,13 @@ class MemstrataStore(BaseStore):
                 return found
             depth = min(depth * 4, MOST_HITS)
 
-    def _scan(self, owner: Owner) -> Iterable[Stored]:
-        """Every item of the owner's memory, oldest first, page by page."""
+    def _scan(self, owner: Owner, *, newest_first: bool = False) -> Iterator[Stored]:
+        """Every item of the owner's memory, oldest (or newest) first, read page by page as it is consumed."""
         offset = 0
+        scope = owner.scope(self.agent_id)
         while True:
             try:
-                turns = self.memory.history(limit=PAGE, offset=offset, **owner.scope(self.agent_id))
+                turns = self.memory.history(limit=PAGE, offset=offset, newest_first=newest_first, **scope)
             except NotFound:
                 return
             for turn in turns:

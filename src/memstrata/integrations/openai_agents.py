@@ -170,10 +170,10 @@ def _message_of(item: object, index: int) -> dict[str, Any]:
         raise InvalidInput(f"session item {index} must be a mapping (an input item dict), not {type(item).__name__}")
     kept = check_metadata({MARK: dict(item)}, f"session item {index}")
     role = ROLES.get(str(item.get("role"))) if _is_message(item) else None
-    text = _message_text(item.get("content")) if role is not None else ""
-    if role is None or not text.strip():
-        role, text = Role.TOOL, _label(item)
-    return {"role": role.value, "content": text, "metadata": kept}
+    if role is None:
+        return {"role": Role.TOOL.value, "content": _label(item), "metadata": kept}
+    text = _message_text(item.get("content"))
+    return {"role": role.value, "content": text if text.strip() else _parts_label(item), "metadata": kept}
 
 
 def _item_of(turn: Turn) -> TResponseInputItem:
@@ -204,6 +204,14 @@ def _label(item: Mapping[str, Any]) -> str:
     kind = str(item.get("type") or "item")
     name = item.get("name")
     return f"[{kind} {name}]" if isinstance(name, str) and name else f"[{kind}]"
+
+
+def _parts_label(message: Mapping[str, Any]) -> str:
+    """A short text for a message without text (an image, a file): the kinds of its parts."""
+    content = message.get("content")
+    parts = content if isinstance(content, Sequence) and not isinstance(content, str) else []
+    kinds = [str(part.get("type")) for part in parts if isinstance(part, Mapping) and part.get("type")]
+    return f"[{' '.join(kinds) or 'message'}]"
 
 
 def _latest_user_text(input: object) -> str:
