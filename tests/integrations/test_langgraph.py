@@ -337,6 +337,9 @@ def test_the_async_paths_run_in_a_worker_thread(memory: Memory) -> None:
         assert await store.aget(("ana", "a"), "k") is None
         with pytest.raises(InvalidNamespaceError):
             await store.aput(("ana", "bad.label"), "k", {"text": "t"})
+        # Many writers at once, each in its own worker thread: every item lands once.
+        await asyncio.gather(*(store.aput(("ana", "many"), f"k{n % 5}", {"text": f"value {n}"}) for n in range(20)))
+        assert sorted(hit.key for hit in await store.asearch(("ana", "many"), limit=50)) == [f"k{n}" for n in range(5)]
 
         builder = StateGraph(State)
         builder.add_node("recall", recall_async)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
+import json
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -114,6 +116,10 @@ def test_pop_and_clear(session: MemstrataSession, memory: Memory) -> None:
         await session.add_items(ITEMS[:3])
         assert await session.pop_item() == ITEMS[2]
         assert await session.get_items() == ITEMS[:2]
+        await session.add_items(ITEMS[2:6])
+        popped = await asyncio.gather(*(session.pop_item() for _ in range(3)))
+        as_json = functools.partial(json.dumps, sort_keys=True)
+        assert sorted(map(as_json, popped)) == sorted(map(as_json, ITEMS[3:6]))  # three pops at once: three items
         await session.clear_session()
         assert await session.get_items() == []
         assert await session.pop_item() is None
