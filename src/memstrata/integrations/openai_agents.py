@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any, cast
 
 from memstrata.errors import InvalidInput, MissingDependency
@@ -80,22 +81,17 @@ class MemstrataSession:
     def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
         if limit is None:
             return [_item_of(turn) for turn in self._turns(newest_first=False)]
-        latest: list[TResponseInputItem] = []
-        for turn in self._turns(newest_first=True):
-            if len(latest) >= limit:
-                break
-            latest.append(_item_of(turn))
+        latest = [_item_of(turn) for turn in islice(self._turns(newest_first=True), limit)]
         return latest[::-1]
 
-    def _turns(self, *, newest_first: bool) -> list[Turn]:
-        """The session's item turns, page by page; other turns of the session (a ``memory.add``) are skipped."""
-        found: list[Turn] = []
+    def _turns(self, *, newest_first: bool) -> Iterator[Turn]:
+        """The session's item turns, read page by page as consumed; other turns of the session are skipped."""
         offset = 0
         while True:
             page = self.memory.history(limit=PAGE, offset=offset, newest_first=newest_first, **self._scope())
-            found += [turn for turn in page if isinstance(turn.metadata.get(MARK), Mapping)]
+            yield from (turn for turn in page if isinstance(turn.metadata.get(MARK), Mapping))
             if len(page) < PAGE:
-                return found
+                return
             offset += PAGE
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -110,19 +106,11 @@ class MemstrataSession:
 
     def _pop_item(self) -> TResponseInputItem | None:
         with self._popping:
-            return self._pop_latest()
-
-    def _pop_latest(self) -> TResponseInputItem | None:
-        offset = 0
-        while True:
-            page = self.memory.history(limit=PAGE, offset=offset, newest_first=True, **self._scope())
-            for turn in page:
-                if isinstance(turn.metadata.get(MARK), Mapping):
-                    self.memory.delete(turn.id, user_id=self.user_id)
-                    return _item_of(turn)
-            if len(page) < PAGE:
+            latest = next(self._turns(newest_first=True), None)
+            if latest is None:
                 return None
-            offset += PAGE
+            self.memory.delete(latest.id, user_id=self.user_id)
+            return _item_of(latest)
 
     async def clear_session(self) -> None:
         """Forget the session: every turn memstrata holds for it in this user's memory (this agent's, if named)."""
