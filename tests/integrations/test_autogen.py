@@ -19,22 +19,10 @@ from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import AccessDenied, MissingDependency, StorageError
 from memstrata.integrations.autogen import MIME_KEY, MemstrataMemory
+from tests.integrations.examples import docs_example
 
 #: A 1×1 PNG.
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-def documented_example(heading: str) -> str:
-    """The Python example under ``## heading`` in the integration docs (the section may move to integrations.md)."""
-    for page in ("integrations.md", "integrations-llamaindex-autogen.md"):
-        text = (DOCS / page).read_text(encoding="utf-8") if (DOCS / page).exists() else ""
-        if f"\n## {heading}\n" in f"\n{text}":
-            section = f"\n{text}".split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-            return section.split("```python\n", 1)[1].split("```", 1)[0]
-    raise AssertionError(f"no ## {heading} section in the integration docs")
 
 
 def text(content: str, **metadata: Any) -> MemoryContent:
@@ -348,7 +336,7 @@ def test_a_missing_autogen_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_the_documented_example_runs_and_recalls(capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(documented_example("AutoGen"), "AutoGen example", "exec"), {})
+    exec(compile(docs_example("AutoGen"), "AutoGen example", "exec"), {})
 
     printed = capsys.readouterr().out
     assert printed.startswith("# Memory\n") and "\nuser: Ana lives in Lisbon\n" in printed

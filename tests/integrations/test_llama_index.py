@@ -26,19 +26,7 @@ from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import AccessDenied, MissingDependency, NotFound
 from memstrata.integrations.llama_index import MemstrataMemoryBlock
 from memstrata.integrations.query import MAX_QUERY_CHARACTERS, query_from
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-def documented_example(heading: str) -> str:
-    """The Python example under ``## heading`` in the integration docs (the section may move to integrations.md)."""
-    for page in ("integrations.md", "integrations-llamaindex-autogen.md"):
-        text = (DOCS / page).read_text(encoding="utf-8") if (DOCS / page).exists() else ""
-        if f"\n## {heading}\n" in f"\n{text}":
-            section = f"\n{text}".split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-            return section.split("```python\n", 1)[1].split("```", 1)[0]
-    raise AssertionError(f"no ## {heading} section in the integration docs")
-
+from tests.integrations.examples import docs_example
 
 CONVERSATION = [
     ("I live in Lisbon and I love grilled sardines", "Noted: Lisbon, and sardines."),
@@ -316,7 +304,7 @@ def test_llama_indexs_synchronous_wrappers_work_too(memory: Memory) -> None:
 
 
 def test_the_documented_example_runs_and_recalls(capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(documented_example("LlamaIndex"), "LlamaIndex example", "exec"), {})
+    exec(compile(docs_example("LlamaIndex"), "LlamaIndex example", "exec"), {})
 
     printed = capsys.readouterr().out
     assert printed.startswith("<memory>") and "Marta plays the cello" in printed
