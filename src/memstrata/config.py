@@ -124,7 +124,10 @@ class Settings(BaseSettings):
         min_length=1,
         description="The agent REST requests act as in shared spaces when their key names none (and without a key).",
     )
-    llm_provider: str = Field(default="none", description="none | openai (any OpenAI-compatible server) | anthropic.")
+    llm_provider: str = Field(
+        default="none",
+        description="none | openai (any OpenAI-compatible server) | anthropic | local (a GGUF model in process).",
+    )
     llm_base_url: str | None = Field(
         default=None, description="Server URL; default https://api.openai.com/v1 or https://api.anthropic.com."
     )
@@ -133,7 +136,16 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(
         default=60.0, gt=0, le=86_400, description="Longest wait to connect or for more reply (at most a day)."
     )
-    llm_max_retries: int = Field(default=3, ge=0, le=20, description="Retries on 429, 5xx, timeouts, refused connects.")
+    llm_max_retries: int = Field(
+        default=3, ge=0, le=20, description="Retries on 429, 5xx, refused connects (a generation that timed out: none)."
+    )
+    llm_threads: int = Field(default=1, ge=1, le=64, description="CPU threads of the local provider's model.")
+    llm_context_tokens: int = Field(
+        default=4096, ge=512, le=131_072, description="Context window of the local provider's model, in tokens."
+    )
+    chat_max_tokens: int = Field(
+        default=1024, ge=1, le=100_000, description="Longest chat reply asked of the model, in tokens."
+    )
     llm_prices: dict[str, ModelPrice] = Field(
         default_factory=default_prices,
         repr=False,

@@ -170,6 +170,7 @@ BUILT_IN: tuple[Entry, ...] = (
     _entry(LLM_PROVIDER, "none", "memstrata.llms.none:from_settings", "cost_log"),
     _entry(LLM_PROVIDER, "openai", "memstrata.llms.openai_compat:from_settings", "cost_log", remote=True),
     _entry(LLM_PROVIDER, "anthropic", "memstrata.llms.anthropic:from_settings", "cost_log", remote=True),
+    _entry(LLM_PROVIDER, "local", "memstrata.llms.local:from_settings", "cost_log", extra="local"),
 )
 
 

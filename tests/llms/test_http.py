@@ -20,7 +20,7 @@ from memstrata.llms import load_llm
 from memstrata.llms.anthropic import AnthropicLLM, AnthropicOptions
 from memstrata.llms.openai_compat import OpenAICompatLLM, OpenAIOptions
 from memstrata.remote.costs import CostLog, read_costs
-from memstrata.remote.http import RetryPolicy, parse_retry_after
+from memstrata.remote.http import JsonClient, RetryPolicy, parse_retry_after
 from tests.llm_server import CHAT, MESSAGES, LLMServer, Reply
 from tests.llms.conftest import SECRET, Sleeps
 
@@ -87,9 +87,26 @@ def test_timeout_raises_provider_error(make_openai: MakeOpenAI, llm_server: LLMS
     assert "MEMSTRATA_LLM_TIMEOUT_SECONDS" in str(info.value)
 
 
-def test_timeout_is_retried(make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps) -> None:
+def test_a_timed_out_generation_is_not_sent_again(
+    make_openai: MakeOpenAI, llm_server: LLMServer, sleeps: Sleeps
+) -> None:
+    # The server may still be generating the first reply: a retry would queue behind it and time out too.
     llm_server.queue(CHAT, Reply.slow(3.0), "in time")
-    assert make_openai(timeout_seconds=0.3, max_retries=1).complete("x") == "in time"
+    with pytest.raises(ProviderError, match="not sent again") as info:
+        make_openai(timeout_seconds=0.3, max_retries=3).complete("x")
+    assert "MEMSTRATA_LLM_TIMEOUT_SECONDS" in str(info.value)
+    assert "MEMSTRATA_CHAT_MAX_TOKENS" in str(info.value)
+    assert sleeps.delays == []
+    assert len(llm_server.requests_to(CHAT)) == 1
+
+
+def test_a_timeout_of_other_requests_is_retried(llm_server: LLMServer, sleeps: Sleeps) -> None:
+    llm_server.queue(CHAT, Reply.slow(3.0), "in time")
+    client = JsonClient(
+        llm_server.openai_url, model="m", timeout_seconds=0.3, retry=RetryPolicy(max_retries=1), sleep=sleeps
+    )
+    body, _ = client.post("chat/completions", {"model": "m", "messages": [{"role": "user", "content": "x"}]})
+    assert body["choices"][0]["message"]["content"] == "in time"
     assert len(sleeps.delays) == 1
 
 

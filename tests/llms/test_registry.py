@@ -23,7 +23,7 @@ from tests.llms.conftest import SECRET
 
 
 def test_the_registry_names_are_a_contract() -> None:
-    assert set(LLMS) == {"none", "openai", "anthropic"}
+    assert set(LLMS) == {"none", "openai", "anthropic", "local"}
 
 
 def test_defaults(home: Path) -> None:
@@ -38,7 +38,7 @@ def test_defaults(home: Path) -> None:
 
 
 def test_unknown_provider_lists_the_choices(home: Path) -> None:
-    with pytest.raises(ConfigError, match="anthropic, none, openai") as info:
+    with pytest.raises(ConfigError, match="anthropic, local, none, openai") as info:
         load_llm(load_settings(home=home, llm_provider="gemini"))
     assert "MEMSTRATA_LLM_PROVIDER" in str(info.value)
 
@@ -144,7 +144,8 @@ def test_providers_are_imported_only_when_chosen() -> None:
         "import sys, memstrata\n"
         "from memstrata.llms import load_llm\n"
         "load_llm(memstrata.load_settings())\n"
-        "providers = ('memstrata.llms.openai_compat', 'memstrata.llms.anthropic')\n"
+        "providers = ('memstrata.llms.openai_compat', 'memstrata.llms.anthropic', 'memstrata.llms.local',"
+        " 'xllamacpp')\n"
         "print(sorted(name for name in sys.modules if name in providers))\n"
     )
     environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMSTRATA_")}

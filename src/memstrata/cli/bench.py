@@ -171,6 +171,49 @@ def embedders(
     console.print(table)
 
 
+@app.command("local-model")
+def local_model(
+    threads: Annotated[str, typer.Option("--threads", help="Comma-separated thread counts.")] = "1,2",
+    runs: Annotated[int, typer.Option(min=1, help="Prompts per thread count (the median is reported).")] = 5,
+    memory_lines: Annotated[int, typer.Option(min=1, help="Lines of the memory block in each prompt.")] = 24,
+    max_tokens: Annotated[int, typer.Option(min=2, help="Reply length asked for when timing generation.")] = 128,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Speed of the local provider's model on this machine: prompt and generated tokens/s per thread count.
+
+    Example: memstrata bench local-model --threads 1,2 --json results/local-model.json
+    """
+    from memstrata.bench.local_model import LocalModelOptions, run_local_model
+    from memstrata.errors import InvalidInput
+
+    try:
+        counts = tuple(int(value) for value in threads.split(",") if value.strip())
+    except ValueError as exc:
+        raise InvalidInput(f"--threads takes whole numbers, e.g. 1,2; got {threads!r}") from exc
+    result = run_local_model(
+        LocalModelOptions(threads=counts, runs=runs, memory_lines=memory_lines, max_tokens=max_tokens)
+    )
+    write_json(json_out, result)
+    table = Table(
+        "threads",
+        "prompt tokens",
+        "prompt tokens/s",
+        "generated tokens/s",
+        "load s",
+        title=result["llm"],
+    )
+    for row in result["results"]:
+        generated = row["generated_tokens_per_s"]
+        table.add_row(
+            str(row["threads"]),
+            f"{row['prompt_tokens']:.0f}",
+            f"{row['prompt_tokens_per_s']:.0f}",
+            f"{generated:.0f}" if generated is not None else "-",
+            f"{row['load_seconds']:.2f}",
+        )
+    console.print(table)
+
+
 @app.command("serve")
 def serve(
     clients: Annotated[int, typer.Option(help="Concurrent HTTP clients, each adding then searching in a loop.")] = 4,

@@ -105,6 +105,7 @@ class ChatResponder:
                 [*conversation([turn for _, turn in working]), ChatMessage("user", text)],
                 system=request.system or render("agent_system", today=today),
                 memory=context.text or None,
+                max_tokens=parts.settings.chat_max_tokens,
                 purpose="chat",
             )
             answer = _storable(completion.text)

@@ -46,6 +46,7 @@ class AnthropicLLM(LLMBase):
             headers={"anthropic-version": API_VERSION},
             key_header="x-api-key",
             key_prefix="",
+            generates=True,
         )
         # Accept a base URL given with or without the version segment.
         self._path = "messages" if options.base_url.endswith("/v1") else "v1/messages"

@@ -42,7 +42,7 @@ class OpenAICompatLLM(LLMBase):
 
     def __init__(self, options: OpenAIOptions, *, cost_log: CostLog | None = None, sleep: Sleep = time.sleep) -> None:
         self._options = options
-        self._remote = ProviderClient(options, provider="openai", cost_log=cost_log, sleep=sleep)
+        self._remote = ProviderClient(options, provider="openai", cost_log=cost_log, sleep=sleep, generates=True)
         self._lock = threading.Lock()
         self._mode_index = 0  # what structured output this server accepts, learned once
         self._token_field = "max_tokens"
@@ -69,7 +69,7 @@ class OpenAICompatLLM(LLMBase):
         for _ in range(_MAX_ADJUSTMENTS):
             mode = self.output_mode if request.json_schema is not None else "none"
             token_field = self._token_field
-            body = self._body(messages, request, mode=mode, token_field=token_field)
+            body = chat_body(self._options.model, messages, request, mode=mode, token_field=token_field)
             reply = self._remote.http.send(CHAT_PATH, body)
             if reply.status not in _REJECTABLE_STATUSES:
                 break
@@ -84,35 +84,16 @@ class OpenAICompatLLM(LLMBase):
             else:
                 break
         assert reply is not None
-        completion = self._parse(self._remote.http.check(CHAT_PATH, reply))
+        completion = parse_chat_reply(
+            self._remote.http.check(CHAT_PATH, reply),
+            name=self.name,
+            model=self._options.model,
+            where=f"{self._remote.http.base_url}/{CHAT_PATH}",
+        )
         self._remote.record(
             model=completion.model, purpose=request.purpose, usage=completion.usage, latency_ms=reply.elapsed_ms
         )
         return completion
-
-    def _body(
-        self, messages: Sequence[ChatMessage], request: ChatRequest, *, mode: OutputMode, token_field: str
-    ) -> dict[str, Any]:
-        # Instructions first and the memory block after them, so the prompt prefix stays stable and cacheable.
-        schema = request.json_schema
-        parts = [request.system] if request.system else []
-        if schema is not None and mode != "json_schema":
-            parts.append(json_instruction(schema))
-        if request.memory:
-            parts.append(request.memory)
-        wire: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
-        wire += [{"role": message.role, "content": message.content} for message in messages]
-        body: dict[str, Any] = {"model": self._options.model, "messages": wire}
-        if request.max_tokens is not None:
-            body[token_field] = request.max_tokens
-        if schema is not None and mode == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _schema_name(schema), "schema": dict(schema), "strict": False},
-            }
-        elif schema is not None and mode == "json_object":
-            body["response_format"] = {"type": "json_object"}
-        return body
 
     def _step_down(self, rejected: OutputMode) -> None:
         with self._lock:
@@ -124,32 +105,6 @@ class OpenAICompatLLM(LLMBase):
                     rejected,
                     self.output_mode,
                 )
-
-    def _parse(self, payload: Mapping[str, Any]) -> Completion:
-        choices = payload.get("choices")
-        first = choices[0] if isinstance(choices, list) and choices else None
-        message = first.get("message") if isinstance(first, dict) else None
-        if not isinstance(message, dict):
-            raise ProviderError(
-                f"{self._remote.http.base_url}/{CHAT_PATH} replied without a message; "
-                "check that MEMSTRATA_LLM_BASE_URL points at an OpenAI-compatible API (it usually ends in /v1)"
-            )
-        content = message.get("content")
-        if isinstance(content, list):  # content parts
-            content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-        if content is None and message.get("refusal"):
-            raise ProviderError(f"{self.name} refused to answer: {message['refusal']}")
-        usage = as_object(payload.get("usage"))
-        details = as_object(usage.get("prompt_tokens_details"))
-        return Completion(
-            text=str(content or ""),
-            model=str(payload.get("model") or self._options.model),
-            usage=Usage(
-                input_tokens=token_count(usage.get("prompt_tokens")),
-                output_tokens=token_count(usage.get("completion_tokens")),
-                cached_tokens=token_count(details.get("cached_tokens")),
-            ),
-        )
 
 
 def from_settings(settings: Settings, *, cost_log: CostLog | None = None) -> OpenAICompatLLM:
@@ -176,3 +131,57 @@ def _schema_name(schema: Mapping[str, Any]) -> str:
     title = str(schema.get("title") or "reply")
     name = "".join(character if character.isalnum() or character in "_-" else "_" for character in title)
     return name[:64] or "reply"
+
+
+def chat_body(
+    model: str, messages: Sequence[ChatMessage], request: ChatRequest, *, mode: OutputMode, token_field: str
+) -> dict[str, Any]:
+    """A chat completions request: instructions, then the memory block, in the first system message."""
+    # Instructions first and the memory block after them, so the prompt prefix stays stable and cacheable.
+    schema = request.json_schema
+    parts = [request.system] if request.system else []
+    if schema is not None and mode != "json_schema":
+        parts.append(json_instruction(schema))
+    if request.memory:
+        parts.append(request.memory)
+    wire: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
+    wire += [{"role": message.role, "content": message.content} for message in messages]
+    body: dict[str, Any] = {"model": model, "messages": wire}
+    if request.max_tokens is not None:
+        body[token_field] = request.max_tokens
+    if schema is not None and mode == "json_schema":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": _schema_name(schema), "schema": dict(schema), "strict": False},
+        }
+    elif schema is not None and mode == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    return body
+
+
+def parse_chat_reply(payload: Mapping[str, Any], *, name: str, model: str, where: str) -> Completion:
+    """The completion in a chat completions reply, or a ProviderError saying what is wrong with it."""
+    choices = payload.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise ProviderError(
+            f"{where} replied without a message; "
+            "check that MEMSTRATA_LLM_BASE_URL points at an OpenAI-compatible API (it usually ends in /v1)"
+        )
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    if content is None and message.get("refusal"):
+        raise ProviderError(f"{name} refused to answer: {message['refusal']}")
+    usage = as_object(payload.get("usage"))
+    details = as_object(usage.get("prompt_tokens_details"))
+    return Completion(
+        text=str(content or ""),
+        model=str(payload.get("model") or model),
+        usage=Usage(
+            input_tokens=token_count(usage.get("prompt_tokens")),
+            output_tokens=token_count(usage.get("completion_tokens")),
+            cached_tokens=token_count(details.get("cached_tokens")),
+        ),
+    )

@@ -1,9 +1,10 @@
 """HTTP for remote providers: JSON POSTs with a timeout, bounded retries, and every failure as ProviderError.
 
 Retries: 429, 5xx, refused connections and timeouts, with exponential backoff and jitter, or
-the server's ``Retry-After`` (capped). Every httpx error and bad status becomes a
-:class:`~memstrata.errors.ProviderError` whose message says which setting to check. The API
-key travels only in request headers: it never appears in a message, a repr or a log record.
+the server's ``Retry-After`` (capped); a generation whose reply timed out is not sent again.
+Every httpx error and bad status becomes a :class:`~memstrata.errors.ProviderError` whose
+message says which setting to check. The API key travels only in request headers: it never
+appears in a message, a repr or a log record.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class RetryPolicy:
     base_delay_seconds: float = 0.5
     max_delay_seconds: float = 20.0
     max_retry_after_seconds: float = 60.0
+    #: False for generations: a request that timed out waiting for its reply may still be running on the
+    #: server, and asking again queues behind it (each retry then times out too).
+    retries_read_timeouts: bool = True
 
     def delay(self, retry: int, retry_after: str | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (0-based)."""
@@ -81,6 +85,8 @@ class SettingNames:
     base_url: str = "MEMSTRATA_LLM_BASE_URL"
     timeout: str = "MEMSTRATA_LLM_TIMEOUT_SECONDS"
     max_retries: str = "MEMSTRATA_LLM_MAX_RETRIES"
+    #: The setting bounding a generation's length, for providers that generate.
+    reply_tokens: str | None = None
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -222,6 +228,8 @@ class JsonClient:
                         f"{url} redirected the request to an address that is not a valid URL ({exc}); set"
                         f" {self._names.base_url} to the server's current address"
                     ) from None
+                if isinstance(exc, httpx.ReadTimeout) and not self._retry.retries_read_timeouts:
+                    raise self._fail(self._still_running(url)) from exc
                 if retries < self._retry.max_retries:
                     retries = self._wait(url, _RETRY_REASONS[_kind_of(exc)], retries, None)
                     continue
@@ -331,6 +339,14 @@ class JsonClient:
             if self._client is None:
                 self._client = httpx.Client(headers=self._headers, timeout=httpx.Timeout(self._timeout_seconds))
             return self._client
+
+    def _still_running(self, url: str) -> str:
+        """What to fix when a generation's reply did not come in time (it is not asked again)."""
+        shorter = f", or lower {self._names.reply_tokens} so replies end sooner" if self._names.reply_tokens else ""
+        return (
+            f"no reply from {url} within {self._timeout_seconds:g}s; the server may still be generating it, so it"
+            f" was not sent again (a retry would wait behind it): raise {self._names.timeout}{shorter}"
+        )
 
     def _gave_up(self, url: str, error: Exception, attempts: int) -> str:
         """What to fix, once every attempt ended in a transport error worth retrying."""

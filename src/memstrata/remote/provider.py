@@ -85,6 +85,7 @@ class ProviderClient:
         key_prefix: str = "Bearer ",
         names: SettingNames | None = None,
         error: type[Exception] = ProviderError,
+        generates: bool = False,
     ) -> None:
         self._provider = provider
         self._cost_log = cost_log
@@ -97,8 +98,9 @@ class ProviderClient:
             headers=sent,
             secret=options.api_key,
             timeout_seconds=options.timeout_seconds,
-            retry=RetryPolicy(max_retries=options.max_retries),
-            names=names,
+            # A generation that timed out may still be running: a retry would queue behind it.
+            retry=RetryPolicy(max_retries=options.max_retries, retries_read_timeouts=not generates),
+            names=names or (SettingNames(reply_tokens="MEMSTRATA_CHAT_MAX_TOKENS") if generates else None),
             sleep=sleep,
             error=error,
         )
