@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -44,6 +45,9 @@ def authenticate(request: Request, services: Services, secret: str | None) -> Te
         if not services.settings.server_allow_anonymous:
             raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' (memstrata keys create)")
         tenant = Tenant(LOCAL_TENANT)
+        agent = services.settings.server_agent_id
+    elif services.owner_secret is not None and secrets.compare_digest(secret, services.owner_secret):
+        tenant = Tenant.whole_store()
         agent = services.settings.server_agent_id
     else:
         key = find_key(services.keys, secret)
