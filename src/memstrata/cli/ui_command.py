@@ -50,6 +50,7 @@ def ui(
     # Keyless requests are never taken here, whatever the settings say: the secret is the way in.
     settings = load_settings(home=home, server_host=HOST, server_allow_anonymous=False)
     listener = _listen(port)
+    memory: Memory | None = None
     try:
         memory = Memory.from_settings(settings)
         secret = new_secret()
@@ -65,6 +66,8 @@ def ui(
         server = uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), lifespan="on"))
         server.run(sockets=[listener])
     finally:
+        if memory is not None:
+            memory.close()  # the app closes it on shutdown too; a failed start must not leave it open
         listener.close()
 
 

@@ -46,6 +46,8 @@ async function open() {
 function signOut(message = "") {
   dropKey();
   Object.assign(state, { user: null, session: null, offset: 0, users: [] });
+  clearUser("Pick a user");
+  show($("users"));
   $("app").hidden = true;
   $("sign-out").hidden = true;
   $("login").hidden = false;
@@ -309,15 +311,29 @@ $("forget-user").addEventListener("click", async () => {
   const deletion = await guarded(() => call("POST", "forget", { body: { user_id: user } }));
   if (!deletion) return;
   Object.assign(state, { user: null, session: null, offset: 0 });
-  show($("user-title"), `Forgot ${user}: ${deletion.turns} turns deleted`);
-  $("forget-user").disabled = true;
-  show($("sessions"), el("li", { class: "muted" }, "pick a user"));
-  for (const id of ["turns", "tiers", "context"]) show($(id));
-  $("graph").replaceChildren();
+  clearUser(`Forgot ${user}: ${deletion.turns} turns deleted`);
   await loadUsers();
 });
+
+// Empties every view of the user shown last (after a forget, or when the key changes).
+function clearUser(title) {
+  show($("user-title"), title);
+  $("forget-user").disabled = true;
+  show($("sessions"), el("li", { class: "muted" }, "pick a user"));
+  for (const id of ["turns", "tiers", "context", "page-info", "graph-note", "status"]) show($(id));
+  show($("hits").tBodies[0]);
+  $("hits").hidden = true;
+  $("context-tokens").hidden = true;
+  $("graph").replaceChildren();
+  $("newer").disabled = true;
+  $("older").disabled = true;
+}
 
 // -- start --------------------------------------------------------------------------------------
 
 takeKeyFromAddress();
 if (storedKey()) open();
+// The address of `memstrata ui` opened in a tab that already shows the page changes only its fragment.
+window.addEventListener("hashchange", () => {
+  if (takeKeyFromAddress()) open();
+});
