@@ -55,7 +55,16 @@ def test_the_assets_include_the_page_scripts_and_style() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/ui/", "/ui/index.html", "/ui/nope.js", "/ui/..%2F__init__.py", "/ui/%2e%2e/app.py", "/ui/assets"]
+    "path",
+    [
+        "/ui/",
+        "/ui/index.html",
+        "/ui/nope.js",
+        "/ui/..%2F__init__.py",
+        "/ui/%2e%2e/app.py",
+        "/ui/assets",
+        "/ui/" + "a" * 300,
+    ],
 )
 def test_nothing_but_the_shipped_assets_is_served(anonymous: httpx.Client, path: str) -> None:
     response = anonymous.get(path)
@@ -217,6 +226,13 @@ def test_only_the_exact_owner_secret_is_taken(owner_server: LiveServer, owner_se
         for secret in (wrong, owner_secret[:-1], owner_secret + "x", owner_secret.upper()):
             assert http.get("/v1/users", headers={"Authorization": f"Bearer {secret}"}).status_code == 401
         assert http.get("/v1/users").status_code == 401, "no keyless access, whatever the settings say"
+
+
+def test_a_secret_in_any_latin1_text_is_refused_not_crashed_on(owner_server: LiveServer, owner_secret: str) -> None:
+    with httpx.Client(base_url=owner_server.url, timeout=30) as http:
+        for header in (b"Bearer caf\xe9", b"Bearer " + owner_secret.encode() + b"\xff"):
+            response = http.get("/v1/users", headers={"Authorization": header})
+            assert response.status_code == 401, response.text
 
 
 def test_without_an_owner_secret_no_key_sees_the_whole_store(

@@ -57,7 +57,7 @@ def page() -> Response:
 
 
 @router.get("/ui/{name}")
-def asset(name: Annotated[str, Path(max_length=64)]) -> Response:
+def asset(name: Annotated[str, Path(description="A file of the page.")]) -> Response:
     """A script, style sheet or image of the page; 404 for anything else."""
     if name == PAGE:
         raise HTTPException(status_code=404, detail="Not Found")  # one address for the page: /ui

@@ -141,6 +141,12 @@ async function loadTimeline() {
   const query = { user_id: state.user, session_id: state.session, limit: PAGE, offset: state.offset, newest_first: true };
   const answer = await guarded(() => call("GET", "memories", { query }));
   if (!answer) return;
+  if (!answer.memories.length && state.offset > 0) {
+    // The page emptied (its last memory was deleted): show the one before it.
+    state.offset = Math.max(0, state.offset - PAGE);
+    await loadTimeline();
+    return;
+  }
   const turns = answer.memories.map((turn) =>
     el(
       "li",
