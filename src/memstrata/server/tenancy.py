@@ -3,6 +3,9 @@
 Requests name plain ids; the store sees them as ``"<tenant>/<id>"``. Tenant names cannot
 contain the separator, so one tenant's ids can never spell another's, and every read is
 confined to the caller's namespace (another tenant's memory is simply not found).
+
+``Tenant.whole_store()`` is the one exception: the data directory's owner under
+``memstrata ui``, reached only with that run's secret, sees ids as stored, as the CLI does.
 """
 
 from __future__ import annotations
