@@ -141,6 +141,8 @@ def capture(driver: Any, address: str, out: Path) -> None:
     find('.tabs [data-tab="tiers"]').click()
     until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#tiers .tier")) == 6)
     save("tiers")
+    find("#tiers [data-segment] button").click()
+    until(lambda: driver.find_elements(By.CSS_SELECTOR, "#tiers .segment-turns li"))
     driver.execute_script("document.querySelector('[data-tier=\"mid-term\"]').scrollIntoView()")
     time.sleep(0.3)
     save("tiers-segments")

@@ -204,6 +204,9 @@ def test_the_tiers_graph_search_and_context(page: Page, acme: Caller) -> None:
     assert len(superseded) == 1 and superseded[0].startswith("user location Lisbon"), cells
     assert "until 2026-03-05 09:00 UTC" in superseded[0]
     assert page.all("#tiers .segments meter"), "mid-term segments with their heat"
+    page.find("#tiers [data-segment] button").click()
+    filed = page.until("#tiers [data-segment] .segment-turns li")
+    assert all(turn.text.split(" ", 1)[0] in {"user", "assistant"} for turn in filed)
     assert "TES" in page.find('#tiers [data-tier="consolidations"]').text
 
     page.tab("graph")

@@ -187,7 +187,10 @@ async function loadTiers() {
   );
   if (!found) return;
   const [report, cells] = found;
-  show($("tiers"), tierSections(report, cells.cells));
+  const user = state.user;
+  const turnsOf = (segment) =>
+    guarded(async () => (await call("GET", `segments/${encodeURIComponent(segment.id)}/turns`, { query: { user_id: user } })).turns);
+  show($("tiers"), tierSections(report, cells.cells, turnsOf));
 }
 
 // -- graph --------------------------------------------------------------------------------------

@@ -3,13 +3,14 @@
 
 import { el, number, when } from "./dom.js";
 
-// The tier sections for an inspect report and the user's cells (superseded ones included).
-export function tierSections(report, cells) {
+// The tier sections for an inspect report and the user's cells (superseded ones included); `turnsOf(segment)`
+// resolves to the turns filed in a segment.
+export function tierSections(report, cells, turnsOf) {
   return [
     section("Counts", counts(report)),
     section("Profile", profile(report.profile)),
     section("Facts (long-term cells) and what they superseded", facts(cells)),
-    section("Mid-term segments, by heat", segments(report.segments)),
+    section("Mid-term segments, by heat", segments(report.segments, turnsOf)),
     section("Patterns", patterns(report.patterns)),
     section("Consolidations", consolidations(report.consolidations)),
   ];
@@ -74,16 +75,29 @@ function facts(cells) {
   );
 }
 
-function segments(found) {
+function segments(found, turnsOf) {
   if (!found.length) return empty("No mid-term segments: turns are still in working memory.");
   const hottest = Math.max(1e-9, ...found.map((segment) => segment.heat));
+  const expand = async (segment, button, list) => {
+    button.disabled = true;
+    const turns = await turnsOf(segment);
+    if (!turns) {
+      button.disabled = false;
+      return;
+    }
+    list.replaceChildren(...turns.map((turn) => el("li", {}, el("span", { class: "badge" }, turn.role), " ", turn.content)));
+    button.hidden = true;
+  };
   return el(
     "ul",
     { class: "segments" },
-    found.map((segment) =>
-      el(
+    found.map((segment) => {
+      const list = el("ul", { class: "segment-turns" });
+      const button = el("button", { type: "button", class: "small" }, "Show turns");
+      button.addEventListener("click", () => expand(segment, button, list));
+      return el(
         "li",
-        {},
+        { "data-segment": segment.id },
         el("div", { class: "segment-head" },
           el("meter", { min: 0, max: hottest, value: segment.heat, title: `heat ${number(segment.heat)}` }),
           el("span", { class: "badge" }, `heat ${number(segment.heat)}`),
@@ -91,8 +105,10 @@ function segments(found) {
         ),
         el("p", {}, segment.summary),
         el("p", { class: "muted" }, segment.keywords.join(", ")),
-      ),
-    ),
+        button,
+        list,
+      );
+    }),
   );
 }
 
