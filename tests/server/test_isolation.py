@@ -175,6 +175,10 @@ CASES = {
         lambda c, u: c.get("/v1/consolidations", params={"user_id": u}),
         _empty("consolidations"),
     ),
+    "users": Case("GET", "/v1/users", lambda c, u: c.get("/v1/users", params={"prefix": u}), _empty("users")),
+    "sessions": Case(
+        "GET", "/v1/sessions", lambda c, u: c.get("/v1/sessions", params={"user_id": u}), _empty("sessions")
+    ),
     "profile": Case(
         "GET", "/v1/profile", lambda c, u: c.get("/v1/profile", params={"user_id": u}), _empty("profile", {})
     ),

@@ -67,3 +67,22 @@ def test_an_id_spelled_with_the_namespace_is_never_looked_up_raw() -> None:
     tenant = Tenant("acme")
     assert tenant.may_be_unprefixed("01JB2Q8V6Z3N4M5K6J7H8G9F0E") and tenant.may_be_unprefixed("globex/x")
     assert not tenant.may_be_unprefixed("acme/m-1")
+
+
+def test_the_whole_store_keeps_ids_as_stored() -> None:
+    owner = Tenant.whole_store()
+    assert (owner.name, owner.prefix, owner.is_whole_store) == ("*", "", True)
+    assert owner.inside("ana", "user_id") == "ana"
+    assert owner.inside("acme/ana", "user_id") == "acme/ana"
+    assert owner.outside("acme/ana") == "acme/ana"
+    assert owner.owns("ana") and owner.owns("acme/ana")
+    assert owner.clean("no memory with id 'acme/m-1'") == "no memory with id 'acme/m-1'"
+    with pytest.raises(InvalidInput, match="user_id"):
+        owner.inside("  ", "user_id")
+
+
+def test_no_key_can_name_the_whole_store() -> None:
+    with pytest.raises(InvalidInput, match="tenant"):
+        check_tenant(Tenant.whole_store().name)
+    with pytest.raises(InvalidInput, match="tenant"):
+        Tenant("*")

@@ -16,6 +16,7 @@ from memstrata.cli import (
     server_commands,
     space_commands,
     tier_commands,
+    ui_command,
 )
 from memstrata.cli.common import EXIT_CODES, console_error
 from memstrata.errors import MemstrataError
@@ -34,6 +35,7 @@ cost_commands.register(app)
 demo.register(app)
 chat.register(app)
 server_commands.register(app)
+ui_command.register(app)
 mcp_command.register(app)
 app.add_typer(bench.app, name="bench")
 

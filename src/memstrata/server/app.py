@@ -13,13 +13,14 @@ from memstrata import KeyStore, __version__
 from memstrata.config import Settings, load_settings
 from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
+from memstrata.server import inspector
 from memstrata.server.auth import without_a_valid_key
 from memstrata.server.dependencies import Services
 from memstrata.server.errors import install_error_handlers
 from memstrata.server.gate import Gate
 from memstrata.server.keys import open_key_store
 from memstrata.server.limits import BodyLimit
-from memstrata.server.routes import admin, memories, search, spaces, tiers
+from memstrata.server.routes import admin, memories, search, spaces, tiers, users
 
 DESCRIPTION = """Persistent memory for LLM agents over HTTP: `add` what was said, `search` or
 build a `context` before answering. Every request but `/v1/health` needs
@@ -35,12 +36,15 @@ def create_app(
     settings: Settings | None = None,
     keys: KeyStore | None = None,
     close_memory: bool = False,
+    owner_secret: str | None = None,
 ) -> FastAPI:
     """The REST app; with ``memory=None`` it opens a Memory from ``settings`` on startup and closes it on shutdown.
 
     API keys are read from ``keys`` or else from the store the Memory uses (same database).
     A Memory passed in stays the caller's to close, unless ``close_memory`` hands it to the
-    app, which then closes it on shutdown.
+    app, which then closes it on shutdown. ``owner_secret`` (``memstrata ui``) is one more key, held only in
+    memory, that acts as the data directory's owner: every user, ids as the CLI sees them; the app then
+    answers only requests addressed to this machine, as with ``server_allow_anonymous``.
     """
     chosen = settings or (memory.settings if memory is not None else load_settings())
 
@@ -55,7 +59,9 @@ def create_app(
                 owned = open_key_store(opened.settings.resolved_storage_url, chosen)
                 stack.callback(owned.close)
                 key_store = owned
-            app.state.services = Services(memory=opened, keys=key_store, settings=chosen, ids=IdGenerator())
+            app.state.services = Services(
+                memory=opened, keys=key_store, settings=chosen, ids=IdGenerator(), owner_secret=owner_secret
+            )
             yield
 
     app = FastAPI(
@@ -69,9 +75,11 @@ def create_app(
     )
     install_error_handlers(app, without_a_valid_key)
     app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
-    app.add_middleware(Gate, anonymous=chosen.server_allow_anonymous, host=chosen.server_host)  # outermost: first
-    for module in (memories, search, tiers, spaces, admin):
+    is_local = chosen.server_allow_anonymous or owner_secret is not None
+    app.add_middleware(Gate, anonymous=is_local, host=chosen.server_host)  # outermost: first
+    for module in (memories, search, tiers, spaces, admin, users):
         app.include_router(module.router)
+    app.include_router(inspector.router)
     return app
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -45,6 +46,9 @@ def authenticate(request: Request, services: Services, secret: str | None) -> Te
             raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' (memstrata keys create)")
         tenant = Tenant(LOCAL_TENANT)
         agent = services.settings.server_agent_id
+    elif services.owner_secret is not None and _same(secret, services.owner_secret):
+        tenant = Tenant.whole_store()
+        agent = services.settings.server_agent_id
     else:
         key = find_key(services.keys, secret)
         if key is None:
@@ -56,6 +60,11 @@ def authenticate(request: Request, services: Services, secret: str | None) -> Te
     request.state.tenant = tenant
     request.state.agent_id = agent
     return tenant
+
+
+def _same(presented: str, secret: str) -> bool:
+    """Whether a presented secret is ``secret``, in constant time (a header may hold any Latin-1 text)."""
+    return secrets.compare_digest(presented.encode("utf-8", "surrogatepass"), secret.encode("utf-8"))
 
 
 def current_actor(request: Request, tenant: Annotated[Tenant, Depends(current_tenant)]) -> Actor:

@@ -21,6 +21,8 @@ class Services:
     keys: KeyStore
     settings: Settings
     ids: IdGenerator
+    #: The one-run secret of ``memstrata ui``: it acts as the data directory's owner (``Tenant.whole_store``).
+    owner_secret: str | None = None
 
 
 def get_services(request: Request) -> Services:

@@ -19,9 +19,9 @@ JSONL_TYPES = frozenset({"application/x-ndjson", "application/jsonl", "applicati
 class Gate:
     """ASGI middleware: refuses, before the body is read, what no route should see.
 
-    With ``anonymous`` on, a Host header that is not a loopback name or the configured host
-    gets 400 (DNS rebinding); ``POST /v1/import`` takes only ``application/x-ndjson``, a type a
-    browser cannot send cross-site without asking first. See docs/rest.md.
+    With ``anonymous`` on (a keyless server, or ``memstrata ui``), a Host header that is not a
+    loopback name or the configured host gets 400 (DNS rebinding); ``POST /v1/import`` takes only
+    ``application/x-ndjson``, a type a browser cannot send cross-site without asking first. See docs/rest.md.
     """
 
     def __init__(self, app: ASGIApp, *, anonymous: bool, host: str) -> None:
@@ -51,8 +51,8 @@ class Gate:
 
 
 _HOST_MESSAGE = (
-    "this server takes requests without a key (server_allow_anonymous), so it answers only"
-    " requests addressed to this machine (localhost, 127.0.0.1, [::1] or its server_host)"
+    "this server takes requests without a key (server_allow_anonymous) or is a local inspector (memstrata ui),"
+    " so it answers only requests addressed to this machine (localhost, 127.0.0.1, [::1] or its server_host)"
 )
 
 

@@ -3,6 +3,9 @@
 Requests name plain ids; the store sees them as ``"<tenant>/<id>"``. Tenant names cannot
 contain the separator, so one tenant's ids can never spell another's, and every read is
 confined to the caller's namespace (another tenant's memory is simply not found).
+
+``Tenant.whole_store()`` is the one exception: the data directory's owner under
+``memstrata ui``, reached only with that run's secret, sees ids as stored, as the CLI does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ SEPARATOR = "/"
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 LOCAL_TENANT = "local"
 """The tenant of requests without a key when ``server_allow_anonymous`` is on."""
+WHOLE_STORE = "*"
+"""The name shown for the data directory's owner (``memstrata ui``); no key's tenant can be named so."""
 
 
 def check_tenant(value: object) -> str:
@@ -37,14 +42,22 @@ class Tenant:
     """The caller's namespace: maps request ids to stored ids and back."""
 
     name: str
+    #: The owner of the data directory (``memstrata ui``): ids are stored as given, as the CLI and Python see them.
+    is_whole_store: bool = False
 
     def __post_init__(self) -> None:
-        check_tenant(self.name)
+        if not self.is_whole_store:
+            check_tenant(self.name)
+
+    @classmethod
+    def whole_store(cls) -> Tenant:
+        """The data directory's owner: every user, with no namespace, as ``memstrata`` commands see them."""
+        return cls(WHOLE_STORE, is_whole_store=True)
 
     @property
     def prefix(self) -> str:
-        """What every stored id of this tenant starts with."""
-        return self.name + SEPARATOR
+        """What every stored id of this tenant starts with (nothing for the whole store)."""
+        return "" if self.is_whole_store else self.name + SEPARATOR
 
     def inside(self, value: object, what: str) -> str:
         """The stored form of a request's id (user, memory); InvalidInput when unusable."""
