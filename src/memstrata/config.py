@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     )
     embedding_threads: int = Field(default=1, ge=1, le=64, description="Intra-op threads for the model.")
     max_text_bytes: int = Field(default=1_000_000, ge=1, description="Largest accepted message (UTF-8 bytes).")
+    max_metadata_bytes: int = Field(
+        default=65_536, ge=1, description="Largest accepted metadata of one message (its JSON, UTF-8 bytes)."
+    )
+    max_messages_per_add: int = Field(
+        default=1_000, ge=1, description="Most messages one add() (or one REST or MCP call) may store."
+    )
     # Chosen on LoCoMo conversations 1-5: fusing each retriever's top 15-20 beat fusing its
     # top 100, where turns ranked low by both outscored turns ranked high by one.
     search_candidates: int = Field(default=20, ge=1, le=10_000, description="Candidates per retriever.")
