@@ -19,6 +19,17 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 T = TypeVar("T")
 _NAMED = re.compile(r"%\((\w+)\)s")
 
+#: Most values one statement binds from a caller's list. SQLite refuses a statement past its
+#: variable limit (999 in builds before 3.32), and a caller's list may hold any number, so a
+#: list is bound in slices of this size and the results merged.
+CHUNK = 500
+
+
+def in_chunks(values: Sequence[T], size: int = CHUNK) -> Iterator[list[T]]:
+    """``values`` in lists of at most ``size`` (none when empty)."""
+    for start in range(0, len(values), size):
+        yield list(values[start : start + size])
+
 
 class Cursor(Protocol):
     """What a shared statement reads back: rows and how many rows it changed."""
@@ -116,8 +127,7 @@ class Dialect:
         if self.chunk is None:
             yield list(values)
             return
-        for start in range(0, len(values), self.chunk):
-            yield list(values[start : start + self.chunk])
+        yield from in_chunks(values, self.chunk)
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)

@@ -90,13 +90,19 @@ class KnowledgeStatements(Runner[C]):
         if not turn_seqs:
             return {}
         d = self.dialect
-        where, parameters = d.members("t.seq", [int(seq) for seq in turn_seqs], "bigint")
-        statement = d.sql(
-            "SELECT t.seq, COALESCE(t.importance, s.importance) FROM turns t"
-            f" LEFT JOIN turn_scores s ON s.turn_seq = t.seq WHERE {where}"
-        )
-        rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
-        return {int(seq): float(value) for seq, value in rows if value is not None}
+
+        def work(connection: C) -> list[Any]:
+            rows: list[Any] = []
+            for part in d.batches([int(seq) for seq in turn_seqs]):
+                where, parameters = d.members("t.seq", part, "bigint")
+                statement = d.sql(
+                    "SELECT t.seq, COALESCE(t.importance, s.importance) FROM turns t"
+                    f" LEFT JOIN turn_scores s ON s.turn_seq = t.seq WHERE {where}"
+                )
+                rows.extend(connection.execute(statement, parameters).fetchall())
+            return rows
+
+        return {int(seq): float(value) for seq, value in self._read(work) if value is not None}
 
     def previous_user_text(self, user_id: str, session_id: str | None, before_seq: int) -> str | None:
         """The user's message before ``before_seq`` in the same session."""
@@ -393,15 +399,22 @@ class GraphStatements(Runner[C]):
         """Entities of a user, most mentioned first (or the ones named, case-insensitively)."""
         d = self.dialect
         statement = "SELECT name, kind, mentions, first_seen, last_seen FROM entities WHERE user_id = %s"
-        parameters: list[Any] = [user_id]
-        if names is not None:
-            if not names:
-                return []
-            where, named = d.members(f"{d.lower}(name)", [name.lower() for name in names], "text")
-            statement += f" AND {where}"
-            parameters.extend(named)
-        statement = d.sql(statement + f" ORDER BY mentions DESC, name{d.code_point} LIMIT %s")
-        rows = self._read(lambda connection: connection.execute(statement, (*parameters, limit)).fetchall())
+        order = f" ORDER BY mentions DESC, name{d.code_point} LIMIT %s"
+        if names is None:
+            whole = d.sql(statement + order)
+            rows = self._read(lambda connection: connection.execute(whole, (user_id, limit)).fetchall())
+        else:
+            lowered = list(dict.fromkeys(name.lower() for name in names))
+
+            def work(connection: C) -> list[Any]:
+                found: list[Any] = []
+                for part in d.batches(lowered):
+                    where, named = d.members(f"{d.lower}(name)", part, "text")
+                    found.extend(connection.execute(d.sql(f"{statement} AND {where}{order}"), (user_id, *named, limit)))
+                return found
+
+            # Each slice's best, merged in the statement's order (the names compared by code point).
+            rows = sorted(self._read(work), key=lambda row: (-int(row[2]), str(row[0])))[:limit]
         return [
             EntityNode(
                 name=str(r[0]),
@@ -418,17 +431,27 @@ class GraphStatements(Runner[C]):
         if not names:
             return []
         d = self.dialect
-        lowered = [name.lower() for name in names]
-        source, source_names = d.members(f"{d.lower}(a.name)", lowered, "text")
-        target, target_names = d.members(f"{d.lower}(b.name)", lowered, "text")
-        statement = d.sql(
-            "SELECT a.name, b.name, e.weight FROM entity_edges e JOIN entities a ON a.id = e.source"
-            f" JOIN entities b ON b.id = e.target WHERE e.user_id = %s AND ({source} OR {target})"
-            " ORDER BY e.weight DESC, e.source, e.target LIMIT %s"
-        )
-        parameters = (user_id, *source_names, *target_names, limit)
-        rows = self._read(lambda connection: connection.execute(statement, parameters).fetchall())
-        return [EntityEdge(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+        lowered = list(dict.fromkeys(name.lower() for name in names))
+
+        def work(connection: C) -> dict[tuple[int, int], Any]:
+            # An edge between names of two slices comes back from both: kept once, by its ends.
+            found: dict[tuple[int, int], Any] = {}
+            for part in d.batches(lowered):
+                source, source_names = d.members(f"{d.lower}(a.name)", part, "text")
+                target, target_names = d.members(f"{d.lower}(b.name)", part, "text")
+                statement = d.sql(
+                    "SELECT a.name, b.name, e.weight, e.source, e.target FROM entity_edges e"
+                    " JOIN entities a ON a.id = e.source JOIN entities b ON b.id = e.target"
+                    f" WHERE e.user_id = %s AND ({source} OR {target})"
+                    " ORDER BY e.weight DESC, e.source, e.target LIMIT %s"
+                )
+                for row in connection.execute(statement, (user_id, *source_names, *target_names, limit)):
+                    found[(int(row[3]), int(row[4]))] = row
+            return found
+
+        found = self._read(work)
+        heaviest = sorted(found, key=lambda ends: (-int(found[ends][2]), ends))[:limit]
+        return [EntityEdge(str(found[ends][0]), str(found[ends][1]), int(found[ends][2])) for ends in heaviest]
 
     def entities_without_vectors(self, user_id: str, model_id: str, limit: int) -> list[tuple[int, str]]:
         """(id, name) of a user's entities with no name vector of ``model_id``, most mentioned first."""
@@ -454,12 +477,19 @@ class GraphStatements(Runner[C]):
         if not entity_ids:
             return {}
         d = self.dialect
-        where, parameters = d.members("m.entity_id", [int(i) for i in entity_ids], "bigint")
-        statement = d.sql(
-            "SELECT m.entity_id, m.turn_seq FROM entity_mentions m JOIN entities e ON e.id = m.entity_id"
-            f" WHERE e.user_id = %s AND {where} ORDER BY m.entity_id, m.turn_seq"
-        )
-        rows = self._read(lambda connection: connection.execute(statement, (user_id, *parameters)).fetchall())
+
+        def work(connection: C) -> list[Any]:
+            found: list[Any] = []
+            for part in d.batches(sorted({int(i) for i in entity_ids})):
+                where, parameters = d.members("m.entity_id", part, "bigint")
+                statement = d.sql(
+                    "SELECT m.entity_id, m.turn_seq FROM entity_mentions m JOIN entities e ON e.id = m.entity_id"
+                    f" WHERE e.user_id = %s AND {where} ORDER BY m.entity_id, m.turn_seq"
+                )
+                found.extend(connection.execute(statement, (user_id, *parameters)).fetchall())
+            return found
+
+        rows = self._read(work)
         found: dict[int, list[int]] = {}
         for entity_id, seq in rows:
             found.setdefault(int(entity_id), []).append(int(seq))

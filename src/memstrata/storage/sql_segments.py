@@ -319,11 +319,12 @@ class SegmentStatements(Runner[C]):
 
         def work(connection: C) -> bool:
             # Under the user's writer lock: two sleeps of one user never both summarise a turn.
-            where, parameters = d.members("turn_seq", [int(seq) for seq in turn_seqs], "bigint")
-            if connection.execute(
-                d.sql(f"SELECT 1 FROM consolidation_turns WHERE {where} LIMIT 1"), parameters
-            ).fetchone():
-                return False
+            for part in d.batches([int(seq) for seq in turn_seqs]):
+                where, parameters = d.members("turn_seq", part, "bigint")
+                if connection.execute(
+                    d.sql(f"SELECT 1 FROM consolidation_turns WHERE {where} LIMIT 1"), parameters
+                ).fetchone():
+                    return False
             connection.execute(
                 d.sql(
                     "INSERT INTO consolidations (id, user_id, summary, compression_ratio, entity_preservation, tes,"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from memstrata.storage.sqlite.focus import focus, own_columns_only, terms_of
 from memstrata.storage.sqlite.ranking import Population, fts5_idf, population, ranked_for_user
+from memstrata.storage.sqlite.rows import chunks
 
 Ranked = dict[str, list[tuple[int, float]]]
 
@@ -37,13 +38,16 @@ class Postings:
     def by_owner(self, part: str) -> dict[str, int]:
         """How many of each owner's rows match ``part``."""
         if part not in self._by_owner:
-            marks = ",".join("?" * len(self._owners))
-            rows = self._connection.execute(
-                f"SELECT x.user_id, count(*) FROM {self._fts} JOIN {self._table} x ON x.seq = {self._fts}.rowid"
-                f" WHERE {self._fts} MATCH ? AND +x.user_id IN ({marks}) GROUP BY x.user_id",
-                [part, *self._owners],
-            ).fetchall()
-            self._by_owner[part] = {str(owner): int(count) for owner, count in rows}
+            counts: dict[str, int] = {}
+            for owners in chunks(self._owners):
+                marks = ",".join("?" * len(owners))
+                rows = self._connection.execute(
+                    f"SELECT x.user_id, count(*) FROM {self._fts} JOIN {self._table} x ON x.seq = {self._fts}.rowid"
+                    f" WHERE {self._fts} MATCH ? AND +x.user_id IN ({marks}) GROUP BY x.user_id",
+                    [part, *owners],
+                ).fetchall()
+                counts.update((str(owner), int(count)) for owner, count in rows)
+            self._by_owner[part] = counts
         return self._by_owner[part]
 
 
@@ -94,12 +98,16 @@ def ranked_for_owners(
     every_part = list(dict.fromkeys(part for parts in wanted.values() for part in parts))
     for part in every_part:
         asking = [owner for owner, parts in wanted.items() if part in parts]
-        marks = ",".join("?" * len(asking))
-        rows = connection.execute(
-            f"SELECT x.user_id, x.seq, {rank}, ({kept}) FROM {fts} JOIN {table} x ON x.seq = {fts}.rowid"
-            f" WHERE {fts} MATCH ? AND +x.user_id IN ({marks})",
-            [*kept_parameters, part, *asking],
-        ).fetchall()
+        rows = []
+        for owners_part in chunks(asking):
+            marks = ",".join("?" * len(owners_part))
+            rows.extend(
+                connection.execute(
+                    f"SELECT x.user_id, x.seq, {rank}, ({kept}) FROM {fts} JOIN {table} x ON x.seq = {fts}.rowid"
+                    f" WHERE {fts} MATCH ? AND +x.user_id IN ({marks})",
+                    [*kept_parameters, part, *owners_part],
+                ).fetchall()
+            )
         matched: dict[str, int] = defaultdict(int)
         for owner, *_ in rows:
             matched[owner] += 1

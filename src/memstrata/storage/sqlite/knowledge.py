@@ -15,7 +15,7 @@ from memstrata.storage.sql_knowledge import USER_TABLES, KnowledgeStatements
 from memstrata.storage.sqlite.federated import every_part, ranked_for_owners
 from memstrata.storage.sqlite.focus import terms_of
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
-from memstrata.storage.sqlite.rows import SQLITE
+from memstrata.storage.sqlite.rows import SQLITE, chunks
 from memstrata.storage.sqlite.shared import SQLiteRunner
 from memstrata.storage.text import CELL_TEXT_COLUMNS, PROFILE_CELLS, cell_text_of, stale_cell_texts
 
@@ -135,8 +135,7 @@ def purge_derived(connection: sqlite3.Connection, user_id: str, turn_seqs: Seque
             connection.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
         return
     doomed = set(turn_seqs)  # every turn deleted in this call: none of them may take a fact over
-    for chunk_start in range(0, len(turn_seqs), 500):
-        chunk = list(turn_seqs[chunk_start : chunk_start + 500])
+    for chunk in chunks(list(turn_seqs)):
         marks = ",".join("?" * len(chunk))
         _rehome_restated(connection, marks, chunk, doomed)
         _hand_on_supersession(connection, marks, chunk)
@@ -252,11 +251,12 @@ def _hand_on_supersession(connection: sqlite3.Connection, marks: str, chunk: lis
         chunk + chunk,
     ).rowcount:
         pass
-    connection.execute(
-        "UPDATE derived SET is_current = 1 WHERE id IN"
-        f" (SELECT id FROM cells WHERE valid_to IS NULL AND id IN ({','.join('?' * len(handed))}))",
-        handed,
-    )
+    for part in chunks(handed):
+        connection.execute(
+            "UPDATE derived SET is_current = 1 WHERE id IN"
+            f" (SELECT id FROM cells WHERE valid_to IS NULL AND id IN ({','.join('?' * len(part))}))",
+            part,
+        )
 
 
 def _hand_back_profile(connection: sqlite3.Connection, user_id: str, marks: str, chunk: list[int]) -> None:

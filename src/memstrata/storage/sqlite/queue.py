@@ -12,7 +12,7 @@ from memstrata.models import Role, Turn, format_time
 from memstrata.storage.base import Job
 from memstrata.storage.exchanges import ExchangeOpenings
 from memstrata.storage.sql_queue import QueueStatements, fence
-from memstrata.storage.sqlite.rows import SQLITE
+from memstrata.storage.sqlite.rows import SQLITE, chunks
 from memstrata.storage.sqlite.shared import SQLiteRunner
 
 
@@ -80,20 +80,22 @@ def track_working(
         overflow = exchanges[: max(0, len(exchanges) - capacity)]
         if not overflow:
             continue
-        marks = ",".join("?" * len(overflow))
-        seqs = [
-            int(row[0])
-            for row in connection.execute(
-                f"SELECT turn_seq FROM working_items WHERE user_id = ? AND session_key = ? AND exchange IN ({marks})"
-                " ORDER BY turn_seq",
-                (user_id, session_key, *overflow),
+        seqs: list[int] = []
+        for part in chunks(overflow):
+            marks = ",".join("?" * len(part))
+            seqs.extend(
+                int(row[0])
+                for row in connection.execute(
+                    "SELECT turn_seq FROM working_items WHERE user_id = ? AND session_key = ?"
+                    f" AND exchange IN ({marks})",
+                    (user_id, session_key, *part),
+                )
             )
-        ]
-        connection.execute(
-            f"DELETE FROM working_items WHERE user_id = ? AND session_key = ? AND exchange IN ({marks})",
-            (user_id, session_key, *overflow),
-        )
-        enqueue(connection, "midterm", user_id, {"seqs": seqs}, now)
+            connection.execute(
+                f"DELETE FROM working_items WHERE user_id = ? AND session_key = ? AND exchange IN ({marks})",
+                (user_id, session_key, *part),
+            )
+        enqueue(connection, "midterm", user_id, {"seqs": sorted(seqs)}, now)
 
 
 def claim(

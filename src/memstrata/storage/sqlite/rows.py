@@ -8,12 +8,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memstrata.models import Turn, format_time
-from memstrata.storage.dialect import Dialect
+from memstrata.storage.dialect import CHUNK, Dialect, in_chunks
 from memstrata.storage.sql_turns import TURN_COLUMNS
 
 T = TypeVar("T")
 __all__ = ["CHUNK", "SQLITE", "TURN_COLUMNS", "chunks", "turn_row"]
-CHUNK = 500  # stay far below SQLite's limit on bound parameters
 
 
 def turn_row(turn: Turn) -> tuple[Any, ...]:
@@ -34,8 +33,7 @@ def turn_row(turn: Turn) -> tuple[Any, ...]:
 
 def chunks(items: list[T]) -> Iterator[list[T]]:
     """``items`` in slices of at most ``CHUNK``."""
-    for start in range(0, len(items), CHUNK):
-        yield items[start : start + CHUNK]
+    return in_chunks(items)
 
 
 def _json_text(value: Any) -> str:

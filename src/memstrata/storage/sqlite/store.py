@@ -213,20 +213,19 @@ class SQLiteStore(
 
     def get_by_seqs(self, seqs: Sequence[int], user_id: str | Sequence[str]) -> dict[int, Turn]:
         """Turns of ``user_id`` (or of any of several memories) with these seqs."""
-        owners = [user_id] if isinstance(user_id, str) else list(dict.fromkeys(user_id))
-        owned = "+user_id = ?" if len(owners) == 1 else f"+user_id IN ({','.join('?' * len(owners))})"
+        owners = {user_id} if isinstance(user_id, str) else set(user_id)
 
         def work(connection: sqlite3.Connection) -> dict[int, Turn]:
             result: dict[int, Turn] = {}
             for chunk in chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
-                # "+user_id" keeps SQLite on the primary key: the user index would scan every turn.
-                rows = connection.execute(
-                    f"SELECT {TURN_COLUMNS} FROM turns WHERE seq IN ({marks}) AND {owned}",
-                    [*chunk, *owners],
-                )
+                # Owners are checked here, not in SQL: a seq names one row, and a list of owners
+                # in the statement would bind any number of parameters.
+                rows = connection.execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE seq IN ({marks})", chunk)
                 for row in rows:
-                    result[int(row[0])] = turn_from_row(SQLITE, row)
+                    turn = turn_from_row(SQLITE, row)
+                    if turn.user_id in owners:
+                        result[int(row[0])] = turn
             return result
 
         return self._read(work)
