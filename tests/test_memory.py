@@ -165,6 +165,18 @@ BAD_ADDS: list[tuple[str, Callable[[Memory], object]]] = [
     ("last day of the calendar", lambda m: m.add("hello", user_id="ana", timestamp="9999-12-31T23:00:00Z")),
     ("first day of the calendar", lambda m: m.add("hello", user_id="ana", timestamp="0001-01-01T12:00:00Z")),
     ("empty list", lambda m: m.add([], user_id="ana")),
+    ("more messages than max_messages_per_add", lambda m: m.add([{"content": "x"}] * 1_001, user_id="ana")),
+    ("metadata over max_metadata_bytes", lambda m: m.add("hello", user_id="ana", metadata={"x": "y" * 70_000})),
+    (
+        "a message's metadata over max_metadata_bytes",
+        lambda m: m.add([{"content": "a"}, {"content": "b", "metadata": {"x": "y" * 70_000}}], user_id="ana"),
+    ),
+    (
+        "the call's and a message's metadata together over max_metadata_bytes",
+        lambda m: m.add(
+            [{"content": "a", "metadata": {"mine": "y" * 40_000}}], user_id="ana", metadata={"shared": "z" * 40_000}
+        ),
+    ),
     # The last message is bad: the good first one must not be stored either.
     ("bad second message", lambda m: m.add([{"content": "fine"}, {"content": ""}], user_id="ana")),
 ]
@@ -179,6 +191,32 @@ def test_bad_add_raises_invalid_input_and_changes_nothing(memory: Memory, call: 
     assert isinstance(info.value, ValueError)
     assert memory.info()["counts"] == before
     assert [t.content for t in memory.history(user_id="ana")] == ["an existing memory"]
+
+
+def test_the_limit_on_messages_per_add_is_named_and_can_be_raised(home: Path) -> None:
+    messages = [{"content": f"note {n}"} for n in range(11)]
+    with Memory(home, embedder=HashEmbedder(), background=False, max_messages_per_add=10) as memory:
+        with pytest.raises(InvalidInput, match=r"11 messages in one call, over the limit of 10 .*max_messages_per_add"):
+            memory.add(messages, user_id="ana")
+        assert _count(memory) == 0
+        assert len(memory.add(messages[:10], user_id="ana")) == 10
+    with Memory(home, embedder=HashEmbedder(), background=False, max_messages_per_add=11) as memory:
+        assert len(memory.add(messages, user_id="ana")) == 11 and _count(memory) == 21
+
+
+def test_the_limit_on_metadata_counts_its_json_bytes_as_stored(home: Path) -> None:
+    with Memory(home, embedder=HashEmbedder(), background=False, max_metadata_bytes=100) as memory:
+        over = {"k": "é" * 46}  # {"k": "…"} is 9 bytes of JSON around 46 two-byte letters
+        assert len(json.dumps(over, ensure_ascii=False).encode()) == 101
+        with pytest.raises(InvalidInput, match=r"101 bytes of JSON, over the limit of 100 .*max_metadata_bytes"):
+            memory.add("hello", user_id="ana", metadata=over)
+        with pytest.raises(InvalidInput, match=r"messages\[1\]\.metadata"):
+            memory.add([{"content": "a"}, {"content": "b", "metadata": over}], user_id="ana")
+        with pytest.raises(InvalidInput, match=r"messages\[0\]\.metadata with the call's metadata"):
+            memory.add([{"content": "a", "metadata": {"a": "x" * 50}}], user_id="ana", metadata={"b": "y" * 50})
+        assert _count(memory) == 0
+        [turn] = memory.add("hello", user_id="ana", metadata={"k": "é" * 45})
+        assert turn.metadata == {"k": "é" * 45}
 
 
 BAD_READS: list[tuple[str, Callable[[Memory], object]]] = [

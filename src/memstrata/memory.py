@@ -56,6 +56,7 @@ from memstrata.validation import (
     check_identifier,
     check_importance,
     check_limit,
+    check_message_metadata,
     check_metadata,
     check_mode,
     check_names,
@@ -163,15 +164,25 @@ class Memory:
         """Store messages verbatim, indexed for search; the stored turns. Durable when it returns; never calls an LLM.
 
         ``messages`` is one string (a user message) or a list of ``{"role", "content",
-        "name"?, "id"?, "metadata"?}`` dicts. Raises InvalidInput, and IdConflict for an id
-        stored with other content (the same message again is not stored twice). In a
-        ``space``, ``agent_id`` is the writer and needs write access (else AccessDenied).
+        "name"?, "id"?, "metadata"?}`` dicts, at most ``max_messages_per_add`` of them, each
+        one's metadata (``metadata`` merged under its own) at most ``max_metadata_bytes`` of
+        JSON. Raises InvalidInput, and IdConflict for an id stored with other content (the
+        same message again is not stored twice). In a ``space``, ``agent_id`` is the writer
+        and needs write access (else AccessDenied).
         """
         with self._parts.activity:
             self._require_open()
             scope = self._target(user_id, space, agent_id, Access.WRITE, session_id).scope
-            parsed = parse_messages(messages, max_bytes=self.settings.max_text_bytes, default_id=id)
-            shared = check_metadata(metadata)
+            settings = self.settings
+            parsed = parse_messages(
+                messages,
+                max_bytes=settings.max_text_bytes,
+                default_id=id,
+                max_metadata_bytes=settings.max_metadata_bytes,
+                max_messages=settings.max_messages_per_add,
+            )
+            shared = check_metadata(metadata, max_bytes=settings.max_metadata_bytes)
+            check_message_metadata(shared, parsed, settings.max_metadata_bytes)
             moment = check_stored_time(timestamp) or datetime.now(UTC)
             weight = check_importance(importance)
             return self._parts.episodic.add(parsed, scope, moment=moment, metadata=shared, importance=weight)

@@ -114,8 +114,8 @@ def check_role(value: object) -> Role:
     raise InvalidInput(f"invalid role {value!r}; expected one of: {allowed}")
 
 
-def check_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
-    """Return a JSON-serialisable dict copy of ``value`` (``None`` → empty)."""
+def check_metadata(value: object, what: str = "metadata", *, max_bytes: int | None = None) -> dict[str, Any]:
+    """Return a JSON-serialisable dict copy of ``value`` (``None`` → empty), its JSON at most ``max_bytes``."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -125,8 +125,29 @@ def check_metadata(value: object, what: str = "metadata") -> dict[str, Any]:
         encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{what} must be JSON-serialisable: {exc}") from exc
+    if max_bytes is not None:
+        check_metadata_size(encoded, what, max_bytes)
     decoded: dict[str, Any] = json.loads(encoded)
     return decoded
+
+
+def check_metadata_size(encoded: str, what: str, max_bytes: int) -> None:
+    """InvalidInput when metadata's JSON text ``encoded`` is over ``max_bytes`` (UTF-8)."""
+    size = len(encoded.encode("utf-8"))
+    if size > max_bytes:
+        raise InvalidInput(
+            f"{what} is {size:,} bytes of JSON, over the limit of {max_bytes:,} "
+            "(raise max_metadata_bytes / MEMSTRATA_MAX_METADATA_BYTES, or store less metadata)"
+        )
+
+
+def check_message_metadata(shared: Mapping[str, Any], messages: Sequence[MessageInput], max_bytes: int) -> None:
+    """Each message's metadata as stored (the call's ``shared`` under its own) is at most ``max_bytes`` of JSON."""
+    if not shared:
+        return  # each message's own was checked as it was parsed
+    for index, message in enumerate(messages):
+        merged = json.dumps({**shared, **message.metadata}, ensure_ascii=False)
+        check_metadata_size(merged, f"messages[{index}].metadata with the call's metadata", max_bytes)
 
 
 def _check_json_value(value: object, what: str, depth: int = 0) -> None:
@@ -251,8 +272,18 @@ def check_offset(value: object) -> int:
     return value
 
 
-def parse_messages(messages: object, *, max_bytes: int, default_id: str | None = None) -> list[MessageInput]:
-    """Accept a string (one user message) or a list of ``{"role", "content", "name"?, "id"?}``."""
+def parse_messages(
+    messages: object,
+    *,
+    max_bytes: int,
+    default_id: str | None = None,
+    max_metadata_bytes: int | None = None,
+    max_messages: int | None = None,
+) -> list[MessageInput]:
+    """Accept a string (one user message) or a list of ``{"role", "content", "name"?, "id"?}``.
+
+    ``max_messages`` bounds the list and ``max_metadata_bytes`` each message's metadata (None: unbounded).
+    """
     if isinstance(messages, str):
         content = check_text(messages, "message", max_bytes=max_bytes)
         return [MessageInput(role=Role.USER, content=content, id=check_identifier(default_id, "id", required=False))]
@@ -262,9 +293,14 @@ def parse_messages(messages: object, *, max_bytes: int, default_id: str | None =
         raise InvalidInput("messages must be a string or a list of {'role', 'content'} dicts")
     if not messages:
         raise InvalidInput("messages must not be empty")
+    if max_messages is not None and len(messages) > max_messages:
+        raise InvalidInput(
+            f"{len(messages):,} messages in one call, over the limit of {max_messages:,} "
+            "(raise max_messages_per_add / MEMSTRATA_MAX_MESSAGES_PER_ADD, or add them in several calls)"
+        )
     if default_id is not None and len(messages) != 1:
         raise InvalidInput("id= applies to a single message; give each message its own 'id' key instead")
-    parsed = [_parse_message(item, index, max_bytes) for index, item in enumerate(messages)]
+    parsed = [_parse_message(item, index, max_bytes, max_metadata_bytes) for index, item in enumerate(messages)]
     if default_id is not None:
         only = parsed[0]
         parsed = [
@@ -282,7 +318,7 @@ def parse_messages(messages: object, *, max_bytes: int, default_id: str | None =
     return parsed
 
 
-def _parse_message(item: object, index: int, max_bytes: int) -> MessageInput:
+def _parse_message(item: object, index: int, max_bytes: int, max_metadata_bytes: int | None) -> MessageInput:
     where = f"messages[{index}]"
     if not isinstance(item, Mapping):
         raise InvalidInput(f"{where} must be a dict with 'role' and 'content', not {type(item).__name__}")
@@ -296,7 +332,7 @@ def _parse_message(item: object, index: int, max_bytes: int) -> MessageInput:
         content=check_text(item["content"], f"{where}.content", max_bytes=max_bytes),
         name=check_identifier(item.get("name"), f"{where}.name", required=False),
         id=check_identifier(item.get("id"), f"{where}.id", required=False),
-        metadata=check_metadata(item.get("metadata"), f"{where}.metadata"),
+        metadata=check_metadata(item.get("metadata"), f"{where}.metadata", max_bytes=max_metadata_bytes),
     )
 
 

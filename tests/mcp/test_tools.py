@@ -188,6 +188,16 @@ def test_errors_are_tool_errors_with_a_clear_message(memory: Memory) -> None:
     with_client(create_server(memory, user_id="ana"), session)
 
 
+def test_metadata_over_the_limit_is_a_tool_error_naming_it_and_stores_nothing(memory: Memory) -> None:
+    async def session(client: Client) -> None:
+        arguments = {"content": "a note", "metadata": {"x": "y" * 70_000}}
+        refused = error(await client.call_tool("add_memory", arguments))
+        assert "over the limit of 65,536" in refused and "max_metadata_bytes" in refused
+
+    with_client(create_server(memory, user_id="ana"), session)
+    assert memory.history(user_id="ana") == []
+
+
 def test_unknown_arguments_and_a_loose_confirm_are_refused_and_change_nothing(memory: Memory) -> None:
     memory.add("first", user_id="ana", session_id="s1")
     memory.add("second", user_id="ana", session_id="s2")

@@ -89,6 +89,9 @@ ADDS = {
     "timestamp a number, seconds or milliseconds": _add(timestamp=100_000_000_000),
     "timestamp digits as text": _add(timestamp="1700000000"),
     "metadata a list": _add(metadata=[1, 2]),
+    "more messages than max_messages_per_add": _add(messages=[{"content": f"m{n}"} for n in range(1_001)]),
+    "metadata over max_metadata_bytes": _add(metadata={"x": "y" * 70_000}),
+    "a message's metadata over max_metadata_bytes": _add(messages=[{"content": "a", "metadata": {"x": "y" * 70_000}}]),
     "unknown field": _add(colour="blue"),
     "id over the length limit": _add(id="i" * 300),
     "id for several messages": _add(messages=[{"content": "a"}, {"content": "b"}], id="one"),
@@ -126,6 +129,27 @@ def test_a_bad_add_stores_nothing(server: tuple[httpx.Client, Path], name: str) 
     assert response.status_code in (400, 409, 422)
     assert set(response.json()) == {"error"}
     assert _snapshot(database) == before
+
+
+@pytest.mark.parametrize(
+    ("fields", "limit", "setting"),
+    [
+        ({"messages": [{"content": f"m{n}"} for n in range(1_001)]}, "1,000", "max_messages_per_add"),
+        ({"metadata": {"x": "y" * 70_000}}, "65,536", "max_metadata_bytes"),
+        ({"messages": [{"content": "a", "metadata": {"x": "y" * 70_000}}]}, "65,536", "max_metadata_bytes"),
+    ],
+    ids=["messages", "metadata", "a message's metadata"],
+)
+def test_an_add_over_a_size_limit_is_422_naming_the_limit_and_its_setting(
+    server: tuple[httpx.Client, Path], fields: dict[str, object], limit: str, setting: str
+) -> None:
+    http, _ = server
+    body, headers = _add(**fields)
+    response = http.post("/v1/memories", content=body, headers=headers)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert f"over the limit of {limit}" in error["message"] and setting in error["message"]
 
 
 SEARCH_SYNTAX = [
