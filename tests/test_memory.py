@@ -998,6 +998,9 @@ def _bad_turn_line(**changes: Any) -> str:
         _bad_turn_line()[:-1] + ', "content": "other"}',
         _bad_turn_line(metadata={"a": 1}).replace('"metadata": {"a": 1}', '"metadata": {"a": 1, "a": 2}'),
         '{"kind": "turn", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        _bad_turn_line(colour="red"),
+        _bad_turn_line(embedding={"model_id": "m", "dimension": 1, "vector": "AACAPw==", "norm": 1}),
+        _bad_turn_line(metadata={"x": "y" * 70_000}),
     ],
     ids=[
         "truncated",
@@ -1015,6 +1018,9 @@ def _bad_turn_line(**changes: Any) -> str:
         "a key twice",
         "a metadata key twice",
         "nested too deeply",
+        "an unknown key",
+        "an unknown embedding key",
+        "metadata over max_metadata_bytes",
     ],
 )
 def test_import_with_one_bad_line_imports_nothing(memory: Memory, tmp_path: Path, bad: str) -> None:
@@ -1023,6 +1029,22 @@ def test_import_with_one_bad_line_imports_nothing(memory: Memory, tmp_path: Path
         with pytest.raises(InvalidInput, match="line 4"):
             fresh.import_(broken)
         assert fresh.info()["counts"]["turns"] == 0
+
+
+def test_an_import_line_with_an_unknown_key_is_refused_like_an_add(memory: Memory, tmp_path: Path) -> None:
+    broken = _write_export_with_bad_middle_line(memory, tmp_path, _bad_turn_line(colour="red", tags=[]))
+    with Memory(tmp_path / "other", embedder=HashEmbedder()) as fresh:
+        with pytest.raises(InvalidInput, match=r"line 4: a turn line has unknown keys \['colour', 'tags'\]"):
+            fresh.import_(broken)
+        assert _count(fresh) == 0
+
+
+def test_an_import_names_the_line_whose_metadata_is_over_the_limit(memory: Memory, tmp_path: Path) -> None:
+    broken = _write_export_with_bad_middle_line(memory, tmp_path, _bad_turn_line(metadata={"x": "y" * 200}))
+    with Memory(tmp_path / "other", embedder=HashEmbedder(), max_metadata_bytes=200) as fresh:
+        with pytest.raises(InvalidInput, match=r"line 4: metadata is 209 bytes of JSON, over the limit of 200"):
+            fresh.import_(broken)
+        assert _count(fresh) == 0
 
 
 def test_import_with_a_duplicated_id_imports_nothing(memory: Memory, tmp_path: Path) -> None:
@@ -1045,6 +1067,16 @@ def test_import_conflicting_with_stored_turn_imports_nothing(memory: Memory, tmp
         with pytest.raises(IdConflict):
             fresh.import_(tmp_path / "e.jsonl")
         assert fresh.info()["counts"]["turns"] == 1
+
+
+def test_an_import_in_batches_checks_every_id_before_its_first_batch(memory: Memory, tmp_path: Path) -> None:
+    _populate(memory)  # custom-id is the third of four turns
+    memory.export(tmp_path / "e.jsonl")
+    with Memory(tmp_path / "other", embedder=HashEmbedder(), max_messages_per_add=1) as fresh:
+        fresh.add("something else entirely", user_id="ana", id="custom-id")
+        with pytest.raises(IdConflict):
+            fresh.import_(tmp_path / "e.jsonl")
+        assert _count(fresh) == 1
 
 
 @pytest.mark.parametrize(

@@ -461,9 +461,12 @@ class Memory:
         return self._parts.transfer.export(path, user, embeddings=embeddings)
 
     def import_(self, path: str | os.PathLike[str]) -> TransferReport:
-        """Load a JSONL export; all of it is stored or, on any bad line, none of it.
+        """Load a JSONL export; on any bad line or conflicting id, none of it is stored.
 
-        Turns keep their ids and times; ones already present unchanged are skipped. Vectors
+        Every line is checked as ``add`` checks a message (unknown keys, text and metadata
+        sizes), then the turns are written in transactions of at most ``max_messages_per_add``;
+        stopped in between, the batches written stay, and importing the file again stores the
+        rest. Turns keep their ids and times; ones already present unchanged are skipped. Vectors
         from the same model are reused, the rest are embedded. A space the file holds
         memories of is created if missing (grants are not exported).
         """

@@ -31,6 +31,25 @@ from memstrata.validation import (
 FORMAT_NAME = "memstrata-export"
 FORMAT_VERSION = 2  # 2: files end with an end line; version 1 files (without one) are still read
 END = "end"
+#: The keys a turn line may hold (``turn_line`` writes them all, ``user_id`` or ``space``).
+TURN_KEYS = frozenset(
+    {
+        "kind",
+        "id",
+        "user_id",
+        "space",
+        "agent_id",
+        "session_id",
+        "role",
+        "name",
+        "content",
+        "created_at",
+        "metadata",
+        "importance",
+        "embedding",
+    }
+)
+EMBEDDING_KEYS = frozenset({"model_id", "dimension", "vector"})
 # A vector whose float64 norm is this close to 1 is of unit length already; float32 rounding alone is ~1e-7.
 _UNIT_TOLERANCE = 1e-6
 
@@ -80,11 +99,11 @@ def turn_line(turn: Turn, *, model_id: str | None = None, vector: Vectors | None
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def read_export_file(source: Path, *, max_bytes: int) -> list[ImportedTurn]:
+def read_export_file(source: Path, *, max_bytes: int, max_metadata_bytes: int | None = None) -> list[ImportedTurn]:
     """Read and validate the export at ``source``; InvalidInput says what is wrong with it."""
     try:
         with source.open("r", encoding="utf-8-sig") as handle:  # a byte order mark some editors add is no text
-            return read_export(iter(handle), max_bytes=max_bytes)
+            return read_export(iter(handle), max_bytes=max_bytes, max_metadata_bytes=max_metadata_bytes)
     except FileNotFoundError as exc:
         raise InvalidInput(f"no such file: {source}") from exc
     except IsADirectoryError as exc:
@@ -95,8 +114,11 @@ def read_export_file(source: Path, *, max_bytes: int) -> list[ImportedTurn]:
         raise InvalidInput(f"cannot read {source}: {exc.strerror or exc}") from exc
 
 
-def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
-    """Parse and validate a whole export; any bad line raises InvalidInput naming it."""
+def read_export(lines: Iterator[str], *, max_bytes: int, max_metadata_bytes: int | None = None) -> list[ImportedTurn]:
+    """Parse and validate a whole export; any bad line raises InvalidInput naming it.
+
+    ``max_bytes`` bounds each turn's text and ``max_metadata_bytes`` its metadata's JSON (None: unbounded).
+    """
     items: list[ImportedTurn] = []
     line_of: dict[str, int] = {}
     version = 0
@@ -124,7 +146,7 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
             ended = number
             continue
         try:
-            item = _read_turn(record, max_bytes)
+            item = _read_turn(record, max_bytes, max_metadata_bytes)
         except InvalidInput as exc:
             raise InvalidInput(f"line {number}: {exc}") from exc
         if item.turn.id in line_of:
@@ -142,9 +164,11 @@ def read_export(lines: Iterator[str], *, max_bytes: int) -> list[ImportedTurn]:
     return items
 
 
-def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
+def _read_turn(record: dict[str, Any], max_bytes: int, max_metadata_bytes: int | None) -> ImportedTurn:
     if record.get("kind") != "turn":
         raise InvalidInput(f"unknown record kind {record.get('kind')!r}")
+    # As strict as add(): a key memstrata does not know would be dropped without a word.
+    _refuse_unknown_keys(record, TURN_KEYS, "a turn line")
     created_at = check_stored_time(record.get("created_at"), "created_at")
     if created_at is None:
         raise InvalidInput("created_at is required")
@@ -157,7 +181,7 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
         name=check_identifier(record.get("name"), "name", required=False),
         content=check_text(record.get("content"), "content", max_bytes=max_bytes),
         created_at=created_at,
-        metadata=check_metadata(record.get("metadata")),
+        metadata=check_metadata(record.get("metadata"), max_bytes=max_metadata_bytes),
         importance=check_importance(record.get("importance")),
     )
     embedding = record.get("embedding")
@@ -165,6 +189,7 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
         return ImportedTurn(turn)
     if not isinstance(embedding, dict):
         raise InvalidInput("embedding must be an object")
+    _refuse_unknown_keys(embedding, EMBEDDING_KEYS, "embedding")
     try:
         raw = base64.b64decode(str(embedding["vector"]), validate=True)
         vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
@@ -186,6 +211,13 @@ def _read_turn(record: dict[str, Any], max_bytes: int) -> ImportedTurn:
     if abs(norm - 1.0) <= _UNIT_TOLERANCE:
         return ImportedTurn(turn, model_id, vector.astype(np.float32))
     return ImportedTurn(turn, model_id, (wide / norm).astype(np.float32))
+
+
+def _refuse_unknown_keys(record: dict[str, Any], known: frozenset[str], what: str) -> None:
+    """InvalidInput naming the keys of ``record`` not in ``known``."""
+    unknown = sorted(set(record) - known)
+    if unknown:
+        raise InvalidInput(f"{what} has unknown keys {unknown}; allowed: {sorted(known)}")
 
 
 def _owner(record: dict[str, Any]) -> str:

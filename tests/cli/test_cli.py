@@ -268,6 +268,14 @@ def test_export_from_a_home_with_no_store_fails_and_leaves_the_backup_alone(home
     cut.write_text("".join(good.splitlines(keepends=True)[:-1]), encoding="utf-8")
     result = run_cli("import", str(cut), "--home", str(typo), home=home)
     assert result.returncode == 2 and "Traceback" not in result.stderr and not typo.exists(), result.stderr
+    # Nor does one with a key memstrata does not know, which add() would refuse too.
+    lines = good.splitlines(keepends=True)
+    record = json.loads(lines[1])
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text("".join([lines[0], json.dumps({**record, "colour": "red"}) + "\n", *lines[2:]]))
+    result = run_cli("import", str(unknown), "--home", str(typo), home=home)
+    assert result.returncode == 2 and not typo.exists()
+    assert "line 2: a turn line has unknown keys ['colour']" in result.stderr
 
 
 @pytest.mark.parametrize(

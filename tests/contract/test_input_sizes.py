@@ -9,7 +9,7 @@ list as one array parameter and runs the same tests.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,7 +17,8 @@ import pytest
 
 from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
-from memstrata.models import Consolidation, Role, Scope, Turn
+from memstrata.errors import EmbeddingError
+from memstrata.models import Consolidation, Role, Scope, Turn, Vectors
 from memstrata.storage.base import TierStore
 from memstrata.storage.sqlite.store import SQLiteStore
 
@@ -141,3 +142,42 @@ def test_store_reads_and_writes_of_long_lists_are_sliced(bounded_store: TierStor
     assert bounded_store.add_consolidation(_consolidation("c1", MANY), seqs)
     assert not bounded_store.add_consolidation(_consolidation("c2", MANY), seqs[::-1])
     assert bounded_store.forget(Scope("ana")) == MANY
+
+
+class _OutageEmbedder(HashEmbedder):
+    """Embeds ``budget`` documents, then fails as an embedding service that went away would."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__()
+        self.budget = budget
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """The hash vectors of ``texts`` while the budget lasts; EmbeddingError after."""
+        self.budget -= len(texts)
+        if self.budget < 0:
+            raise EmbeddingError("the embedding service went away")
+        return super().embed_documents(texts)
+
+
+def test_an_import_is_written_in_batches_and_an_interrupted_one_completes_when_run_again(
+    open_tier_store: Callable[[], TierStore], tmp_path: Path
+) -> None:
+    def opened(home: str, embedder: HashEmbedder, batch: int = 10) -> Memory:
+        # One batch per 10 turns; no message bursts, so each batch embeds its 10 texts once.
+        settings = {"background": False, "max_messages_per_add": batch, "join_bursts": False}
+        return Memory(tmp_path / home, store=open_tier_store(), embedder=embedder, **settings)
+
+    with opened("source", HashEmbedder(), batch=25) as source:
+        source.add([{"content": f"note {n}"} for n in range(25)], user_id="ana", session_id="s")
+        source.export(tmp_path / "notes.jsonl")
+        source.forget(user_id="ana")
+    with opened("interrupted", _OutageEmbedder(budget=15)) as interrupted:
+        with pytest.raises(EmbeddingError):
+            interrupted.import_(tmp_path / "notes.jsonl")
+        # The first batch was committed before the second one failed.
+        assert [turn.content for turn in interrupted.history(user_id="ana")] == [f"note {n}" for n in range(10)]
+    with opened("again", HashEmbedder()) as again:
+        report = again.import_(tmp_path / "notes.jsonl")
+        assert (report.turns, report.skipped) == (15, 10)
+        assert len(again.history(user_id="ana")) == 25
+        assert again.import_(tmp_path / "notes.jsonl").skipped == 25

@@ -110,6 +110,16 @@ def test_an_export_imports_back_whole(acme_http: httpx.Client) -> None:
     assert imported.json() == {"turns": 0, "embeddings": 0, "skipped": 3}
 
 
+def test_an_upload_with_an_unknown_key_in_a_line_is_refused_naming_the_line_and_key(acme_http: httpx.Client) -> None:
+    lines = acme_http.get("/v1/export").content.decode().splitlines()
+    record = json.loads(lines[2])
+    record["colour"] = "red"
+    upload = "\n".join([*lines[:2], json.dumps(record), *lines[3:]]) + "\n"
+    refused = acme_http.post("/v1/import", content=upload, headers={"Content-Type": "application/x-ndjson"})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["message"].startswith("line 3: a turn line has unknown keys ['colour']")
+
+
 def test_an_export_with_a_byte_order_mark_imports_as_on_the_command_line(acme_http: httpx.Client) -> None:
     exported = acme_http.get("/v1/export").content
     headers = {"Content-Type": "application/x-ndjson"}

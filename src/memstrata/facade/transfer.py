@@ -74,7 +74,13 @@ class Transfer:
         return TransferReport(path=str(given), turns=turns, embeddings=vectors)
 
     def import_(self, path: object, spaces: Callable[[set[str]], None] | None = None) -> TransferReport:
-        """Load a JSONL export; all of it is stored or, on any bad line, none of it.
+        """Load a JSONL export; a bad line or a conflicting id stores none of it.
+
+        Every line, and every id against the store, is checked first; the turns are then
+        written in transactions of at most ``max_messages_per_add``, so no one transaction
+        holds the store's write lock for long. Stopped in between (a crash, a store error),
+        the batches written stay, and importing the file again stores the rest: lines
+        already stored unchanged are skipped.
 
         ``spaces`` is given the names of the spaces the file holds memories of, to create those
         missing once the turns are stored: a file refused (a bad line, a conflicting id) creates
@@ -82,7 +88,10 @@ class Transfer:
         the file again (or creating the space) brings them in.
         """
         source = _path(path, "the file to import")
-        items = read_export_file(source, max_bytes=self._settings.max_text_bytes)
+        settings = self._settings
+        items = read_export_file(
+            source, max_bytes=settings.max_text_bytes, max_metadata_bytes=settings.max_metadata_bytes
+        )
         named = {item.turn.space for item in items if item.turn.space is not None}
         model_id, dimension = self._embedder.model_id, self._embedder.dimension
         known = {
@@ -91,16 +100,18 @@ class Transfer:
             if item.vector is not None and item.model_id == model_id and item.vector.shape == (dimension,)
         }
         turns = [item.turn for item in items]
-        # One transaction for the whole file: conflicts are checked before anything is written.
         # A line is already present only if it is the stored turn as exported: same message,
         # time and metadata (an import restores memories; it never edits one).
-        _, fresh = self._episodic.store_turns(
-            turns,
-            known,
+        conflict = (
             f"in {source} names a different message than the stored one (its text, speaker, scope, time"
-            " or metadata differ)",
-            same=_same_turn,
+            " or metadata differ)"
         )
+        # Conflicts are checked for the whole file before its first batch is written.
+        self._episodic.refuse_conflicts(turns, conflict, _same_turn)
+        fresh: list[Turn] = []
+        for start in range(0, len(turns), settings.max_messages_per_add):
+            batch = turns[start : start + settings.max_messages_per_add]
+            fresh.extend(self._episodic.store_turns(batch, known, conflict, same=_same_turn)[1])
         if named and spaces is not None:
             spaces(named)
         return TransferReport(

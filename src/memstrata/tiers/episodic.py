@@ -91,11 +91,7 @@ class Episodic:
         turn is not ``same`` (a retry of the message, by default) raises IdConflict
         (``id 'x' <conflict>``) before anything is written.
         """
-        existing = self.store.get_by_ids([turn.id for turn in turns])
-        for turn in turns:
-            stored = existing.get(turn.id)
-            if stored is not None and not same(stored, turn):
-                raise IdConflict(f"id {turn.id!r} {conflict}")
+        existing = self.refuse_conflicts(turns, conflict, same)
         fresh = [turn for turn in turns if turn.id not in existing]
         if fresh:
             vectors = self._embed_turns(fresh, self._burst_texts(fresh), [known_vectors.get(t.id) for t in fresh])
@@ -107,6 +103,17 @@ class Episodic:
                 )
             self.wake()
         return [existing.get(turn.id, turn) for turn in turns], fresh
+
+    def refuse_conflicts(
+        self, turns: Sequence[Turn], conflict: str, same: Callable[[Turn, Turn], bool] = Turn.is_same_message
+    ) -> dict[str, Turn]:
+        """The stored turns with ids of ``turns``; IdConflict (``id 'x' <conflict>``) if one is not ``same``."""
+        existing = self.store.get_by_ids([turn.id for turn in turns])
+        for turn in turns:
+            stored = existing.get(turn.id)
+            if stored is not None and not same(stored, turn):
+                raise IdConflict(f"id {turn.id!r} {conflict}")
+        return existing
 
     def working_seqs(self, user_id: str, session_id: str | None = None) -> list[int]:
         """Turns in working memory (one session, or all of the user's), oldest first."""
