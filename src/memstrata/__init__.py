@@ -8,6 +8,7 @@ from memstrata.errors import (
     AccessDenied,
     ConfigError,
     EmbeddingError,
+    EncryptionKeyError,
     IdConflict,
     InvalidInput,
     LLMRequired,
@@ -19,6 +20,7 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.facade.costs import cost_summary
+from memstrata.facade.encryption import rekey
 from memstrata.facade.keys import ClosableKeyStore, open_key_store
 from memstrata.llms.base import LLM, ChatMessage, Completion
 from memstrata.memory import Memory
@@ -77,6 +79,7 @@ __all__ = [
     "Deletion",
     "Embedder",
     "EmbeddingError",
+    "EncryptionKeyError",
     "EntityEdge",
     "EntityNode",
     "Grant",
@@ -113,4 +116,5 @@ __all__ = [
     "count_tokens",
     "load_settings",
     "open_key_store",
+    "rekey",
 ]

@@ -69,6 +69,11 @@ class Settings(BaseSettings):
         "least recently are unloaded and reloaded from the store when searched again.",
     )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
+    encryption_key: SecretStr | None = Field(
+        default=None,
+        repr=False,
+        description="Passphrase of the encrypted SQLite store (SQLCipher; memstrata[encryption]); never stored.",
+    )
     timezone: str = Field(
         default="UTC",
         description="IANA time zone in which dates are read: the day a turn was said, today's date behind "

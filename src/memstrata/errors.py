@@ -9,7 +9,8 @@
     ├── AccessDenied (also PermissionError)  the calling agent lacks the access a call needs
     ├── ConfigError                      a setting or config file is wrong
     │   ├── MissingDependency            an optional package is not installed
-    │   └── LLMRequired                  the feature needs an LLM and none is configured
+    │   ├── LLMRequired                  the feature needs an LLM and none is configured
+    │   └── EncryptionKeyError           the encryption key is missing or does not open the store
     ├── StorageError                     the store failed or cannot be opened
     │   └── SchemaTooNew                 the database was written by a newer memstrata
     ├── EmbeddingError                   the embedding model failed to load or to run
@@ -63,6 +64,10 @@ HOW_TO_CONFIGURE_LLM = (
     "set MEMSTRATA_LLM_PROVIDER (openai or anthropic), MEMSTRATA_LLM_MODEL and MEMSTRATA_LLM_API_KEY "
     "(and MEMSTRATA_LLM_BASE_URL for Ollama, vLLM, llama.cpp or another OpenAI-compatible server)"
 )
+
+
+class EncryptionKeyError(ConfigError):
+    """The encryption key does not open the store (wrong, missing, or the store is not encrypted); nothing changed."""
 
 
 class StorageError(MemstrataError):

@@ -13,6 +13,7 @@ from memstrata.cli import (
     demo,
     mcp_command,
     memory_commands,
+    rekey_command,
     server_commands,
     space_commands,
     tier_commands,
@@ -29,6 +30,7 @@ app = typer.Typer(
     add_completion=False,
 )
 memory_commands.register(app)
+rekey_command.register(app)
 tier_commands.register(app)
 space_commands.register(app)
 cost_commands.register(app)

@@ -20,7 +20,9 @@ class ClosableKeyStore(KeyStore, Protocol):
 
 def open_key_store(storage_url: str, settings: Settings) -> ClosableKeyStore:
     """Open the store at ``storage_url`` as a key store; ConfigError if its backend holds no keys."""
-    store = open_store(storage_url, busy_timeout_seconds=settings.busy_timeout_seconds)
+    store = open_store(
+        storage_url, busy_timeout_seconds=settings.busy_timeout_seconds, encryption_key=settings.encryption_key
+    )
     if not isinstance(store, ClosableKeyStore):  # every method of the protocol, checked by name
         store.close()
         raise ConfigError(f"the storage backend of {storage_url!r} cannot hold API keys; use sqlite:// or postgres://")

@@ -183,7 +183,11 @@ def open_parts(settings: Settings, *, store: TierStore | None, embedder: Embedde
     embedder = embedder or load_embedder(
         settings.embedder, threads=settings.embedding_threads, cache_dir=settings.data_dir, settings=settings
     )
-    opened = store or open_store(settings.resolved_storage_url, busy_timeout_seconds=settings.busy_timeout_seconds)
+    opened = store or open_store(
+        settings.resolved_storage_url,
+        busy_timeout_seconds=settings.busy_timeout_seconds,
+        encryption_key=settings.encryption_key,
+    )
     if settings.vector_search == "server" and not isinstance(opened, ServerSideVectors):
         opened.close()
         raise ConfigError(

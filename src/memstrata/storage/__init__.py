@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from memstrata.registry import STORE, WORKING_SET, load, targets
+from pydantic import SecretStr
+
+from memstrata.errors import ConfigError
+from memstrata.registry import STORE, WORKING_SET, built_in, load, scheme_of, targets
 
 if TYPE_CHECKING:
     from memstrata.storage.base import TierStore, WorkingSet
@@ -17,10 +20,24 @@ BACKENDS: Mapping[str, str] = targets(STORE)
 WORKING_BACKENDS: Mapping[str, str] = targets(WORKING_SET)
 
 
-def open_store(url: str, *, busy_timeout_seconds: float = 30.0) -> TierStore:
-    """Open the backend named by ``url``'s scheme (``sqlite:///path/to/file.db``): every role of ``storage/base.py``."""
-    store: TierStore = load(STORE, url, busy_timeout_seconds=busy_timeout_seconds)
-    return store
+def open_store(url: str, *, busy_timeout_seconds: float = 30.0, encryption_key: SecretStr | None = None) -> TierStore:
+    """Open the backend named by ``url``'s scheme (``sqlite:///path/to/file.db``): every role of ``storage/base.py``.
+
+    ``encryption_key`` encrypts the embedded SQLite store; any other backend refuses it (ConfigError).
+    """
+    if encryption_key is None:
+        store: TierStore = load(STORE, url, busy_timeout_seconds=busy_timeout_seconds)
+        return store
+    if scheme_of(url) != "sqlite":
+        raise ConfigError(
+            "MEMSTRATA_ENCRYPTION_KEY encrypts the embedded SQLite store only; for PostgreSQL, encrypt at the"
+            " server (disk or tablespace encryption, or a managed service's encryption at rest) and unset the key"
+        )
+    # Only the built-in SQLite factory takes a key: called directly, so no plugin is ever offered one.
+    encrypted: TierStore = built_in(STORE)["sqlite"].factory()(
+        url, busy_timeout_seconds=busy_timeout_seconds, encryption_key=encryption_key
+    )
+    return encrypted
 
 
 def open_working_set(url: str) -> WorkingSet:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
+from pydantic import SecretStr
+
 from memstrata.errors import ConfigError, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
@@ -22,7 +24,7 @@ from memstrata.storage.sql_turns import TurnStatements, prunable, scope_clause, 
 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
-from memstrata.storage.sqlite import queue
+from memstrata.storage.sqlite import cipher, queue
 from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
@@ -47,19 +49,28 @@ SELECT user_id FROM found WHERE substr(user_id, 1, ?2) = ?1
 """
 
 
-def open_sqlite(url: str, *, busy_timeout_seconds: float = 30.0) -> SQLiteStore:
-    """Open ``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` or ``sqlite:///:memory:``."""
+def open_sqlite(
+    url: str, *, busy_timeout_seconds: float = 30.0, encryption_key: SecretStr | None = None
+) -> SQLiteStore:
+    """Open ``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` or ``sqlite:///:memory:``.
+
+    With ``encryption_key`` the file is opened (or created) encrypted with SQLCipher.
+    """
+    return SQLiteStore(sqlite_path(url), busy_timeout_seconds=busy_timeout_seconds, encryption_key=encryption_key)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The absolute file a ``sqlite:///…`` URL names; None for ``:memory:``."""
     path = unquote(url.split("://", 1)[1]) if "://" in url else url
     path = path[1:] if path.startswith("/") else path
     if not path:
         raise ConfigError(f"storage URL {url!r} names no file; use sqlite:////absolute/path.db")
     if path == ":memory:":
-        return SQLiteStore(None, busy_timeout_seconds=busy_timeout_seconds)
+        return None
     try:  # made absolute now: a process that changes directory later still names (and guards) the same file
-        file = Path(path).absolute()
+        return Path(path).absolute()
     except OSError as exc:  # a relative path, and the current directory was deleted
         raise StorageError(f"cannot open the SQLite store at {path}: {exc.strerror or exc}") from exc
-    return SQLiteStore(file, busy_timeout_seconds=busy_timeout_seconds)
 
 
 class SQLiteStore(
@@ -74,15 +85,21 @@ class SQLiteStore(
 ):
     """The embedded source of truth; one connection shared by the threads of one process."""
 
-    def __init__(self, path: Path | None, *, busy_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self, path: Path | None, *, busy_timeout_seconds: float = 30.0, encryption_key: SecretStr | None = None
+    ) -> None:
         self.location = str(path) if path else ":memory:"
+        self.is_encrypted = encryption_key is not None
         self._lock = threading.RLock()
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            self._connection = sqlite3.connect(
-                self.location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_seconds
-            )
+            if encryption_key is not None:
+                self._connection = cipher.connect(self.location, encryption_key, timeout=busy_timeout_seconds)
+            else:
+                self._connection = sqlite3.connect(
+                    self.location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_seconds
+                )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the SQLite store at {self.location}: {exc}") from exc
         except OSError as exc:
@@ -95,7 +112,12 @@ class SQLiteStore(
         except BaseException as exc:
             self._connection.close()
             if isinstance(exc, sqlite3.Error):
-                raise StorageError(f"cannot open the SQLite store at {self.location}: {exc}") from exc
+                hint = (
+                    f"; if it is encrypted, set {cipher.KEY_SETTING}"
+                    if not self.is_encrypted and "not a database" in str(exc)
+                    else ""
+                )
+                raise StorageError(f"cannot open the SQLite store at {self.location}: {exc}{hint}") from exc
             raise
 
     def _configure(self, busy_timeout_seconds: float) -> None:
