@@ -14,7 +14,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
@@ -24,6 +24,25 @@ from memstrata.validation import check_identifier, check_timezone
 
 CONFIG_FILE_NAME = "memstrata.toml"
 DATABASE_FILE_NAME = "memstrata.db"
+
+
+class RetentionRule(BaseModel):
+    """How long one tier keeps its items: the newest ``keep_last``, those younger than ``max_age_days``, or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    keep_last: int | None = Field(default=None, ge=0, description="Keep this many newest items per user.")
+    max_age_days: float | None = Field(default=None, ge=0, description="Delete items older than this.")
+
+    @model_validator(mode="after")
+    def _says_something(self) -> RetentionRule:
+        if self.keep_last is None and self.max_age_days is None:
+            raise ValueError("a retention rule needs keep_last, max_age_days, or both")
+        return self
+
+
+#: The tiers a retention rule may name; episodic turns (the ground truth) only when named explicitly.
+RETENTION_TIERS = ("episodic", "midterm", "longterm")
 
 
 class Settings(BaseSettings):
@@ -42,6 +61,13 @@ class Settings(BaseSettings):
     max_text_bytes: int = Field(default=1_000_000, ge=1, description="Largest accepted message (UTF-8 bytes).")
     max_metadata_bytes: int = Field(
         default=65_536, ge=1, description="Largest accepted metadata of one message (its JSON, UTF-8 bytes)."
+    )
+    retention: dict[str, RetentionRule] = Field(
+        default_factory=dict,
+        description="Retention per tier (episodic, midterm, longterm): {keep_last, max_age_days}; none by default.",
+    )
+    retention_interval_seconds: float = Field(
+        default=3600.0, gt=0, le=604_800, description="How often the background worker applies retention."
     )
     max_messages_per_add: int = Field(
         default=1_000, ge=1, description="Most messages one add() (or one REST or MCP call) may store."
@@ -214,6 +240,14 @@ class Settings(BaseSettings):
                 " close enough to join any segment also stays in the current one"
             )
         return self
+
+    @field_validator("retention")
+    @classmethod
+    def _known_retention_tiers(cls, value: dict[str, RetentionRule]) -> dict[str, RetentionRule]:
+        unknown = sorted(set(value) - set(RETENTION_TIERS))
+        if unknown:
+            raise ValueError(f"retention names {unknown}; the tiers with retention are {', '.join(RETENTION_TIERS)}")
+        return value
 
     @field_validator("llm_prices")
     @classmethod

@@ -104,6 +104,8 @@ class Memory:
         self._parts = open_parts(settings, store=store, embedder=embedder, llm=llm)
         if settings.background:
             self._parts.worker.start()
+            if self._parts.retention_keeper is not None:
+                self._parts.retention_keeper.start()
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Memory:
@@ -443,6 +445,14 @@ class Memory:
         user = self._owner(user_id, space, None, Access.ADMIN)
         tier, older_than, keep_last = check_prune(tier, older_than, keep_last)
         return self._parts.tiers.prune(user, tier, older_than, keep_last)
+
+    def apply_retention(self) -> dict[str, int]:
+        """Apply the ``retention`` setting to every user and space now; items deleted per tier.
+
+        The background worker does this every ``retention_interval_seconds``; see docs/tiers.md#retention.
+        """
+        self._require_open()
+        return self._parts.retention.apply()
 
     # -- moving -----------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from memstrata.cli.common import (
     shown,
     whose,
 )
+from memstrata.errors import ConfigError
 from memstrata.models import Inspection
 from memstrata.validation import check_identifier, check_limit
 
@@ -33,6 +34,7 @@ def register(app: typer.Typer) -> None:
     app.command()(segment)
     app.command()(consolidate)
     app.command("retry-jobs")(retry_jobs)
+    app.command()(retention)
 
 
 def inspect(
@@ -198,3 +200,25 @@ def retry_jobs(
     console.print(f"{count} failed jobs queued again and run")
     if left:
         console.print(f"{left} failed again: see the log for why", style="bold red", highlight=False)
+
+
+def retention(home: HomeOption = None, as_json: JsonOption = False) -> None:
+    """Apply the retention setting to every user and space now; print what each tier deleted.
+
+    The rules come from the `retention` setting (memstrata.toml or MEMSTRATA_RETENTION); the
+    background worker applies them every `retention_interval_seconds` on its own.
+
+    Example: memstrata retention --json
+    """
+    with open_memory(home, run_jobs=False) as memory:
+        if not memory.settings.retention:
+            raise ConfigError(
+                "no retention rules are set: add e.g. `[memstrata.retention]` `midterm = {max_age_days = 90}` to"
+                " memstrata.toml (see docs/tiers.md#retention)"
+            )
+        deleted = memory.apply_retention()
+    if as_json:
+        print_json(deleted)
+        return
+    for tier, count in deleted.items():
+        console.print(f"{tier}: {count} deleted", highlight=False)

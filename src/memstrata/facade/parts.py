@@ -17,6 +17,7 @@ from memstrata.embeddings import load_embedder
 from memstrata.embeddings.base import Embedder
 from memstrata.errors import ConfigError, StorageError
 from memstrata.facade.chat import ChatParts, ChatResponder
+from memstrata.facade.retention import Retention, RetentionKeeper
 from memstrata.facade.spaces import Spaces
 from memstrata.facade.tiers import Tiers
 from memstrata.facade.transfer import Transfer
@@ -80,6 +81,10 @@ class Parts:
     owns_llm: bool
     #: Set once ``close`` starts; every public call checks it first.
     closing: threading.Event
+    #: The ``retention`` setting over every user and space (``Memory.apply_retention``).
+    retention: Retention
+    #: Applies it in the background when there are rules and a background worker; started with the worker.
+    retention_keeper: RetentionKeeper | None = None
 
     def require_open(self) -> None:
         """StorageError once the Memory is closed."""
@@ -90,6 +95,8 @@ class Parts:
         if self.closing.is_set():
             return
         self.visits.queue()
+        if self.retention_keeper is not None:
+            self.retention_keeper.stop()
         self.worker.stop()
         self.closing.set()
         self.pipeline.close()
@@ -286,6 +293,13 @@ def _build(
             consolidation_due=hierarchy.consolidation_due,
         )
     )
+    tiers = Tiers(store=store, hierarchy=hierarchy, worker=worker, visits=visits, episodic=episodic, settings=settings)
+    retention = Retention(rules=settings.retention, owners=lambda: store.user_ids(""), prune=tiers.prune)
+    keeper = (
+        RetentionKeeper(retention, settings.retention_interval_seconds)
+        if settings.retention and settings.background
+        else None
+    )
     return Parts(
         settings=settings,
         store=store,
@@ -302,14 +316,14 @@ def _build(
         pipeline=pipeline,
         federation=Federation(pipeline=pipeline, store=store, settings=settings),
         contexts=contexts,
-        tiers=Tiers(
-            store=store, hierarchy=hierarchy, worker=worker, visits=visits, episodic=episodic, settings=settings
-        ),
+        tiers=tiers,
         transfer=Transfer(store=store, embedder=embedder, episodic=episodic, settings=settings),
         chat=chat,
         spaces=Spaces(store=store, episodic=episodic, visits=visits),
         owns_llm=owns_llm,
         closing=closing,
+        retention=retention,
+        retention_keeper=keeper,
     )
 
 
