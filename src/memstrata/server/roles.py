@@ -11,13 +11,14 @@ added later cannot slip through open. See docs/rest.md#roles.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+import fastapi.routing
 from fastapi import Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute, iter_route_contexts
+from fastapi.routing import APIRoute
 
 from memstrata.errors import AccessDenied, ConfigError
 from memstrata.models import KeyRole
@@ -94,9 +95,9 @@ def check_declared(app: FastAPI) -> None:
 
 def _routes(app: FastAPI) -> Iterator[tuple[str, str, Dependant | None]]:
     """(method, path, dependency tree or None) of every route, those of included routers too."""
-    for route in iter_route_contexts(app.routes):
+    for route in _every_route(app):
         dependant = getattr(route, "dependant", None)
-        for method in sorted(route.methods or ()):
+        for method in sorted(getattr(route, "methods", None) or ()):
             if method != "HEAD":  # Starlette adds HEAD to every GET
                 yield method, str(route.path_format), dependant
 
@@ -114,6 +115,16 @@ async def without_a_valid_key_or_role(request: Request) -> JSONResponse | None:
         if isinstance(call, RoleCheck) and (refusal := call.refusal(request)) is not None:
             return error_response(*status_of(AccessDenied(refusal)))
     return None
+
+
+def _every_route(app: FastAPI) -> Iterable[Any]:
+    """The app's routes, each included router's too.
+
+    Newer FastAPI keeps an included router as one entry of ``app.routes`` and walks it with
+    ``iter_route_contexts``; older releases copied every route into ``app.routes``.
+    """
+    walk = getattr(fastapi.routing, "iter_route_contexts", None)
+    return app.routes if walk is None else walk(app.routes)
 
 
 def _calls(dependant: Dependant) -> Iterator[Any]:
