@@ -392,6 +392,19 @@ class ChatReply:
     turn_ids: tuple[str, ...] = ()
 
 
+class KeyRole(StrEnum):
+    """What an API key may do over REST; each role includes the ones before it (docs/rest.md#roles)."""
+
+    READ = "read"  # search, context, list and get memories, history, the tiers, export
+    WRITE = "write"  # add, delete one memory, chat, import, consolidate, retry jobs, share, trust
+    ADMIN = "admin"  # forget, prune, create and delete spaces, grant and revoke; every key made before roles
+
+    def allows(self, needed: KeyRole) -> bool:
+        """Whether this role covers ``needed``."""
+        order = list(KeyRole)
+        return order.index(self) >= order.index(needed)
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class ApiKey:
     """An API key's record: only a hash of the secret is ever stored."""
@@ -403,6 +416,8 @@ class ApiKey:
     revoked_at: datetime | None = None
     #: The agent the key acts as (its calls to a space are checked against that agent's grants).
     agent_id: str | None = None
+    #: What the key may do; keys stored before roles existed are admin, as they could do everything.
+    role: KeyRole = KeyRole.ADMIN
 
     @property
     def is_active(self) -> bool:

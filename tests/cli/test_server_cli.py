@@ -65,6 +65,30 @@ def test_a_key_can_act_as_an_agent(tmp_path: Path) -> None:
     assert blank.returncode == 2 and "agent_id" in blank.stderr
 
 
+def test_a_key_has_a_role_admin_unless_told(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    reader = json.loads(ok(run_cli("keys", "create", "--tenant", "acme", "--role", "read", "--json", home=home)))
+    assert reader["role"] == "read"
+    assert "role write" in ok(
+        run_cli("keys", "create", "--tenant", "acme", "--name", "bot", "--role", "write", home=home)
+    )
+    default = json.loads(ok(run_cli("keys", "create", "--tenant", "acme", "--json", home=home)))
+    assert default["role"] == "admin"  # what every key could do before roles
+    listed = json.loads(ok(run_cli("keys", "list", "--json", home=home)))
+    assert [key["role"] for key in listed] == ["read", "write", "admin"]
+    table = ok(run_cli("keys", "list", home=home))
+    assert "role" in table and all(role in table for role in ("read", "write", "admin"))
+
+
+@pytest.mark.parametrize("role", ["owner", "READ", ""])
+def test_an_unknown_role_is_refused_and_makes_no_key(tmp_path: Path, role: str) -> None:
+    home = tmp_path / "home"
+    refused = run_cli("keys", "create", "--tenant", "acme", "--role", role, home=home)
+    assert refused.returncode == 2
+    assert f"role {role!r} is not valid: use one of read, write, admin" in refused.stderr
+    assert json.loads(ok(run_cli("keys", "list", "--json", home=home))) == []
+
+
 def test_key_errors_exit_with_their_codes(tmp_path: Path) -> None:
     home = tmp_path / "home"
     bad_tenant = run_cli("keys", "create", "--tenant", "a/b", home=home)

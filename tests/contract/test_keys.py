@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
 import pytest
 
-from memstrata import IdConflict
+from memstrata import IdConflict, KeyRole
 from memstrata.storage.base import ApiKey, KeyStore, TierStore
+from tests.schema import undo_key_roles
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -46,3 +50,37 @@ def test_a_reused_id_or_hash_conflicts_and_writes_nothing(store: TierStore, key_
         keys.add_api_key(ApiKey(id=key_id, tenant="acme", name="dup", created_at=T0), secret_hash)
     assert [key.id for key in keys.api_keys()] == ["k1"]
     assert keys.key_for_hash("fresh-hash") is None
+
+
+def test_each_key_keeps_its_role(store: TierStore) -> None:
+    keys = _keys(store)
+    for number, role in enumerate(KeyRole):
+        keys.add_api_key(ApiKey(id=f"k{number}", tenant="acme", name=role, created_at=T0, role=role), f"hash-{role}")
+    assert [key.role for key in keys.api_keys("acme")] == [KeyRole.READ, KeyRole.WRITE, KeyRole.ADMIN]
+    for role in KeyRole:
+        found = keys.key_for_hash(f"hash-{role}")
+        assert found is not None and found.role is role
+
+
+def test_keys_made_before_roles_become_admin(storage_url: str, open_tier_store: Callable[[], TierStore]) -> None:
+    _keys(open_tier_store()).add_api_key(ApiKey(id="old", tenant="acme", name="ci", created_at=T0), "hash-old")
+    _as_before_roles(storage_url)
+    upgraded = _keys(open_tier_store())  # opening migrates
+    found = upgraded.key_for_hash("hash-old")
+    assert found is not None and found.role is KeyRole.ADMIN  # what it could do before: everything
+    upgraded.add_api_key(ApiKey(id="new", tenant="acme", name="bot", created_at=T0, role=KeyRole.READ), "hash-new")
+    assert [(key.id, key.role) for key in upgraded.api_keys()] == [("new", KeyRole.READ), ("old", KeyRole.ADMIN)]
+
+
+def _as_before_roles(storage_url: str) -> None:
+    """Take the store back to the schema before key roles (SQLite 16, PostgreSQL 19)."""
+    if storage_url.startswith("sqlite:///"):
+        with closing(sqlite3.connect(storage_url.removeprefix("sqlite:///"))) as connection, connection:
+            undo_key_roles(connection)
+            connection.execute("DELETE FROM schema_migrations WHERE version >= 17")
+        return
+    import psycopg
+
+    with psycopg.connect(storage_url) as connection:
+        connection.execute("ALTER TABLE api_keys DROP COLUMN role")
+        connection.execute("DELETE FROM schema_migrations WHERE version >= 20")

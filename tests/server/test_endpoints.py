@@ -28,7 +28,13 @@ def test_health_needs_no_key(anonymous: httpx.Client) -> None:
 
 def test_version_names_the_tenant_and_model(client: httpx.Client, memory: Memory) -> None:
     body = client.get("/v1/version").json()
-    assert body == {"version": __version__, "api": "v1", "embedder": memory.embedder.model_id, "tenant": "acme"}
+    assert body == {
+        "version": __version__,
+        "api": "v1",
+        "embedder": memory.embedder.model_id,
+        "tenant": "acme",
+        "role": "admin",
+    }
 
 
 def test_add_a_string_returns_plain_ids_and_is_stored_under_the_tenant(client: httpx.Client, memory: Memory) -> None:

@@ -21,7 +21,7 @@ from tests.server.conftest import Caller, LiveServer
 from memstrata import Memory
 from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.server.app import create_app
-from memstrata.server.keys import ClosableKeyStore, new_secret
+from memstrata.server.keys import ClosableKeyStore, create_key, new_secret
 
 CHROMIUM = "/usr/bin/chromium"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -262,6 +262,29 @@ def test_delete_and_forget_ask_first(page: Page, acme: Caller, seeded: LiveServe
     page.find("#confirm-ok").click()
     page.wait.until(lambda _: "Forgot bob" in page.find("#user-title").text)
     assert page.users() == ["ana"]
+
+
+def test_a_read_key_browses_and_is_told_why_it_may_not_delete(page: Page, keys: ClosableKeyStore) -> None:
+    _, secret = create_key(keys, tenant="acme", name="dashboard", role="read")
+    page.open(secret)
+    page.users()
+    page.find('[data-user="ana"]').click()
+    page.until("#turns .turn", 10)
+    kept = page.turn_ids()
+
+    page.find("#turns .turn button.danger").click()
+    page.wait.until(lambda _: page.find("#confirm").get_attribute("open") is not None)
+    page.find("#confirm-ok").click()
+    page.wait.until(lambda _: "has the read role" in page.find("#status").text)
+    assert "needs the write role" in page.find("#status").text
+
+    page.find("#forget-user").click()
+    page.wait.until(lambda _: page.find("#confirm").get_attribute("open") is not None)
+    page.find("#confirm-typed").send_keys("ana")
+    page.find("#confirm-ok").click()
+    page.wait.until(lambda _: "needs the admin role" in page.find("#status").text)
+    assert page.find("#app").get_attribute("hidden") is None, "a refused call keeps the key signed in"
+    assert page.turn_ids() == kept and page.users() == ["ana", "bob"]
 
 
 def test_another_tenants_key_sees_none_of_it(page: Page, globex: Caller, acme: Caller) -> None:

@@ -37,6 +37,7 @@ def test_migration_3_creates_the_api_keys_table(tmp_path: Path) -> None:
         "created_at": ("TEXT", 1),
         "revoked_at": ("TEXT", 0),
         "agent_id": ("TEXT", 0),  # migration 16's
+        "role": ("TEXT", 1),  # migration 17's
     }
 
 

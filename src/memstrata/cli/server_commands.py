@@ -23,12 +23,20 @@ from memstrata.cli.common import (
 from memstrata.config import load_settings
 from memstrata.errors import InvalidInput
 from memstrata.memory import Memory
-from memstrata.server.keys import ClosableKeyStore, create_key, list_keys, open_key_store, revoke_key
+from memstrata.models import KeyRole
+from memstrata.server.keys import (
+    ClosableKeyStore,
+    check_role,
+    create_key,
+    list_keys,
+    open_key_store,
+    revoke_key,
+)
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 keys_app = typer.Typer(
-    help="API keys of the REST server: each belongs to a tenant; only a hash of the secret is stored.",
+    help="API keys of the REST server: each belongs to a tenant and has a role; only a hash of the secret is stored.",
     no_args_is_help=True,
 )
 
@@ -106,15 +114,23 @@ def create(
         str | None,
         typer.Option(help="The agent the key acts as in shared spaces (default: the server_agent_id setting)."),
     ] = None,
+    role: Annotated[
+        str,
+        typer.Option(
+            help="What the key may do: read (search, context, list), write (also add, delete, chat, import)"
+            " or admin (also forget, prune, spaces and grants); admin is what keys could do before roles."
+        ),
+    ] = KeyRole.ADMIN.value,
     home: HomeOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an API key for a tenant and print its secret, which is shown only this once.
 
-    Example: memstrata keys create --tenant acme --name support-bot --agent support-bot
+    Example: memstrata keys create --tenant acme --name support-bot --agent support-bot --role write
     """
+    allowed = check_role(role)  # before the store is opened: a bad role creates nothing
     with _key_store(home) as store:
-        key, secret = create_key(store, tenant=tenant, name=name, agent_id=agent)
+        key, secret = create_key(store, tenant=tenant, name=name, agent_id=agent, role=allowed)
     if as_json:
         print_json(
             {
@@ -122,13 +138,18 @@ def create(
                 "tenant": key.tenant,
                 "name": key.name,
                 "agent_id": key.agent_id,
+                "role": key.role.value,
                 "created_at": key.created_at,
                 "secret": secret,
             }
         )
         return
     acting = f", acting as agent {key.agent_id!r}" if key.agent_id is not None else ""
-    console.print(Text.assemble("created key ", (key.id, "bold"), f" for tenant {key.tenant!r} ({key.name}){acting}"))
+    console.print(
+        Text.assemble(
+            "created key ", (key.id, "bold"), f" for tenant {key.tenant!r} ({key.name}), role {key.role}{acting}"
+        )
+    )
     console.print(f"secret: {secret}", highlight=False, soft_wrap=True, markup=False)
     console.print("Store it now: only its hash is kept, so it cannot be shown again.", highlight=False)
 
@@ -148,12 +169,12 @@ def list_(
     if as_json:
         print_json([{**to_jsonable(key), "is_active": key.is_active} for key in keys])
         return
-    table = Table("id", "tenant", "name", "agent", "created", "revoked")
+    table = Table("id", "tenant", "name", "role", "agent", "created", "revoked")
     for key in keys:
         revoked = f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else ""
         agent = shown(key.agent_id) if key.agent_id is not None else ""
         created = f"{key.created_at:%Y-%m-%d %H:%M}"
-        table.add_row(shown(key.id), shown(key.tenant), shown(key.name), agent, created, revoked)
+        table.add_row(shown(key.id), shown(key.tenant), shown(key.name), key.role.value, agent, created, revoked)
     console.print(table if keys else "no API keys")
 
 

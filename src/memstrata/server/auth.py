@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
+from memstrata.models import KeyRole
 from memstrata.server.acting import Actor
 from memstrata.server.dependencies import Services, ServicesDep
 from memstrata.server.errors import Forbidden, Unauthorized, forbidden, unauthorized
@@ -37,8 +38,10 @@ def bearer_secret(request: Request) -> str | None:
 def authenticate(request: Request, services: Services, secret: str | None) -> Tenant:
     """The tenant of ``secret`` (None: no usable Authorization header); Unauthorized or Forbidden otherwise.
 
-    The agent the request acts as goes to ``request.state.agent_id`` (read by ``current_actor``).
+    The agent the request acts as goes to ``request.state.agent_id`` (read by ``current_actor``), the
+    key's role to ``request.state.role`` (read by ``roles.RoleCheck``; no key, or ``memstrata ui``'s, is admin).
     """
+    role = KeyRole.ADMIN
     if secret is None:
         if request.headers.get("authorization"):
             raise Unauthorized("the Authorization header must be 'Bearer <API key>'")
@@ -57,8 +60,10 @@ def authenticate(request: Request, services: Services, secret: str | None) -> Te
             raise Forbidden(f"API key {key.id} was revoked; ask for a new one")
         tenant = Tenant(key.tenant)
         agent = key.agent_id if key.agent_id is not None else services.settings.server_agent_id
+        role = key.role
     request.state.tenant = tenant
     request.state.agent_id = agent
+    request.state.role = role
     return tenant
 
 

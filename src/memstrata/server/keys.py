@@ -10,13 +10,15 @@ import secrets
 from datetime import UTC, datetime
 
 from memstrata import ApiKey, ClosableKeyStore, KeyStore, open_key_store
-from memstrata.errors import NotFound
+from memstrata.errors import InvalidInput, NotFound
 from memstrata.ids import IdGenerator
+from memstrata.models import KeyRole
 from memstrata.server.tenancy import Tenant, check_tenant
 from memstrata.validation import check_identifier
 
 __all__ = [
     "ClosableKeyStore",
+    "check_role",
     "create_key",
     "find_key",
     "hash_secret",
@@ -41,24 +43,41 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_role(value: str) -> KeyRole:
+    """The role ``value`` names (``read``, ``write`` or ``admin``); InvalidInput otherwise."""
+    try:
+        return KeyRole(value)
+    except ValueError:
+        names = ", ".join(role.value for role in KeyRole)
+        raise InvalidInput(f"role {value!r} is not valid: use one of {names}") from None
+
+
 def create_key(
     store: KeyStore,
     *,
     tenant: str,
     name: str = "default",
     agent_id: str | None = None,
+    role: KeyRole | str = KeyRole.ADMIN,
     now: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Make and store a key for ``tenant``; returns the record and the secret, which is shown only now.
 
-    ``agent_id`` is the agent the key acts as in shared spaces (plain, inside the tenant).
+    ``agent_id`` is the agent the key acts as in shared spaces (plain, inside the tenant);
+    ``role`` is what the key may do (admin, the default, is what every key could do before roles).
     """
     label = str(check_identifier(name, "name"))
     owner = Tenant(check_tenant(tenant))
+    allowed = check_role(role)
     if agent_id is not None:
         owner.inside(agent_id, "agent_id")  # refused now, not on the key's first request, if it cannot be used
     key = ApiKey(
-        id=IdGenerator().new(), tenant=owner.name, name=label, created_at=now or datetime.now(UTC), agent_id=agent_id
+        id=IdGenerator().new(),
+        tenant=owner.name,
+        name=label,
+        created_at=now or datetime.now(UTC),
+        agent_id=agent_id,
+        role=allowed,
     )
     secret = new_secret()
     store.add_api_key(key, hash_secret(secret))

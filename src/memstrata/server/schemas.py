@@ -520,6 +520,7 @@ class VersionOut(ResponseModel):
     api: Literal["v1"]
     embedder: str
     tenant: str
+    role: Literal["read", "write", "admin"] = Field(description="What your key may do (docs/rest.md#roles).")
 
 
 class ErrorDetail(ResponseModel):

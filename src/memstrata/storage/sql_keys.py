@@ -6,10 +6,11 @@ import hmac
 from collections.abc import Sequence
 from typing import Any
 
+from memstrata.models import KeyRole
 from memstrata.storage.base import ApiKey
 from memstrata.storage.dialect import C, Dialect, Runner
 
-_KEY_COLUMNS = "id, tenant, name, created_at, revoked_at, agent_id"
+_KEY_COLUMNS = "id, tenant, name, created_at, revoked_at, agent_id, role"
 
 
 def key_from_row(dialect: Dialect, row: Sequence[Any]) -> ApiKey:
@@ -21,6 +22,7 @@ def key_from_row(dialect: Dialect, row: Sequence[Any]) -> ApiKey:
         created_at=dialect.read_time(row[3]),
         revoked_at=dialect.read_optional_time(row[4]),
         agent_id=None if row[5] is None else str(row[5]),
+        role=KeyRole(row[6]),
     )
 
 
@@ -33,7 +35,7 @@ class KeyStatements(Runner[C]):
         row = self._read(lambda connection: connection.execute(statement, (secret_hash,)).fetchone())
         # The index found the row; compare again in constant time so a match never rests on
         # a comparison whose timing depends on how much of the hash agreed.
-        if row is None or not hmac.compare_digest(str(row[6]).encode(), secret_hash.encode()):
+        if row is None or not hmac.compare_digest(str(row[7]).encode(), secret_hash.encode()):
             return None
         return key_from_row(self.dialect, row)
 

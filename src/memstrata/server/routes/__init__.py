@@ -35,7 +35,10 @@ ScopeQuery = Annotated[
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No API key, or an unknown one"},
-    403: {"model": ErrorOut, "description": "The API key was revoked, or its agent lacks access to the space"},
+    403: {
+        "model": ErrorOut,
+        "description": "The API key was revoked, its role does not allow the call, or its agent lacks space access",
+    },
     422: {"model": ErrorOut, "description": "The request is invalid; the message says how"},
     500: {"model": ErrorOut, "description": "Internal error (details only in the server log)"},
     503: {"model": ErrorOut, "description": "Storage, configuration or embedding model unavailable"},

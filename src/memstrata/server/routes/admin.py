@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
@@ -18,6 +18,7 @@ from memstrata.server.acting import Whose
 from memstrata.server.auth import ActorDep, TenantDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
+from memstrata.server.roles import ADMIN, READ, WRITE
 from memstrata.server.routes import BODY_ERRORS, CONFLICT, ERRORS, SPACE_NOT_FOUND, SpaceQuery
 from memstrata.server.schemas import DeletionOut, ErrorOut, HealthOut, ImportOut, ScopeRequest, VersionOut
 from memstrata.server.transfer import exported_lines, imported_lines
@@ -30,7 +31,7 @@ router = APIRouter(prefix="/v1", tags=["admin"], route_class=StrictJSONRoute)
 JSONL = "application/x-ndjson"
 
 
-@router.post("/forget", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+@router.post("/forget", responses={**BODY_ERRORS, **SPACE_NOT_FOUND}, dependencies=[ADMIN])
 def forget(body: ScopeRequest, memory: MemoryDep, actor: ActorDep) -> DeletionOut:
     """Hard-delete everything of a user (or of one agent/session of it), indexes included.
 
@@ -52,6 +53,7 @@ def forget(body: ScopeRequest, memory: MemoryDep, actor: ActorDep) -> DeletionOu
         **ERRORS,
         **SPACE_NOT_FOUND,
     },
+    dependencies=[READ],
 )
 def export(
     memory: MemoryDep,
@@ -105,6 +107,7 @@ def export(
         **CONFLICT,
         415: {"model": ErrorOut, "description": "The body was not sent as application/x-ndjson"},
     },
+    dependencies=[WRITE],
 )
 def import_(
     data: Annotated[bytes, Body(media_type=JSONL, description="A JSONL export; send it as application/x-ndjson.")],
@@ -132,7 +135,13 @@ async def health() -> HealthOut:
     return HealthOut(status="ok")
 
 
-@router.get("/version", responses=ERRORS)
-def version(memory: MemoryDep, tenant: TenantDep) -> VersionOut:
-    """The memstrata version, API version, embedding model, and the tenant your key belongs to."""
-    return VersionOut(version=__version__, api="v1", embedder=memory.embedder.model_id, tenant=tenant.name)
+@router.get("/version", responses=ERRORS, dependencies=[READ])
+def version(memory: MemoryDep, tenant: TenantDep, request: Request) -> VersionOut:
+    """The memstrata version, API version, embedding model, and the tenant and role of your key."""
+    return VersionOut(
+        version=__version__,
+        api="v1",
+        embedder=memory.embedder.model_id,
+        tenant=tenant.name,
+        role=request.state.role.value,
+    )

@@ -10,6 +10,7 @@ from memstrata.ids import IdGenerator
 from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import IdsDep, MemoryDep
+from memstrata.server.roles import READ, WRITE
 from memstrata.server.routes import (
     BODY_ERRORS,
     CONFLICT,
@@ -30,7 +31,9 @@ router = APIRouter(prefix="/v1", tags=["memories"], route_class=StrictJSONRoute)
 MemoryPath = Annotated[str, Path(description="The memory's id (as returned by add).")]
 
 
-@router.post("/memories", status_code=201, responses={**BODY_ERRORS, **CONFLICT, **SPACE_NOT_FOUND})
+@router.post(
+    "/memories", status_code=201, responses={**BODY_ERRORS, **CONFLICT, **SPACE_NOT_FOUND}, dependencies=[WRITE]
+)
 def add_memories(body: AddRequest, memory: MemoryDep, actor: ActorDep, ids: IdsDep) -> AddResponse:
     """Store messages verbatim, indexed for search (``Memory.add``); durable when it answers.
 
@@ -67,7 +70,7 @@ def _message(index: int, message: dict[str, Any], tenant: Tenant, ids: IdGenerat
     return {key: value for key, value in message.items() if value is not None}
 
 
-@router.get("/memories", responses={**ERRORS, **SPACE_NOT_FOUND})
+@router.get("/memories", responses={**ERRORS, **SPACE_NOT_FOUND}, dependencies=[READ])
 def history(
     memory: MemoryDep,
     actor: ActorDep,
@@ -96,7 +99,7 @@ def history(
     )
 
 
-@router.get("/memories/{memory_id:path}", responses={**ERRORS, **NOT_FOUND})
+@router.get("/memories/{memory_id:path}", responses={**ERRORS, **NOT_FOUND}, dependencies=[READ])
 def get_memory(
     memory_id: MemoryPath, memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None
 ) -> MemoryOut:
@@ -110,7 +113,7 @@ def get_memory(
     return memory_out(turn, actor.tenant)
 
 
-@router.delete("/memories/{memory_id:path}", status_code=204, responses={**ERRORS, **NOT_FOUND})
+@router.delete("/memories/{memory_id:path}", status_code=204, responses={**ERRORS, **NOT_FOUND}, dependencies=[WRITE])
 def delete_memory(
     memory_id: MemoryPath, memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None
 ) -> Response:

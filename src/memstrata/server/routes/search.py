@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import IdsDep, MemoryDep
+from memstrata.server.roles import READ, WRITE
 from memstrata.server.routes import BODY_ERRORS, PROVIDER, SPACE_NOT_FOUND
 from memstrata.server.schemas import (
     ChatOut,
@@ -22,7 +23,7 @@ from memstrata.server.views import context_out, hit_out
 router = APIRouter(prefix="/v1", tags=["search"], route_class=StrictJSONRoute)
 
 
-@router.post("/search", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+@router.post("/search", responses={**BODY_ERRORS, **SPACE_NOT_FOUND}, dependencies=[READ])
 def search(body: SearchRequest, memory: MemoryDep, actor: ActorDep) -> SearchResponse:
     """The memories most relevant to a query, best first (``Memory.search``); query text is never search syntax.
 
@@ -51,7 +52,7 @@ def search(body: SearchRequest, memory: MemoryDep, actor: ActorDep) -> SearchRes
     return SearchResponse(hits=[hit_out(hit, actor.tenant) for hit in hits])
 
 
-@router.post("/context", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+@router.post("/context", responses={**BODY_ERRORS, **SPACE_NOT_FOUND}, dependencies=[READ])
 def context(body: ContextRequest, memory: MemoryDep, actor: ActorDep) -> ContextOut:
     """A prompt-ready memory block packed under a token budget (``Memory.context``).
 
@@ -74,7 +75,7 @@ def context(body: ContextRequest, memory: MemoryDep, actor: ActorDep) -> Context
     return context_out(assembled, actor.tenant)
 
 
-@router.post("/chat", responses={**BODY_ERRORS, **SPACE_NOT_FOUND, 502: PROVIDER[502]})
+@router.post("/chat", responses={**BODY_ERRORS, **SPACE_NOT_FOUND, 502: PROVIDER[502]}, dependencies=[WRITE])
 def chat(body: ChatRequest, memory: MemoryDep, actor: ActorDep, ids: IdsDep) -> ChatOut:
     """Answer from memory with the configured LLM (an extractive reply without one), then store the exchange.
 

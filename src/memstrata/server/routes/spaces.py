@@ -16,6 +16,7 @@ from memstrata.server.acting import Actor
 from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
+from memstrata.server.roles import ADMIN, READ, WRITE
 from memstrata.server.routes import BODY_ERRORS, ERRORS, SPACE_NOT_FOUND
 from memstrata.server.schemas import DeletionOut, ErrorOut
 from memstrata.server.space_schemas import (
@@ -46,7 +47,7 @@ SHARE_NOT_FOUND: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("/spaces", status_code=201, responses={**BODY_ERRORS, **TAKEN})
+@router.post("/spaces", status_code=201, responses={**BODY_ERRORS, **TAKEN}, dependencies=[ADMIN])
 def create_space(body: SpaceRequest, memory: MemoryDep, actor: ActorDep) -> SpaceOut:
     """Create a shared space (``Memory.create_space``); the acting agent gets admin on it. 409 if the name is taken."""
     if "/" in body.space:
@@ -55,7 +56,7 @@ def create_space(body: SpaceRequest, memory: MemoryDep, actor: ActorDep) -> Spac
     return space_out(made, actor.tenant)
 
 
-@router.get("/spaces", responses=ERRORS)
+@router.get("/spaces", responses=ERRORS, dependencies=[READ])
 def list_spaces(
     memory: MemoryDep,
     actor: ActorDep,
@@ -66,27 +67,31 @@ def list_spaces(
     return SpacesResponse(spaces=[space_out(space, actor.tenant) for space in found])
 
 
-@router.delete("/spaces/{space}", responses={**ERRORS, **SPACE_NOT_FOUND})
+@router.delete("/spaces/{space}", responses={**ERRORS, **SPACE_NOT_FOUND}, dependencies=[ADMIN])
 def delete_space(space: SpacePath, memory: MemoryDep, actor: ActorDep) -> DeletionOut:
     """Delete a space with its grants and every memory in it (``Memory.delete_space``); the agent needs admin."""
     return deletion_out(memory.delete_space(actor.space(space), agent_id=actor.agent()), actor.tenant)
 
 
-@router.get("/spaces/{space}/grants", responses={**ERRORS, **SPACE_NOT_FOUND})
+@router.get("/spaces/{space}/grants", responses={**ERRORS, **SPACE_NOT_FOUND}, dependencies=[READ])
 def grants(space: SpacePath, memory: MemoryDep, actor: ActorDep) -> GrantsResponse:
     """Who may use a space, by agent id (``Memory.grants``); the acting agent needs read access."""
     found = memory.grants(actor.space(space), agent_id=actor.agent())
     return GrantsResponse(grants=[grant_out(grant, actor.tenant) for grant in found])
 
 
-@router.put("/spaces/{space}/grants/{agent_id:path}", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+@router.put(
+    "/spaces/{space}/grants/{agent_id:path}", responses={**BODY_ERRORS, **SPACE_NOT_FOUND}, dependencies=[ADMIN]
+)
 def grant(space: SpacePath, agent_id: AgentPath, body: GrantRequest, memory: MemoryDep, actor: ActorDep) -> GrantOut:
     """Give an agent read, write or admin access to a space, replacing what it had (``Memory.grant``); needs admin."""
     made = memory.grant(actor.space(space), actor.tenant.inside(agent_id, "agent_id"), body.access, by=actor.agent())
     return grant_out(made, actor.tenant)
 
 
-@router.delete("/spaces/{space}/grants/{agent_id:path}", status_code=204, responses={**ERRORS, **NO_GRANT})
+@router.delete(
+    "/spaces/{space}/grants/{agent_id:path}", status_code=204, responses={**ERRORS, **NO_GRANT}, dependencies=[ADMIN]
+)
 def revoke(space: SpacePath, agent_id: AgentPath, memory: MemoryDep, actor: ActorDep) -> Response:
     """Take an agent's access to a space away (``Memory.revoke``); needs admin. 404 if it had none."""
     if not memory.revoke(actor.space(space), actor.tenant.inside(agent_id, "agent_id"), by=actor.agent()):
@@ -94,7 +99,9 @@ def revoke(space: SpacePath, agent_id: AgentPath, memory: MemoryDep, actor: Acto
     return Response(status_code=204)
 
 
-@router.post("/spaces/{space}/share", status_code=201, responses={**BODY_ERRORS, **SHARE_NOT_FOUND})
+@router.post(
+    "/spaces/{space}/share", status_code=201, responses={**BODY_ERRORS, **SHARE_NOT_FOUND}, dependencies=[WRITE]
+)
 def share(space: SpacePath, body: ShareRequest, memory: MemoryDep, actor: ActorDep) -> ShareResponse:
     """Copy memories of a user (or of another space) into this one, each linked to its source (``Memory.share``).
 
@@ -121,13 +128,13 @@ UNROUTABLE: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/trust", responses=ERRORS)
+@router.get("/trust", responses=ERRORS, dependencies=[READ])
 def trust(memory: MemoryDep, actor: ActorDep) -> TrustOut:
     """The weights the acting agent gives other agents' memories in spaces (``Memory.trust``); others count 1."""
     return _trust_out(memory, actor.agent(), actor)
 
 
-@router.put("/trust/{of_agent:path}", responses={**BODY_ERRORS, **UNROUTABLE})
+@router.put("/trust/{of_agent:path}", responses={**BODY_ERRORS, **UNROUTABLE}, dependencies=[WRITE])
 def set_trust(of_agent: AgentPath, body: TrustRequest, memory: MemoryDep, actor: ActorDep) -> TrustOut:
     """How much memories by ``of_agent`` count (0–1) when the acting agent reads spaces (``Memory.set_trust``)."""
     agent = actor.agent()

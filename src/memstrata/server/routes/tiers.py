@@ -11,6 +11,7 @@ from memstrata.models import Access
 from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
+from memstrata.server.roles import ADMIN, READ, WRITE
 from memstrata.server.routes import (
     BODY_ERRORS,
     ERRORS,
@@ -43,7 +44,7 @@ SegmentPath = Annotated[str, Path(description="The segment's id (as inspect list
 READ_ERRORS = {**ERRORS, **SPACE_NOT_FOUND}
 
 
-@router.get("/inspect", responses=READ_ERRORS)
+@router.get("/inspect", responses=READ_ERRORS, dependencies=[READ])
 def inspect(
     memory: MemoryDep,
     actor: ActorDep,
@@ -57,7 +58,7 @@ def inspect(
     return inspection_out(report, actor.tenant)
 
 
-@router.get("/segments/{segment_id}/turns", responses={**ERRORS, **SEGMENT_NOT_FOUND})
+@router.get("/segments/{segment_id}/turns", responses={**ERRORS, **SEGMENT_NOT_FOUND}, dependencies=[READ])
 def segment_turns(
     segment_id: SegmentPath, memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None
 ) -> SegmentTurnsResponse:
@@ -68,7 +69,7 @@ def segment_turns(
     return SegmentTurnsResponse(segment_id=segment_id, turns=[memory_out(turn, actor.tenant) for turn in found])
 
 
-@router.post("/consolidate", responses={**BODY_ERRORS, **SPACE_NOT_FOUND, **PROVIDER})
+@router.post("/consolidate", responses={**BODY_ERRORS, **SPACE_NOT_FOUND, **PROVIDER}, dependencies=[WRITE])
 def consolidate(body: UserRequest, memory: MemoryDep, actor: ActorDep) -> ConsolidationsResponse:
     """Run "sleep" now for a user or space: summarise what is not consolidated yet (``Memory.consolidate``)."""
     whose = actor.whose(body.user_id, body.space)
@@ -76,7 +77,7 @@ def consolidate(body: UserRequest, memory: MemoryDep, actor: ActorDep) -> Consol
     return ConsolidationsResponse(consolidations=[consolidation_out(item, actor.tenant) for item in made])
 
 
-@router.get("/consolidations", responses=READ_ERRORS)
+@router.get("/consolidations", responses=READ_ERRORS, dependencies=[READ])
 def consolidations(
     memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None, limit: Page = 100
 ) -> ConsolidationsResponse:
@@ -86,7 +87,7 @@ def consolidations(
     return ConsolidationsResponse(consolidations=[consolidation_out(item, actor.tenant) for item in found])
 
 
-@router.get("/profile", responses=READ_ERRORS)
+@router.get("/profile", responses=READ_ERRORS, dependencies=[READ])
 def profile(memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None) -> ProfileOut:
     """A user's (or space's) stable traits and preferences."""
     whose = actor.whose(user_id, space)
@@ -94,7 +95,7 @@ def profile(memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space
     return ProfileOut(user_id=user_id, space=space, profile=traits)
 
 
-@router.get("/cells", responses=READ_ERRORS)
+@router.get("/cells", responses=READ_ERRORS, dependencies=[READ])
 def cells(
     memory: MemoryDep,
     actor: ActorDep,
@@ -119,7 +120,7 @@ def cells(
     return CellsResponse(cells=[cell_out(cell, actor.tenant) for cell in found])
 
 
-@router.get("/patterns", responses=READ_ERRORS)
+@router.get("/patterns", responses=READ_ERRORS, dependencies=[READ])
 def patterns(
     memory: MemoryDep,
     actor: ActorDep,
@@ -134,7 +135,7 @@ def patterns(
     return PatternsResponse(patterns=[pattern_out(pattern) for pattern in found])
 
 
-@router.get("/graph", responses=READ_ERRORS)
+@router.get("/graph", responses=READ_ERRORS, dependencies=[READ])
 def graph(
     memory: MemoryDep,
     actor: ActorDep,
@@ -150,7 +151,7 @@ def graph(
     )
 
 
-@router.post("/prune", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+@router.post("/prune", responses={**BODY_ERRORS, **SPACE_NOT_FOUND}, dependencies=[ADMIN])
 def prune(body: PruneRequest, memory: MemoryDep, actor: ActorDep) -> PruneOut:
     """Retention: delete a tier's items older than a cutoff and/or beyond the newest ``keep_last``.
 
@@ -166,7 +167,7 @@ def prune(body: PruneRequest, memory: MemoryDep, actor: ActorDep) -> PruneOut:
     return PruneOut(user_id=body.user_id, space=body.space, tier=body.tier, deleted=deleted)
 
 
-@router.post("/jobs/retry", responses={**BODY_ERRORS, **SPACE_NOT_FOUND})
+@router.post("/jobs/retry", responses={**BODY_ERRORS, **SPACE_NOT_FOUND}, dependencies=[WRITE])
 def retry_jobs(body: UserRequest, memory: MemoryDep, actor: ActorDep) -> RetriedJobsOut:
     """Queue again a user's (or space's) background jobs that failed every attempt (``Memory.retry_failed_jobs``).
 

@@ -14,6 +14,7 @@ from memstrata.server.acting import Whose
 from memstrata.server.auth import ActorDep
 from memstrata.server.bodies import StrictJSONRoute
 from memstrata.server.dependencies import MemoryDep
+from memstrata.server.roles import READ
 from memstrata.server.routes import ERRORS, SPACE_NOT_FOUND, SpaceQuery, UserQuery
 from memstrata.server.user_schemas import SessionOut, SessionsResponse, UsersResponse
 from memstrata.validation import MAX_IDENTIFIER_LENGTH
@@ -25,7 +26,7 @@ MAX_SCANNED = 20_000
 """Most turns one session listing reads: the store keeps no session index, so sessions are counted from history."""
 
 
-@router.get("/users", responses=ERRORS)
+@router.get("/users", responses=ERRORS, dependencies=[READ])
 def list_users(
     memory: MemoryDep,
     actor: ActorDep,
@@ -37,7 +38,7 @@ def list_users(
     return UsersResponse(users=[tenant.outside(user) for user in memory.users(tenant.prefix + prefix)])
 
 
-@router.get("/sessions", responses={**ERRORS, **SPACE_NOT_FOUND})
+@router.get("/sessions", responses={**ERRORS, **SPACE_NOT_FOUND}, dependencies=[READ])
 def list_sessions(
     memory: MemoryDep, actor: ActorDep, user_id: UserQuery = None, space: SpaceQuery = None
 ) -> SessionsResponse:

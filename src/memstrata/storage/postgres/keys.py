@@ -23,9 +23,18 @@ class KeysMixin(Connected, KeyStatements[Connection]):
             try:
                 with connection.transaction():  # a savepoint, so the conflict can be reported cleanly
                     connection.execute(
-                        "INSERT INTO api_keys (id, tenant, name, secret_hash, created_at, revoked_at, agent_id)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                        (key.id, key.tenant, key.name, secret_hash, key.created_at, key.revoked_at, key.agent_id),
+                        "INSERT INTO api_keys (id, tenant, name, secret_hash, created_at, revoked_at, agent_id, role)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        (
+                            key.id,
+                            key.tenant,
+                            key.name,
+                            secret_hash,
+                            key.created_at,
+                            key.revoked_at,
+                            key.agent_id,
+                            key.role.value,
+                        ),
                     )
             except errors.UniqueViolation as exc:
                 raise IdConflict(

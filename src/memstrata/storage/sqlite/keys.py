@@ -25,8 +25,8 @@ class KeysMixin(SQLiteRunner, KeyStatements[sqlite3.Connection]):
             if taken is not None:
                 raise IdConflict(f"an API key with id {key.id!r} or the same secret exists already; make a new key")
             connection.execute(
-                "INSERT INTO api_keys (id, tenant, name, secret_hash, created_at, revoked_at, agent_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO api_keys (id, tenant, name, secret_hash, created_at, revoked_at, agent_id, role)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key.id,
                     key.tenant,
@@ -35,6 +35,7 @@ class KeysMixin(SQLiteRunner, KeyStatements[sqlite3.Connection]):
                     format_time(key.created_at),
                     key.revoked_at and format_time(key.revoked_at),
                     key.agent_id,
+                    key.role.value,
                 ),
             )
 

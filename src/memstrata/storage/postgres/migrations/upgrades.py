@@ -347,4 +347,14 @@ UPGRADES: tuple[Migration, ...] = (
         """,
         locks=("api_keys",),
     ),
+    # As SQLite's step 17: what an API key may do over REST; every key stored before is admin.
+    Migration(
+        version=20,
+        name="API key roles",
+        sql="""
+        ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS role text NOT NULL DEFAULT 'admin'
+            CHECK (role IN ('read', 'write', 'admin'));
+        """,
+        locks=("api_keys",),
+    ),
 )

@@ -249,4 +249,12 @@ UPGRADES: tuple[Migration, ...] = (
         ALTER TABLE api_keys ADD COLUMN agent_id TEXT;
         """,
     ),
+    # What an API key may do over REST. Every key stored before is admin: it could do everything.
+    Migration(
+        version=17,
+        name="API key roles",
+        sql="""
+        ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin' CHECK (role IN ('read', 'write', 'admin'));
+        """,
+    ),
 )
