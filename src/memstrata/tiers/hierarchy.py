@@ -8,12 +8,14 @@ set of steps, and runs each job kind with the tier it belongs to.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from memstrata.embeddings.base import Embedder
+from memstrata.errors import DeletedMeanwhile
 from memstrata.ids import IdGenerator
 from memstrata.llms.base import LLM
 from memstrata.models import Consolidation, Role
@@ -28,6 +30,10 @@ from memstrata.tiers.procedural import Procedural
 from memstrata.tiers.steps import MemorySteps
 
 __all__ = ["Hierarchy", "HierarchyPolicy"]
+
+log = logging.getLogger("memstrata.tiers")
+#: How often one job's step runs while turns keep being deleted under it (each run sees fewer).
+DELETED_MEANWHILE_RUNS = 3
 
 
 class Hierarchy:
@@ -74,12 +80,28 @@ class Hierarchy:
         return self.midterm.thresholds()
 
     def run(self, job: Job) -> None:
-        """Do one queued job; ValueError for a kind no tier handles."""
+        """Do one queued job; ValueError for a kind no tier handles.
+
+        Turns deleted while the job runs are skipped: a write that refers to one stores nothing,
+        and the job's step runs again (every step is safe to repeat), now without them.
+        """
         handler = self._handlers.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
         with self._lock:
-            handler(job, datetime.now(UTC))
+            for attempt in range(1, DELETED_MEANWHILE_RUNS + 1):
+                try:
+                    handler(job, datetime.now(UTC))
+                    return
+                except DeletedMeanwhile:
+                    # Not a failure: the user deleted what the job was deriving from.
+                    again = attempt < DELETED_MEANWHILE_RUNS
+                    log.info(
+                        "job %s (%s): turns were deleted while it ran; %s",
+                        job.id,
+                        job.kind,
+                        "running it again without them" if again else "the rest is left to the next job",
+                    )
 
     def process(self, user_id: str, seqs: Sequence[int]) -> None:
         """Importance, cells and profile, entities and patterns for newly stored turns.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
-from memstrata.errors import ConfigError, IdConflict, StorageError
+from memstrata.errors import ConfigError, DeletedMeanwhile, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import record_event
@@ -164,6 +164,9 @@ class SQLiteStore(
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.IntegrityError) and "FOREIGN KEY" in str(exc):
+                    # Every reference cascades on delete, so a failed one names a row deleted meanwhile.
+                    raise DeletedMeanwhile(f"writing to {self.location} referred to deleted turns: {exc}") from exc
                 if isinstance(exc, sqlite3.Error):
                     raise StorageError(f"writing to {self.location} failed: {exc}") from exc
                 raise
