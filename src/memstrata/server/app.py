@@ -74,7 +74,7 @@ def create_app(
         redirect_slashes=False,  # "/v1/search/" is a JSON 404, not a redirect built from the Host header
     )
     install_error_handlers(app, without_a_valid_key)
-    app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes, refuse=without_a_valid_key)
     is_local = chosen.server_allow_anonymous or owner_secret is not None
     app.add_middleware(Gate, anonymous=is_local, host=chosen.server_host)  # outermost: first
     for module in (memories, search, tiers, spaces, admin, users):
