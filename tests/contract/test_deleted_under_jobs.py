@@ -42,6 +42,18 @@ def _after_first_read(monkeypatch: pytest.MonkeyPatch, owner: object, method: st
     monkeypatch.setattr(owner, method, stale)
 
 
+def _before_first_call(monkeypatch: pytest.MonkeyPatch, owner: object, method: str, step: Callable[[], None]) -> None:
+    """Run ``step`` right before ``owner.method`` first writes, as a deletion by another caller would land."""
+    write = getattr(owner, method)
+
+    def late(*args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(owner, method, write)
+        step()
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(owner, method, late)
+
+
 def _quiet_about(caplog: pytest.LogCaptureFixture) -> None:
     errors = [record for record in caplog.records if record.levelno >= logging.WARNING]
     assert not errors, [record.getMessage() for record in errors]
@@ -115,3 +127,35 @@ def test_scores_and_summaries_for_deleted_turns_are_skipped_in_the_write(
     memory.delete(turns[0].id, user_id=USER)
     store.set_importance({seq: 0.5 for seq in seqs})
     assert set(store.importance_of(seqs[1:])) == set(seqs[1:])
+
+
+def test_a_filing_whose_turn_is_deleted_before_its_segment_is_saved_files_the_rest(
+    open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = open_memory(working_capacity=1)
+    turns = _exchanges(memory, 3)  # the first two exchanges leave working memory for mid-term
+    store = memory.parts.store
+    gone = turns[0]
+    _before_first_call(monkeypatch, store, "save_segment", lambda: memory.delete(gone.id, user_id=USER))
+    with caplog.at_level(logging.INFO, logger="memstrata"):
+        memory.flush()
+    assert store.count_failed_jobs() == 0 and store.count_jobs() == 0
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING]
+    filed = {seq for segment in store.segments(USER, limit=100) for seq in store.segment_turn_seqs(segment.id)}
+    kept = dict(store.iterate(USER))
+    assert filed and filed <= set(kept)
+    assert {kept[seq].id for seq in filed} >= {turn.id for turn in turns[1:4]}, "the rest of the overflow is filed"
+
+
+def test_a_sleep_asked_for_whose_turn_is_deleted_under_it_summarises_the_rest(
+    open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = open_memory(working_capacity=100, consolidate_every=1000, consolidate_tokens=10**6)
+    turns = _exchanges(memory, 8)
+    memory.flush()
+    store = memory.parts.store
+    gone = turns[2]
+    _before_first_call(monkeypatch, store, "add_consolidation", lambda: memory.delete(gone.id, user_id=USER))
+    made = memory.consolidate(user_id=USER)
+    assert made and all(gone.id not in item.source_turn_ids for item in made)
+    assert {item.id for item in store.consolidations(USER)} == {item.id for item in made}

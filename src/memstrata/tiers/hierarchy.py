@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memstrata.embeddings.base import Embedder
 from memstrata.errors import DeletedMeanwhile
@@ -31,6 +31,7 @@ from memstrata.tiers.steps import MemorySteps
 
 __all__ = ["Hierarchy", "HierarchyPolicy"]
 
+T = TypeVar("T")
 log = logging.getLogger("memstrata.tiers")
 #: How often one job's step runs while turns keep being deleted under it (each run sees fewer).
 DELETED_MEANWHILE_RUNS = 3
@@ -89,19 +90,7 @@ class Hierarchy:
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
         with self._lock:
-            for attempt in range(1, DELETED_MEANWHILE_RUNS + 1):
-                try:
-                    handler(job, datetime.now(UTC))
-                    return
-                except DeletedMeanwhile:
-                    # Not a failure: the user deleted what the job was deriving from.
-                    again = attempt < DELETED_MEANWHILE_RUNS
-                    log.info(
-                        "job %s (%s): turns were deleted while it ran; %s",
-                        job.id,
-                        job.kind,
-                        "running it again without them" if again else "the rest is left to the next job",
-                    )
+            _sparing_deleted(f"job {job.id} ({job.kind})", lambda: handler(job, datetime.now(UTC)))
 
     def process(self, user_id: str, seqs: Sequence[int]) -> None:
         """Importance, cells and profile, entities and patterns for newly stored turns.
@@ -149,8 +138,27 @@ class Hierarchy:
         turns at once (each would summarise them, an LLM call each), as the mark moves only
         once a batch is stored.
         """
+        made: list[Consolidation] = []
         with self._lock:
-            return self.sleep.backlog(user_id)
+            # A run that turns were deleted under keeps what it stored before: the next run adds to it.
+            _sparing_deleted("a sleep asked for", lambda: self.sleep.backlog(user_id, made))
+        return made
+
+
+def _sparing_deleted(what: str, step: Callable[[], T]) -> T | None:
+    """Run ``step``, and again while turns it read are deleted under it (each run skips those gone).
+
+    Not a failure: the user deleted what the step was deriving from. One INFO line says so, no
+    traceback; None when turns were deleted under every run (the rest is left to the next job).
+    """
+    for attempt in range(1, DELETED_MEANWHILE_RUNS + 1):
+        try:
+            return step()
+        except DeletedMeanwhile:
+            again = attempt < DELETED_MEANWHILE_RUNS
+            then = "running it again without them" if again else "the rest is left to the next job"
+            log.info("%s: turns were deleted while it ran; %s", what, then)
+    return None
 
 
 def _seqs(values: Sequence[Any]) -> list[int]:
