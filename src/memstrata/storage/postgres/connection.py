@@ -181,7 +181,9 @@ class Connected(Runner[Connection]):
             ) from exc
         except errors.ForeignKeyViolation as exc:
             # Every reference cascades on delete, so a failed one names a row deleted meanwhile.
-            raise DeletedMeanwhile(f"writing to {self.location} referred to deleted turns: {exc}") from exc
+            raise DeletedMeanwhile(
+                f"writing to {self.location} referred to turns (or their items) deleted meanwhile: {exc}"
+            ) from exc
         except errors.ProgramLimitExceeded as exc:
             # The data, not the server: a retry fails the same way (e.g. a message whose distinct
             # words overflow PostgreSQL's 1 MB full-text vector).

@@ -167,7 +167,9 @@ class SQLiteStore(
                     connection.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.IntegrityError) and "FOREIGN KEY" in str(exc):
                     # Every reference cascades on delete, so a failed one names a row deleted meanwhile.
-                    raise DeletedMeanwhile(f"writing to {self.location} referred to deleted turns: {exc}") from exc
+                    raise DeletedMeanwhile(
+                        f"writing to {self.location} referred to turns (or their items) deleted meanwhile: {exc}"
+                    ) from exc
                 if isinstance(exc, sqlite3.Error):
                     raise StorageError(f"writing to {self.location} failed: {exc}") from exc
                 raise
