@@ -12,7 +12,8 @@
     │   ├── LLMRequired                  the feature needs an LLM and none is configured
     │   └── EncryptionKeyError           the encryption key is missing or does not open the store
     ├── StorageError                     the store failed or cannot be opened
-    │   └── SchemaTooNew                 the database was written by a newer memstrata
+    │   ├── SchemaTooNew                 the database was written by a newer memstrata
+    │   └── DeletedMeanwhile             a write referred to turns deleted since its work read them
     ├── EmbeddingError                   the embedding model failed to load or to run
     └── ProviderError                    an LLM provider failed or answered unusably
 
@@ -76,6 +77,10 @@ class StorageError(MemstrataError):
 
 class SchemaTooNew(StorageError):
     """The database was written by a newer memstrata than this one."""
+
+
+class DeletedMeanwhile(StorageError):
+    """A write referred to turns (or items made from them) deleted since its work read them; nothing was written."""
 
 
 class EmbeddingError(MemstrataError):

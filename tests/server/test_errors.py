@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from memstrata.config import load_settings
 from memstrata.llms.none import NoLLM
 from memstrata.server.app import create_app
 from memstrata.server.errors import STATUSES, status_of
-from memstrata.server.keys import ClosableKeyStore
+from memstrata.server.keys import ClosableKeyStore, revoke_key
 
 ERROR_CLASSES = [
     value
@@ -211,3 +212,71 @@ def test_a_huge_body_is_refused_without_reading_it(client: httpx.Client, memory:
     response = client.post("/v1/import", content=b"x" * 20_000_000, headers={"Content-Type": "application/x-ndjson"})
     assert response.status_code == 413
     assert memory.info()["counts"]["turns"] == 0
+
+
+# -- the key before the body's size ------------------------------------------------------------
+
+
+@pytest.fixture
+def small_server(memory: Memory, keys: ClosableKeyStore, home: Path) -> Iterator[LiveServer]:
+    """A live server accepting bodies of at most LIMIT bytes, for callers with and without keys."""
+    settings = load_settings(home=home, server_max_body_bytes=LIMIT)
+    with LiveServer(create_app(memory, settings=settings, keys=keys)) as server:
+        yield server
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer ms_not-a-key", "Basic YW5hOmFuYQ=="])
+def test_a_caller_without_a_valid_key_gets_401_not_413_for_an_oversized_body(
+    small_server: LiveServer, memory: Memory, authorization: str | None
+) -> None:
+    headers = {"Content-Type": "application/json"} | ({"Authorization": authorization} if authorization else {})
+    with httpx.Client(base_url=small_server.url, timeout=30) as http:
+        declared = http.post("/v1/memories", content=_body(LIMIT + 1), headers=headers)
+        chunked = http.post("/v1/memories", content=iter([_body(LIMIT + 1)[:1000]] * 3), headers=headers)
+    assert [declared.status_code, chunked.status_code] == [401, 401]
+    assert declared.json()["error"]["code"] == "unauthorized"
+    assert declared.headers["www-authenticate"] == "Bearer"
+    assert memory.info()["counts"]["turns"] == 0
+
+
+def test_a_revoked_key_gets_403_not_413_for_an_oversized_body(
+    small_server: LiveServer, keys: ClosableKeyStore, acme: Caller
+) -> None:
+    revoke_key(keys, acme.key_id)
+    with httpx.Client(base_url=small_server.url, headers=acme.headers, timeout=30) as http:
+        response = http.post("/v1/memories", content=_body(LIMIT + 1), headers={"Content-Type": "application/json"})
+    assert response.status_code == 403
+
+
+def test_an_unkeyed_oversized_body_is_refused_before_a_byte_of_it_is_read(small_server: LiveServer) -> None:
+    host, port = small_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        # Ten megabytes announced, none sent: the answer comes without waiting for them.
+        connection.sendall(
+            b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 10000000\r\n\r\n"
+        )
+        answer = connection.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 401 ")
+
+
+def test_a_keyed_oversized_body_still_gets_413(small_server: LiveServer, acme: Caller) -> None:
+    with httpx.Client(base_url=small_server.url, headers=acme.headers, timeout=30) as http:
+        response = http.post("/v1/memories", content=_body(LIMIT + 1), headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+
+
+def test_an_anonymous_server_gives_an_unkeyed_oversized_body_413_and_a_bad_key_401(
+    memory: Memory, keys: ClosableKeyStore, home: Path
+) -> None:
+    settings = load_settings(home=home, server_max_body_bytes=LIMIT, server_allow_anonymous=True)
+    with (
+        LiveServer(create_app(memory, settings=settings, keys=keys)) as server,
+        httpx.Client(base_url=server.url, timeout=30) as http,
+    ):
+        headers = {"Content-Type": "application/json"}
+        unkeyed = http.post("/v1/memories", content=_body(LIMIT + 1), headers=headers)
+        bad_key = http.post(
+            "/v1/memories", content=_body(LIMIT + 1), headers=headers | {"Authorization": "Bearer ms_not-a-key"}
+        )
+    assert [unkeyed.status_code, bad_key.status_code] == [413, 401]

@@ -14,6 +14,7 @@ from memstrata.config import Settings, load_settings
 from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
 from memstrata.server import inspector
+from memstrata.server.auth import without_a_valid_key
 from memstrata.server.dependencies import Services
 from memstrata.server.errors import install_error_handlers
 from memstrata.server.gate import Gate
@@ -74,7 +75,8 @@ def create_app(
         redirect_slashes=False,  # "/v1/search/" is a JSON 404, not a redirect built from the Host header
     )
     install_error_handlers(app, without_a_valid_key_or_role)
-    app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes)
+    # An unauthenticated oversized body gets its 401 (the key is checked first), an authenticated one its 413.
+    app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes, refuse=without_a_valid_key)
     is_local = chosen.server_allow_anonymous or owner_secret is not None
     app.add_middleware(Gate, anonymous=is_local, host=chosen.server_host)  # outermost: first
     for module in (memories, search, tiers, spaces, admin, users):

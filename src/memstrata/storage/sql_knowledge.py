@@ -15,6 +15,7 @@ import numpy as np
 from memstrata.models import Cell, EntityEdge, EntityNode, MemoryEvent, Vectors
 from memstrata.storage.cell_vectors import CELL_VECTORS, CELLS_WITHOUT_VECTORS, SAVE_CELL_VECTOR
 from memstrata.storage.dialect import C, DerivedItem, Dialect, Runner, record_event
+from memstrata.storage.erasure import names_of
 from memstrata.storage.text import cell_text, late_supersession, supersession
 
 #: A cell's columns, as ``cell_from_row`` reads them, from ``cells c JOIN turns t ON t.seq = c.source_turn_seq``.
@@ -321,10 +322,16 @@ class KnowledgeStatements(Runner[C]):
     # -- audit, counts and working memory ---------------------------------------------
 
     def events(self, user_id: str, *, limit: int = 50) -> list[MemoryEvent]:
-        """The user's audit log, newest first."""
+        """The user's audit log, newest first, with the rows kept under its hash once it was forgotten."""
         d = self.dialect
-        statement = d.sql("SELECT at, kind, detail FROM events WHERE user_id = %s ORDER BY id DESC LIMIT %s")
-        rows = self._read(lambda connection: connection.execute(statement, (user_id, limit)).fetchall())
+
+        def work(connection: C) -> list[Any]:
+            names = names_of(connection, d, user_id)
+            where, parameters = d.members("user_id", names, "text")
+            statement = d.sql(f"SELECT at, kind, detail FROM events WHERE {where} ORDER BY id DESC LIMIT %s")
+            return list(connection.execute(statement, [*parameters, limit]).fetchall())
+
+        rows = self._read(work)
         return [MemoryEvent(d.read_time(r[0]), str(r[1]), dict(d.read_json(r[2]))) for r in rows]
 
     def tier_counts(self, user_id: str) -> dict[str, int]:

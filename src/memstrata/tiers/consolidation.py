@@ -55,16 +55,26 @@ class Sleep:
         pending, words = self.store.unconsolidated_size(user_id, after_seq=self.store.slept_through(user_id))
         return pending > 0 and should_consolidate(pending, words, self.policy.consolidation)
 
-    def backlog(self, user_id: str) -> list[Consolidation]:
-        """Sleep batch after batch until every turn there was when it started has been looked at."""
+    def backlog(self, user_id: str, made: list[Consolidation] | None = None) -> list[Consolidation]:
+        """Sleep batch after batch until every turn there was when it started has been looked at.
+
+        Each summary is appended to ``made`` (a new list by default) as it is stored, so a caller
+        whose sleep was cut short still knows what it stored.
+        """
+        made = [] if made is None else made
         pending, _ = self.store.unconsolidated_size(user_id, after_seq=self.store.slept_through(user_id))
-        made = self.consolidate(user_id)
+        self.consolidate(user_id, made=made)
         for _ in range(max(0, pending - 1) // CONSOLIDATION_BATCH):
-            made.extend(self.consolidate(user_id))
+            self.consolidate(user_id, made=made)
         return made
 
-    def consolidate(self, user_id: str, now: datetime | None = None) -> list[Consolidation]:
-        """Cluster turns not yet consolidated and store one summary per cluster, with its TES."""
+    def consolidate(
+        self, user_id: str, now: datetime | None = None, *, made: list[Consolidation] | None = None
+    ) -> list[Consolidation]:
+        """Cluster turns not yet consolidated and store one summary per cluster, with its TES.
+
+        The summaries stored are returned, and appended to ``made`` as each is stored when given.
+        """
         policy = self.policy.consolidation
         # Bounded batches keep one sleep short (DBSCAN is quadratic). A batch takes the turns
         # no sleep has looked at yet, oldest first, so a backlog is worked through in order.
@@ -84,7 +94,7 @@ class Sleep:
         matrix = np.stack([vectors[seq] for seq in seqs])
         labels = dbscan(matrix, eps=policy.eps, min_samples=policy.min_samples)
         turns = self.store.get_by_seqs(seqs, user_id)
-        made: list[Consolidation] = []
+        stored: list[Consolidation] = []
         groups: list[list[int]] = []
         for label in sorted(set(labels) - {-1}):
             members = [seq for seq, value in zip(seqs, labels, strict=True) if value == label and seq in turns]
@@ -115,9 +125,11 @@ class Sleep:
                 created_at=now or datetime.now(UTC),
             )
             if self.store.add_consolidation(consolidation, members):
-                made.append(consolidation)
+                stored.append(consolidation)
+                if made is not None:
+                    made.append(consolidation)
         self.store.mark_slept(user_id, looked_at)
-        return made
+        return stored
 
     def _said(self, turn: Turn) -> date:
         return day_said(turn, self.policy.timezone)

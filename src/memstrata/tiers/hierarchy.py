@@ -8,12 +8,14 @@ set of steps, and runs each job kind with the tier it belongs to.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memstrata.embeddings.base import Embedder
+from memstrata.errors import DeletedMeanwhile
 from memstrata.ids import IdGenerator
 from memstrata.llms.base import LLM
 from memstrata.models import Consolidation, Role
@@ -28,6 +30,11 @@ from memstrata.tiers.procedural import Procedural
 from memstrata.tiers.steps import MemorySteps
 
 __all__ = ["Hierarchy", "HierarchyPolicy"]
+
+T = TypeVar("T")
+log = logging.getLogger("memstrata.tiers")
+#: How often one job's step runs while turns keep being deleted under it (each run sees fewer).
+DELETED_MEANWHILE_RUNS = 3
 
 
 class Hierarchy:
@@ -74,12 +81,16 @@ class Hierarchy:
         return self.midterm.thresholds()
 
     def run(self, job: Job) -> None:
-        """Do one queued job; ValueError for a kind no tier handles."""
+        """Do one queued job; ValueError for a kind no tier handles.
+
+        Turns deleted while the job runs are skipped: a write that refers to one stores nothing,
+        and the job's step runs again (every step is safe to repeat), now without them.
+        """
         handler = self._handlers.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
         with self._lock:
-            handler(job, datetime.now(UTC))
+            _sparing_deleted(f"job {job.id} ({job.kind})", lambda: handler(job, datetime.now(UTC)))
 
     def process(self, user_id: str, seqs: Sequence[int]) -> None:
         """Importance, cells and profile, entities and patterns for newly stored turns.
@@ -127,8 +138,27 @@ class Hierarchy:
         turns at once (each would summarise them, an LLM call each), as the mark moves only
         once a batch is stored.
         """
+        made: list[Consolidation] = []
         with self._lock:
-            return self.sleep.backlog(user_id)
+            # A run that turns were deleted under keeps what it stored before: the next run adds to it.
+            _sparing_deleted("a sleep asked for", lambda: self.sleep.backlog(user_id, made))
+        return made
+
+
+def _sparing_deleted(what: str, step: Callable[[], T]) -> T | None:
+    """Run ``step``, and again while turns it read are deleted under it (each run skips those gone).
+
+    Not a failure: the user deleted what the step was deriving from. One INFO line says so, no
+    traceback; None when turns were deleted under every run (the rest is left to the next job).
+    """
+    for attempt in range(1, DELETED_MEANWHILE_RUNS + 1):
+        try:
+            return step()
+        except DeletedMeanwhile:
+            again = attempt < DELETED_MEANWHILE_RUNS
+            then = "running it again without them" if again else "the rest is left to the next job"
+            log.info("%s: turns were deleted while it ran; %s", what, then)
+    return None
 
 
 def _seqs(values: Sequence[Any]) -> list[int]:

@@ -15,7 +15,7 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolClosed
 
-from memstrata.errors import ConfigError, InvalidInput, StorageError
+from memstrata.errors import ConfigError, DeletedMeanwhile, InvalidInput, StorageError
 from memstrata.storage.dialect import DerivedItem, Runner
 from memstrata.storage.postgres.derived import put_derived
 from memstrata.storage.postgres.migrations import (
@@ -178,6 +178,11 @@ class Connected(Runner[Connection]):
             raise StorageError(
                 f"writing to {self.location} waited too long for another writer's lock; retry,"
                 " or raise busy_timeout_seconds (MEMSTRATA_BUSY_TIMEOUT_SECONDS)"
+            ) from exc
+        except errors.ForeignKeyViolation as exc:
+            # Every reference cascades on delete, so a failed one names a row deleted meanwhile.
+            raise DeletedMeanwhile(
+                f"writing to {self.location} referred to turns (or their items) deleted meanwhile: {exc}"
             ) from exc
         except errors.ProgramLimitExceeded as exc:
             # The data, not the server: a retry fails the same way (e.g. a message whose distinct

@@ -11,9 +11,10 @@ import numpy as np
 import psycopg
 
 from memstrata.errors import IdConflict, StorageError
-from memstrata.models import Scope, Turn, format_time
+from memstrata.models import Scope, Turn, format_time, space_of
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import record_event
+from memstrata.storage.erasure import erase_user_id
 from memstrata.storage.postgres import queue
 from memstrata.storage.postgres.derived import purge_derived
 from memstrata.storage.postgres.keys import KeysMixin
@@ -170,7 +171,11 @@ class PostgresStore(
             count = max(connection.execute(f"DELETE FROM turns WHERE {where}", parameters).rowcount, 0)
             refresh_context(connection, neighbours)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
-            record_event(connection, POSTGRES, "forget", scope.user_id, detail)
+            recorded_as = scope.user_id
+            if scope.agent_id is None and scope.session_id is None and space_of(scope.user_id) is None:
+                # A user id is personal data (an e-mail address, say): the audit keeps its salted hash.
+                recorded_as = erase_user_id(connection, POSTGRES, scope.user_id)
+            record_event(connection, POSTGRES, "forget", recorded_as, detail)
             return count
 
         return self._write(work, lock_users=[scope.user_id])

@@ -107,7 +107,9 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
         """Record computed importance beside the turns; the turns themselves stay as they were said."""
         self._write(
             lambda connection: connection.executemany(
-                "INSERT INTO turn_scores (turn_seq, importance) VALUES (?, ?)"
+                # A turn deleted since its score was computed is skipped, not an error.
+                "INSERT INTO turn_scores (turn_seq, importance) SELECT ?1, ?2"
+                " WHERE EXISTS (SELECT 1 FROM turns WHERE seq = ?1)"
                 " ON CONFLICT (turn_seq) DO UPDATE SET importance = excluded.importance",
                 [(seq, score) for seq, score in scores.items()],
             )

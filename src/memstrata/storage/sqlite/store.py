@@ -15,10 +15,11 @@ from urllib.parse import unquote
 
 from pydantic import SecretStr
 
-from memstrata.errors import ConfigError, IdConflict, StorageError
-from memstrata.models import Scope, Turn, format_time
+from memstrata.errors import ConfigError, DeletedMeanwhile, IdConflict, StorageError
+from memstrata.models import Scope, Turn, format_time, space_of
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import record_event
+from memstrata.storage.erasure import erase_user_id
 from memstrata.storage.sql_spaces import SpaceStatements
 from memstrata.storage.sql_turns import TurnStatements, prunable, scope_clause, turn_from_row
 
@@ -186,6 +187,11 @@ class SQLiteStore(
             except BaseException as exc:
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.IntegrityError) and "FOREIGN KEY" in str(exc):
+                    # Every reference cascades on delete, so a failed one names a row deleted meanwhile.
+                    raise DeletedMeanwhile(
+                        f"writing to {self.location} referred to turns (or their items) deleted meanwhile: {exc}"
+                    ) from exc
                 if isinstance(exc, sqlite3.Error):
                     raise StorageError(f"writing to {self.location} failed: {exc}") from exc
                 raise
@@ -287,7 +293,11 @@ class SQLiteStore(
             cursor = connection.execute(f"DELETE FROM turns WHERE {where}", parameters)
             count = max(cursor.rowcount, 0)
             detail = {"agent_id": scope.agent_id, "session_id": scope.session_id, "turns": count}
-            record_event(connection, SQLITE, "forget", scope.user_id, detail)
+            recorded_as = scope.user_id
+            if scope.agent_id is None and scope.session_id is None and space_of(scope.user_id) is None:
+                # A user id is personal data (an e-mail address, say): the audit keeps its salted hash.
+                recorded_as = erase_user_id(connection, SQLITE, scope.user_id)
+            record_event(connection, SQLITE, "forget", recorded_as, detail)
             merge_fulltext(connection)
             return count
 

@@ -56,6 +56,7 @@ TABLES = (
     "sleep_marks",
     "space_grants",
     "spaces",
+    "store_secrets",
     "turn_scores",
     "turn_vectors",
     "turns",

@@ -357,4 +357,18 @@ UPGRADES: tuple[Migration, ...] = (
         """,
         locks=("api_keys",),
     ),
+    # As SQLite's step 18: the salt of forgotten ids, and share links found by scope.
+    Migration(
+        version=21,
+        name="the salt of forgotten ids",
+        sql="""
+        CREATE TABLE IF NOT EXISTS store_secrets (
+            name  text PRIMARY KEY,
+            value text NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS shares_by_scope ON shares (scope);
+        CREATE INDEX IF NOT EXISTS shares_by_source_scope ON shares (source_scope);
+        """,
+        # No exclusive lock: building the indexes only holds off writers of shares, within lock_timeout.
+    ),
 )

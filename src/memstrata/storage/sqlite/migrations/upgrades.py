@@ -257,4 +257,18 @@ UPGRADES: tuple[Migration, ...] = (
         ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin' CHECK (role IN ('read', 'write', 'admin'));
         """,
     ),
+    # A forgotten user id is replaced in the audit log and share links by its hash, salted with a
+    # random value kept here (made by the first forget); the share links are found by scope.
+    Migration(
+        version=18,
+        name="the salt of forgotten ids",
+        sql="""
+        CREATE TABLE IF NOT EXISTS store_secrets (
+            name  TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS shares_by_scope ON shares (scope);
+        CREATE INDEX IF NOT EXISTS shares_by_source_scope ON shares (source_scope);
+        """,
+    ),
 )
