@@ -32,7 +32,9 @@ class RetentionRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     keep_last: int | None = Field(default=None, ge=0, description="Keep this many newest items per user.")
-    max_age_days: float | None = Field(default=None, ge=0, description="Delete items older than this.")
+    max_age_days: float | None = Field(
+        default=None, ge=0, le=1_000_000, description="Delete items older than this (at most a million days)."
+    )
 
     @model_validator(mode="after")
     def _says_something(self) -> RetentionRule:
@@ -358,6 +360,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
                 f"{path}: {name} is set twice (at the top level and in [memstrata], or spelled with - and _); keep one"
             )
         settings[name] = value
+    if "encryption_key" in settings:
+        # The file sits beside the store it would unlock: a key kept there encrypts nothing.
+        raise ConfigError(
+            f"{path}: encryption_key cannot be set in the data directory's memstrata.toml, beside the store it"
+            " unlocks; remove it and set MEMSTRATA_ENCRYPTION_KEY or pass encryption_key= in Python"
+        )
     return settings
 
 

@@ -6,12 +6,14 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from memstrata.config import DATABASE_FILE_NAME
 from tests.cli.test_cli import ok, run_cli, seed
@@ -77,3 +79,17 @@ def test_ui_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
 def test_ui_refuses_an_unknown_log_level(tmp_path: Path) -> None:
     result = run_cli("ui", "--no-open", "--log-level", "loud", home=tmp_path / "home")
     assert result.returncode == 2 and "--log-level" in result.stderr
+
+
+def test_the_browser_is_handed_a_private_file_not_the_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstrata.cli import ui_command
+
+    opened: list[str] = []
+    monkeypatch.setattr(ui_command.webbrowser, "open", opened.append)
+    ui_command._open_privately("http://127.0.0.1:9/ui#key=msk_secret")
+    (uri,) = opened
+    assert "msk_secret" not in uri and uri.startswith("file://")
+    page = Path(uri.removeprefix("file://"))
+    assert stat.S_IMODE(page.stat().st_mode) == 0o600
+    assert "http://127.0.0.1:9/ui#key=msk_secret" in page.read_text()
+    page.unlink()

@@ -18,6 +18,7 @@ from agents.memory import Session, SessionSettings
 from openai import AsyncOpenAI
 
 from memstrata import Memory
+from memstrata.embeddings.hashing import HashEmbedder
 from memstrata.errors import InvalidInput, MissingDependency
 from memstrata.integrations.openai_agents import MemstrataSession, run_with_memory, with_memory
 from tests.integrations.examples import DOCS, docs_example
@@ -278,3 +279,11 @@ def test_without_the_sdk_the_import_names_the_extra(monkeypatch: pytest.MonkeyPa
     monkeypatch.delitem(sys.modules, "memstrata.integrations.openai_agents")
     with pytest.raises(MissingDependency, match=r"pip install 'memstrata\[openai-agents\]'"):
         importlib.import_module("memstrata.integrations.openai_agents")
+
+
+def test_more_items_than_one_add_takes_are_stored_in_batches(tmp_path: Path) -> None:
+    with Memory(tmp_path / "home", embedder=HashEmbedder(), background=False, max_messages_per_add=2) as small:
+        session = MemstrataSession("long", small, user_id="ana")
+        items = [{"role": "user", "content": f"message {number}"} for number in range(5)]
+        asyncio.run(session.add_items(items))  # type: ignore[arg-type]
+        assert asyncio.run(session.get_items()) == items

@@ -186,3 +186,33 @@ def test_the_demo_round_trips_through_an_encrypted_store_and_a_wrong_key_is_refu
     assert changed.returncode == 0, changed.stderr
     found = _cli(home, "search", "peanuts", "--user", "ana", "--json", key="new passphrase")
     assert found.returncode == 0 and "peanuts" in found.stdout
+
+
+def test_rekey_keeps_the_store_s_permissions(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _remember(home)
+    (home / "memstrata.db").chmod(0o600)
+    rekey(home, new_key=KEY)
+    assert (home / "memstrata.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_raw_key_form_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="raw key"):
+        Memory(tmp_path / "home", embedder=HashEmbedder(), background=False, encryption_key="x'" + "ab" * 32 + "'")
+
+
+def test_the_key_cannot_sit_in_the_data_directory_s_config_file(tmp_path: Path) -> None:
+    tmp_path.joinpath("memstrata.toml").write_text('[memstrata]\nencryption_key = "beside the store"\n')
+    with pytest.raises(ConfigError, match="cannot be set in the data directory"):
+        load_settings(home=tmp_path)
+
+
+def test_cursors_translate_errors_too(tmp_path: Path) -> None:
+    from memstrata.storage.sqlite import cipher
+
+    connection = cipher.connect(str(tmp_path / "raw.db"), SecretStr(KEY), timeout=5)
+    cursor = connection.cursor()
+    with pytest.raises(sqlite3.OperationalError):
+        cursor.execute("SELECT nothing FROM nowhere")
+    assert next(cursor.execute("SELECT 1")) == (1,)
+    connection.close()

@@ -93,3 +93,12 @@ def test_the_cli_applies_the_rules_or_says_how_to_set_them(home: Path) -> None:
     applied = run_cli("retention", "--json", home=home, env={"MEMSTRATA_RETENTION": json.dumps(KEEP_ONE)})
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {"episodic": 2}
+
+
+def test_the_largest_age_is_bounded_and_still_prunes_nothing(home: Path) -> None:
+    with pytest.raises(ConfigError, match="less than or equal to 1000000"):
+        load_settings(home=home, retention={"midterm": {"max_age_days": 1e10}})
+    rules = {"episodic": {"max_age_days": 1_000_000}}
+    with Memory(home, embedder=HashEmbedder(), background=False, retention=rules) as memory:
+        _fill(memory, user_id="ana")
+        assert memory.apply_retention() == {"episodic": 0}

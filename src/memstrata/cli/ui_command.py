@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import os
 import socket
 import sys
+import tempfile
+import threading
 import webbrowser
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -62,13 +67,28 @@ def ui(
         sys.stdout.flush()
         if not no_open:
             # The socket already listens, so the browser's request waits for the server rather than failing.
-            webbrowser.open(address)
+            _open_privately(address)
         server = uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), lifespan="on"))
         server.run(sockets=[listener])
     finally:
         if memory is not None:
             memory.close()  # the app closes it on shutdown too; a failed start must not leave it open
         listener.close()
+
+
+def _open_privately(address: str) -> None:
+    """Open ``address`` in a browser without putting its secret on a command line other users can read.
+
+    The browser is given a file only this user can read that sends it on to the address; the
+    file is removed a minute later, once the browser has read it.
+    """
+    descriptor, name = tempfile.mkstemp(prefix="memstrata-ui-", suffix=".html")  # mode 0600
+    with os.fdopen(descriptor, "w", encoding="utf-8") as page:
+        page.write(f'<!doctype html><meta http-equiv="refresh" content="0; url={html.escape(address)}">')
+    timer = threading.Timer(60.0, lambda: Path(name).unlink(missing_ok=True))
+    timer.daemon = True
+    timer.start()
+    webbrowser.open(Path(name).as_uri())
 
 
 def _listen(port: int) -> socket.socket:

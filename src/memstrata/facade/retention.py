@@ -78,6 +78,8 @@ class RetentionKeeper:
                 self._retention.apply()
             except MemstrataError as exc:  # a busy or unreachable store: the next pass tries again
                 logger.warning("retention pass failed, tried again in %.0f s: %s", self._interval, exc)
+            except Exception:  # a bug must not end retention for the life of the process
+                logger.exception("retention pass failed, tried again in %.0f s", self._interval)
             wait = self._interval
 
 

@@ -95,10 +95,15 @@ class MemstrataSession:
             offset += PAGE
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Store the items, in order, in one transaction; InvalidInput (nothing stored) for one that is not JSON."""
+        """Store the items, in order; InvalidInput (nothing stored) for one that is not JSON or is too large.
+
+        Up to ``max_messages_per_add`` items go in one transaction; a longer list is stored that
+        many at a time, so an item refused in a later batch leaves the earlier batches stored.
+        """
         messages = [_message_of(item, index) for index, item in enumerate(items)]
-        if messages:
-            await asyncio.to_thread(self.memory.add, messages, **self._scope())
+        size = self.memory.settings.max_messages_per_add
+        for start in range(0, len(messages), size):
+            await asyncio.to_thread(self.memory.add, messages[start : start + size], **self._scope())
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item, or None when the session is empty."""

@@ -107,7 +107,7 @@ class LocalLLM(LLMBase):
         started = time.monotonic()
         try:
             reply: Any = server.handle_chat_completions(body)
-        except (RuntimeError, ValueError) as exc:
+        except (RuntimeError, ValueError, TypeError) as exc:
             raise ProviderError(f"{self.name} failed: {exc}") from exc
         finally:
             self._leave()

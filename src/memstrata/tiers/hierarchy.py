@@ -90,7 +90,7 @@ class Hierarchy:
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
         with self._lock:
-            _sparing_deleted(f"job {job.id} ({job.kind})", lambda: handler(job, datetime.now(UTC)))
+            _sparing_deleted(f"job {job.id} ({job.kind})", lambda: handler(job, datetime.now(UTC)), retried_later=True)
 
     def process(self, user_id: str, seqs: Sequence[int]) -> None:
         """Importance, cells and profile, entities and patterns for newly stored turns.
@@ -145,18 +145,23 @@ class Hierarchy:
         return made
 
 
-def _sparing_deleted(what: str, step: Callable[[], T]) -> T | None:
+def _sparing_deleted(what: str, step: Callable[[], T], *, retried_later: bool = False) -> T | None:
     """Run ``step``, and again while turns it read are deleted under it (each run skips those gone).
 
     Not a failure: the user deleted what the step was deriving from. One INFO line says so, no
-    traceback; None when turns were deleted under every run (the rest is left to the next job).
+    traceback. When turns were deleted under every run, a job's ``DeletedMeanwhile`` is raised
+    (``retried_later``: the worker runs the job again after its backoff, so the turns that
+    remain are still processed); otherwise None.
     """
     for attempt in range(1, DELETED_MEANWHILE_RUNS + 1):
         try:
             return step()
         except DeletedMeanwhile:
+            if attempt == DELETED_MEANWHILE_RUNS and retried_later:
+                log.info("%s: turns were deleted under each of its runs; it runs again later", what)
+                raise
             again = attempt < DELETED_MEANWHILE_RUNS
-            then = "running it again without them" if again else "the rest is left to the next job"
+            then = "running it again without them" if again else "the rest is left to the next sleep"
             log.info("%s: turns were deleted while it ran; %s", what, then)
     return None
 
