@@ -9,7 +9,6 @@ import resource
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -21,7 +20,7 @@ from rich.progress import Progress
 
 from memstrata import Memory
 from memstrata.bench.datasets import find_locomo, load_locomo, synthetic_texts
-from memstrata.bench.ingest_search import machine, percentile
+from memstrata.bench.ingest_search import machine, percentile, timed
 from memstrata.errors import AccessDenied
 from memstrata.models import Access
 
@@ -168,9 +167,9 @@ def _latency(memory: Memory, options: FederationOptions, layout: dict[str, Any],
     alone: list[float] = []
     together: list[float] = []
     for query, (user, chosen) in zip(queries, plans, strict=True):  # interleaved: both see the same machine
-        alone.append(_timed(partial(memory.search, query, user_id=user)))
-        together.append(_timed(partial(memory.search, query, user_id=user, spaces=chosen)))
-    embed = [_timed(partial(memory.embedder.embed_query, q)) for q in queries]
+        alone.append(timed(partial(memory.search, query, user_id=user)))
+        together.append(timed(partial(memory.search, query, user_id=user, spaces=chosen)))
+    embed = [timed(partial(memory.embedder.embed_query, q)) for q in queries]
     embed_p50, embed_p95 = statistics.median(embed), percentile(embed, 0.95)
     alone_p50 = statistics.median(alone) - embed_p50
     together_p50 = statistics.median(together) - embed_p50
@@ -276,9 +275,3 @@ def _write(home: str, settings: dict[str, Any], agent: str, count: int) -> None:
         memory.grant("shared-writes", agent, "write")
         for index in range(count):
             memory.add(f"{agent} wrote note {index}", space="shared-writes", agent_id=agent)
-
-
-def _timed(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    action()
-    return (time.perf_counter() - started) * 1000

@@ -62,7 +62,8 @@ def latency_summary(values: Sequence[float]) -> dict[str, float]:
     return {"p50": statistics.median(values), "p95": percentile(list(values), 0.95)} if values else {}
 
 
-def _timed(action: Callable[[], object]) -> float:
+def timed(action: Callable[[], object]) -> float:
+    """How long ``action()`` took, in milliseconds."""
     started = time.perf_counter()
     action()
     return (time.perf_counter() - started) * 1000
@@ -129,14 +130,14 @@ def _measure(
         {"role": "user", "content": "I adopted a grey cat named Biscuit from the shelter yesterday."},
         {"role": "assistant", "content": "Congratulations on adopting Biscuit! Grey cats are lovely."},
     ]
-    add_ms = [_timed(lambda: memory.add(exchange, user_id=user, session_id="single")) for _ in range(options.singles)]
+    add_ms = [timed(lambda: memory.add(exchange, user_id=user, session_id="single")) for _ in range(options.singles)]
     embed_pair_ms = [
-        _timed(lambda: embedder.embed_documents([m["content"] for m in exchange])) for _ in range(options.singles)
+        timed(lambda: embedder.embed_documents([m["content"] for m in exchange])) for _ in range(options.singles)
     ]
 
     memory.search(queries[0], user_id=user)  # loads this user's vectors once, as any first search would
-    search_ms = [_timed(partial(memory.search, query, user_id=user, limit=10)) for query in queries]
-    query_embed_ms = [_timed(partial(embedder.embed_query, query)) for query in queries]
+    search_ms = [timed(partial(memory.search, query, user_id=user, limit=10)) for query in queries]
+    query_embed_ms = [timed(partial(embedder.embed_query, query)) for query in queries]
 
     summary = {
         "turns": len(texts),

@@ -115,6 +115,65 @@ def federation(
         print_json(result)
 
 
+@app.command("scale")
+def scale(
+    turns: Annotated[int | None, typer.Option(min=1, help="One user with this many turns (issue target: 1M).")] = None,
+    users: Annotated[int | None, typer.Option(min=2, help="This many small users (issue target: 10,000).")] = None,
+    turns_per_user: Annotated[int, typer.Option(min=1, help="Turns of each small user.")] = 20,
+    batch: Annotated[int, typer.Option(min=1, help="Messages per add() call during bulk ingest.")] = 500,
+    queries: Annotated[int, typer.Option(min=1, help="Searches (and contexts) timed; new users searched.")] = 100,
+    singles: Annotated[int, typer.Option(min=1, help="Single-exchange adds timed after the bulk.")] = 50,
+    rounds: Annotated[int, typer.Option(min=1, help="Reopenings of the Memory, each timing a cold search.")] = 30,
+    tier_work: Annotated[
+        bool, typer.Option("--tier-work/--no-tier-work", help="Drain and time the tier work (else it stays queued).")
+    ] = True,
+    embedder: Annotated[str, typer.Option(help="Embedder name (hash: memstrata's own cost only).")] = "hash",
+    storage_url: Annotated[str | None, typer.Option(help="Store URL, an empty database (default: SQLite).")] = None,
+    home: HomeOption = None,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Scale: one user with --turns turns, and/or --users small users; each figure beside the issue's target.
+
+    Example: memstrata bench scale --turns 100000 --users 2000 --json results/scale.json
+    """
+    from memstrata.bench.scale import ScaleOptions, run_scale
+
+    options = ScaleOptions(
+        turns=turns,
+        users=users,
+        turns_per_user=turns_per_user,
+        batch=batch,
+        queries=queries,
+        singles=singles,
+        rounds=rounds,
+        tier_work=tier_work,
+        embedder=embedder,
+        storage_url=storage_url,
+        home=home,
+    )
+    options.check()
+    result = run_scale(options, console=console)
+    write_json(json_out, result)
+    for scenario in ("one_user", "many_users"):
+        if scenario not in result:
+            continue
+        table = Table(
+            "measure", "value", "target", "met", title=f"scale: {scenario.replace('_', ' ')} ({result['store']})"
+        )
+        targets = {row["measure"]: row for row in result[scenario]["targets"]}
+        for key, value in result[scenario]["summary"].items():
+            target = targets.get(key)
+            table.add_row(
+                key,
+                f"{value:,.2f}" if isinstance(value, float) else f"{value:,}",
+                f"≤ {target['target_max']:g}" if target else "",
+                ("yes" if target["met"] else "no") if target else "",
+            )
+        console.print(table)
+    if json_out is None:
+        print_json(result)
+
+
 @app.command("entities")
 def entities(
     data: DataOption = None,
