@@ -716,3 +716,17 @@ def test_full_text_reads_its_counts_and_rows_in_one_snapshot(db_path: Path, monk
     assert [seq for seq, _ in store.fulltext(match, "ana", SearchFilters(), 10)] == [seq for seq, _ in expected]
     store.close()
     other.close()
+
+
+def test_novelty_reads_a_user_s_last_vectors_through_their_own_index(tmp_path: Path) -> None:
+    # Through (model_id, turn_seq) SQLite walked back over every other user's vectors: quadratic tier work.
+    store = SQLiteStore(tmp_path / "store.db")
+    try:
+        plan = store._connection.execute(
+            "EXPLAIN QUERY PLAN SELECT vector FROM turn_vectors WHERE model_id = ? AND user_id = ? AND turn_seq < ?"
+            " ORDER BY turn_seq DESC LIMIT ?",
+            ("m", "ana", 10, 50),
+        ).fetchall()
+    finally:
+        store.close()
+    assert "turn_vectors_by_user_turn" in " ".join(str(row[-1]) for row in plan)

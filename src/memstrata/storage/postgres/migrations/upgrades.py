@@ -371,4 +371,13 @@ UPGRADES: tuple[Migration, ...] = (
         """,
         # No exclusive lock: building the indexes only holds off writers of shares, within lock_timeout.
     ),
+    # As SQLite's step 19: a user's vectors by turn, for novelty's "the last ones before this turn".
+    Migration(
+        version=22,
+        name="vectors of a user by turn",
+        sql="""
+        CREATE INDEX IF NOT EXISTS turn_vectors_by_user_turn ON turn_vectors (model_id, user_id, turn_seq);
+        """,
+        # Building it holds off writers of turn_vectors (not readers) for as long as it takes.
+    ),
 )

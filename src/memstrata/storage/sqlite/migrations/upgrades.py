@@ -271,4 +271,13 @@ UPGRADES: tuple[Migration, ...] = (
         CREATE INDEX IF NOT EXISTS shares_by_source_scope ON shares (source_scope);
         """,
     ),
+    # A user's vectors by turn: novelty reads the last ones before a turn, and without this index
+    # SQLite walked (model_id, turn_seq) back through every other user's vectors to find them.
+    Migration(
+        version=19,
+        name="vectors of a user by turn",
+        sql="""
+        CREATE INDEX IF NOT EXISTS turn_vectors_by_user_turn ON turn_vectors (model_id, user_id, turn_seq);
+        """,
+    ),
 )
