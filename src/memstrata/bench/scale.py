@@ -121,6 +121,19 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _measured(
+    info: dict[str, Any], summary: dict[str, float], targets: Sequence[tuple[str, float, str]], size: str
+) -> dict[str, Any]:
+    """What both scenarios report alike: the embedder, the summary with the store's size and peak RSS, the targets."""
+    summary = {**summary, "store_mb": info["size_bytes"] / 2**20, "peak_rss_mb": _peak_rss_mb()}
+    return {
+        "embedder": info["embedder"],
+        "dimension": info["dimension"],
+        "summary": summary,
+        "targets": _judged(summary, targets, size),
+    }
+
+
 def _judged(
     summary: dict[str, float], targets: Sequence[tuple[str, float, str]], measured_size: str
 ) -> list[dict[str, Any]]:
@@ -204,14 +217,9 @@ def _one_user(home: Path, overrides: dict[str, Any], options: ScaleOptions, cons
         "search_overhead_p95_ms": percentile(search_ms, 0.95) - embed_p95,
         "context_overhead_p50_ms": statistics.median(context_ms) - embed_p50,
         "context_overhead_p95_ms": percentile(context_ms, 0.95) - embed_p95,
-        "store_mb": info["size_bytes"] / 2**20,
-        "peak_rss_mb": _peak_rss_mb(),
     }
     return {
-        "embedder": info["embedder"],
-        "dimension": info["dimension"],
-        "summary": summary,
-        "targets": _judged(summary, ONE_USER_TARGETS, f"{len(texts):,} turns, one user"),
+        **_measured(info, summary, ONE_USER_TARGETS, f"{len(texts):,} turns, one user"),
         "ingest_seconds": ingest_seconds,
         "counts": info["counts"],
         "raw_ms": {"add": add_ms, "search": search_ms, "context": context_ms, "query_embed": embed_ms},
@@ -270,14 +278,9 @@ def _many_users(home: Path, overrides: dict[str, Any], options: ScaleOptions, co
         "warm_vs_alone_p50": statistics.median(warm) / statistics.median(alone["warm"]),
         "cold_vs_alone_p50": statistics.median(crowded["cold"]) / statistics.median(alone["cold"]),
         "query_embed_p50_ms": statistics.median(fresh["embed"]),
-        "store_mb": info["size_bytes"] / 2**20,
-        "peak_rss_mb": _peak_rss_mb(),
     }
     return {
-        "embedder": info["embedder"],
-        "dimension": info["dimension"],
-        "summary": summary,
-        "targets": _judged(summary, MANY_USERS_TARGETS, f"{options.users:,} users x {per_user} turns"),
+        **_measured(info, summary, MANY_USERS_TARGETS, f"{options.users:,} users x {per_user} turns"),
         "ingest_seconds": ingest_seconds,
         "latency_ms": {
             "alone": {"cold": latency_summary(alone["cold"]), "warm": latency_summary(alone["warm"])},
