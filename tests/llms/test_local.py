@@ -199,8 +199,8 @@ def test_memstrata_chat_answers_about_an_earlier_session_with_no_network(model_p
     first = chat("monday", "My sister Clara lives in Porto and works as a nurse.")
     assert "Replies by local:SmolLM2-135M-Instruct.Q4_1" in first
     second = chat("friday", "Where does my sister Clara live?")
-    answer = second.split("Where does my sister Clara live?")[-1]
-    assert "agent>" in answer and "Porto" in answer  # the reply, or the memories it used (--show-memories)
+    # The reply, or the memories it used (--show-memories); the model may echo the question, so nothing is split.
+    assert "agent>" in second and "Porto" in second
 
 
 def test_the_network_guard_refuses_other_hosts(tmp_path: Path) -> None:
