@@ -14,12 +14,15 @@ from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_fo
 from memstrata.storage.sql_knowledge import USER_TABLES, KnowledgeStatements
 from memstrata.storage.sqlite.federated import every_part, ranked_for_owners
 from memstrata.storage.sqlite.focus import terms_of
+from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 from memstrata.storage.sqlite.shared import SQLiteRunner
 from memstrata.storage.text import CELL_TEXT_COLUMNS, PROFILE_CELLS, cell_text_of, stale_cell_texts
 
 _REDERIVE_CHUNK = 2_000
+#: A user's derived items as ``derived_fts`` indexes them, for ranking in an index of their own (``own_index.py``).
+OWN_DERIVED = OwnRows(name="own_derived", columns=("content",), values=("x.content",))
 
 
 class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
@@ -36,8 +39,22 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
         """
         marks = ",".join("?" * len(tiers))
 
+        kept = f"x.is_current = 1 AND x.tier IN ({marks})"
+
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
             with one_snapshot(connection):
+                people = population(connection, "derived_fts", "derived", user_id)
+                if ranks_in_own_index(people):
+                    return ranked_in_own_index(
+                        connection,
+                        OWN_DERIVED,
+                        table="derived",
+                        match=" OR ".join(terms_of(match)),
+                        user_id=user_id,
+                        kept=kept,
+                        kept_parameters=list(tiers),
+                        limit=limit,
+                    )
                 return ranked_for_user(
                     connection,
                     fts="derived_fts",
@@ -45,10 +62,10 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
                     rank="-bm25(derived_fts)",
                     parts=terms_of(match),
                     user_id=user_id,
-                    kept=f"x.is_current = 1 AND x.tier IN ({marks})",
+                    kept=kept,
                     kept_parameters=list(tiers),
                     limit=limit,
-                    people=population(connection, "derived_fts", "derived", user_id),
+                    people=people,
                 )
 
         result: list[tuple[int, float]] = self._read(work)

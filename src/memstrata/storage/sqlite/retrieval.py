@@ -14,6 +14,7 @@ from memstrata.storage.sql_turns import filter_clause
 from memstrata.storage.sqlite.federated import ranked_for_owners, turn_parts
 from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
+from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 
@@ -33,6 +34,14 @@ WITH RECURSIVE found(name, position) AS (
 )
 SELECT name FROM found WHERE name IS NOT NULL ORDER BY position
 """
+#: A user's turns as ``turns_fts`` indexes them, for ranking in an index of their own (``own_index.py``).
+OWN_TURNS = OwnRows(
+    name="own_turns",
+    columns=("content", "name", "near", "far"),
+    values=("f.content", "f.name", "f.near", "f.far"),
+    joins="CROSS JOIN turns_fts f ON f.rowid = x.seq",
+    weights=FULLTEXT_WEIGHTS,
+)
 T = TypeVar("T")
 
 
@@ -62,6 +71,17 @@ class RetrievalMixin:
                 # The neighbour columns hold what other agents said in the session: one agent's
                 # search matches its turns' own text and speaker only.
                 focused = own_columns_only(focused)
+            if ranks_in_own_index(people):
+                return ranked_in_own_index(
+                    connection,
+                    OWN_TURNS,
+                    table="turns",
+                    match=" OR ".join(terms_of(focused)),
+                    user_id=user_id,
+                    kept=f"1{where}",
+                    kept_parameters=parameters,
+                    limit=limit,
+                )
             return ranked_for_user(
                 connection,
                 fts="turns_fts",
