@@ -282,6 +282,19 @@ def test_vectors_after_catches_up_by_increasing_ids(store: TierStore) -> None:
     assert empty.seqs.tolist() == [] and empty.high_water == 0
 
 
+def test_vectors_after_reads_a_chunk_at_a_time_and_counts_a_users_vectors(store: TierStore) -> None:
+    turns = [_turn(f"t{index}", f"turn {index}") for index in range(5)]
+    seqs = store.insert_turns([*turns, _turn("b", "two", user_id="bob")], _vectors(6), MODEL)
+    assert store.vector_count(MODEL, "ana") == 5 and store.vector_count(MODEL, "bob") == 1
+    assert store.vector_count("unknown-model", "ana") == 0
+    first = store.vectors_after(MODEL, "ana", 0, 2)
+    second = store.vectors_after(MODEL, "ana", first.high_water, 2)
+    rest = store.vectors_after(MODEL, "ana", second.high_water, 2)
+    assert [first.seqs.tolist(), second.seqs.tolist(), rest.seqs.tolist()] == [seqs[:2], seqs[2:4], seqs[4:5]]
+    np.testing.assert_array_equal(np.concatenate([first.vectors, second.vectors, rest.vectors]), _vectors(6)[:5])
+    assert store.vectors_after(MODEL, "ana", 0, None).seqs.tolist() == seqs[:5]
+
+
 def test_replaced_vectors_come_after_the_high_water(store: TierStore) -> None:
     [seq] = store.insert_turns([_turn("a", "one")], _vectors(1), MODEL)
     high_water = store.vectors_after(MODEL, "ana", 0).high_water

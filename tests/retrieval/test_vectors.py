@@ -190,6 +190,18 @@ def test_growth_past_the_initial_capacity_keeps_everything() -> None:
         assert index.search("ana", vectors[i], 1)[0][0] == i
 
 
+def test_a_reserve_makes_room_once_for_a_load_in_chunks() -> None:
+    rng = np.random.default_rng(4)
+    vectors = _unit(rng, 1000)
+    index = VectorIndex(DIM)
+    for start in range(0, 1000, 300):
+        chunk = slice(start, min(1000, start + 300))
+        index.extend("ana", _seqs(range(chunk.start, chunk.stop)), vectors[chunk], high_water=chunk.stop, reserve=1000)
+        assert index.rows() == 1000  # the room of all of them from the first chunk on, and no more
+    query = _unit(rng, 1)[0]
+    _check_against_reference(index.search("ana", query, 50), np.arange(1000, dtype=np.int64), vectors, query, 50)
+
+
 def test_high_water_tracking() -> None:
     index = VectorIndex(DIM)
     assert index.high_water("ana") is None

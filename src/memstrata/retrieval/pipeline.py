@@ -43,6 +43,10 @@ MAX_SPEAKERS_STRIPPED = 200
 
 #: Query vectors kept for searches of the same text (the spaces of one federated search, a retry).
 QUERY_VECTORS_KEPT = 64
+#: Vectors read from the store at a time when loading a user (about 77 MB at 384 dimensions).
+LOAD_CHUNK_ROWS = 50_000
+#: Chunks a load re-reads because deletes overtook them, before it leaves the rest to the next search.
+MAX_OVERTAKEN_LOADS = 10
 
 Signals = dict[ItemKey, TurnSignals]
 Owners = str | Sequence[str]
@@ -475,12 +479,27 @@ class Pipeline:
             return self._executor
 
     def _sync_index(self, user_id: str) -> None:
-        """Load vectors other writers (or this one) stored since the index last looked."""
-        generation = self._index.generation(user_id)
-        after = self._index.high_water(user_id) or 0
-        batch = self._store.vectors_after(self._embedder.model_id, user_id, after)
-        if len(batch.seqs) or self._index.high_water(user_id) is None:
-            self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation)
+        """Load vectors other writers (or this one) stored since the index last looked.
+
+        A chunk at a time, into room reserved for all of them on a first load: a large user's
+        load then holds their vectors once, not a copy read from the store beside them.
+        """
+        model_id = self._embedder.model_id
+        reserve = self._store.vector_count(model_id, user_id) if self._index.high_water(user_id) is None else 0
+        overtaken = 0
+        while True:
+            generation = self._index.generation(user_id)
+            after = self._index.high_water(user_id)
+            batch = self._store.vectors_after(model_id, user_id, after or 0, LOAD_CHUNK_ROWS)
+            if len(batch.seqs) or after is None:
+                self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation, reserve=reserve)
+            if len(batch.seqs) < LOAD_CHUNK_ROWS:
+                return
+            if self._index.high_water(user_id) == after:
+                # A delete overtook the chunk (``extend`` ignored it) or an eviction took the user: read again.
+                overtaken += 1
+                if overtaken > MAX_OVERTAKEN_LOADS:
+                    return
 
 
 def _each(owners: Owners) -> tuple[str, ...]:

@@ -78,12 +78,21 @@ class VectorIndex:
             return self._epoch, self._generations.get(user_id, 0)
 
     def extend(
-        self, user_id: str, seqs: Seqs, vectors: Vectors, high_water: int, generation: tuple[int, int] | None = None
+        self,
+        user_id: str,
+        seqs: Seqs,
+        vectors: Vectors,
+        high_water: int,
+        generation: tuple[int, int] | None = None,
+        *,
+        reserve: int = 0,
     ) -> None:
         """Append vectors for turns ``seqs`` and record ``high_water``; known seqs are replaced.
 
         With the ``generation`` read before the batch was fetched, a batch that a removal
-        overtook is ignored (the next catch-up reads the store again).
+        overtook is ignored (the next catch-up reads the store again). ``reserve``: room for
+        at least this many rows when the user's arrays must grow (a load in chunks says how
+        many are coming).
         """
         warn = False
         with self._lock:
@@ -100,7 +109,7 @@ class VectorIndex:
                     warn = self._note_reload_locked()
             if len(seqs):
                 self._remove_locked(block, seqs)
-                self._append_locked(block, np.asarray(seqs, np.int64), np.asarray(vectors, np.float32))
+                self._append_locked(block, np.asarray(seqs, np.int64), np.asarray(vectors, np.float32), reserve)
             block.high_water = max(block.high_water, high_water)
             self._touch_locked(user_id)
             self._evict_locked(keep=user_id)
@@ -253,11 +262,11 @@ class VectorIndex:
             found.append([(int(seqs[i]), float(scores[i])) for i in top])
         return found
 
-    def _append_locked(self, block: _Block, seqs: Seqs, vectors: Vectors) -> None:
+    def _append_locked(self, block: _Block, seqs: Seqs, vectors: Vectors, reserve: int = 0) -> None:
         needed = block.size + len(seqs)
         if needed > len(block.seqs):
             # Room for a quarter more: a large user's next turn must not double what the cache holds.
-            capacity = max(needed, len(block.seqs) + max(64, len(block.seqs) // 4))
+            capacity = max(needed, reserve, len(block.seqs) + max(64, len(block.seqs) // 4))
             grown_seqs = np.zeros(capacity, np.int64)
             grown_vectors = np.zeros((capacity, self.dimension), np.float32)
             grown_seqs[: block.size] = block.seqs[: block.size]

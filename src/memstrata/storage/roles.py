@@ -146,8 +146,12 @@ class SearchStore(Protocol):
 class VectorStore(Protocol):
     """Turn vectors (and fact vectors for search): read to catch an index up, written when missing."""
 
-    def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
-        """Vectors of ``model_id`` for ``user_id`` stored after vector id ``after``."""
+    def vectors_after(self, model_id: str, user_id: str, after: int, limit: int | None = None) -> VectorBatch:
+        """Vectors of ``model_id`` for ``user_id`` stored after vector id ``after``, the first ``limit`` (None: all)."""
+        ...
+
+    def vector_count(self, model_id: str, user_id: str) -> int:
+        """How many ``model_id`` vectors ``user_id``'s turns have."""
         ...
 
     def vectors_for(self, model_id: str, seqs: Sequence[int]) -> dict[int, Vectors]:

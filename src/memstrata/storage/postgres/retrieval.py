@@ -273,13 +273,13 @@ class RetrievalMixin(Connected):
 
     # -- vectors ----------------------------------------------------------------------
 
-    def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
-        """Vectors stored after vector id ``after``, for catching an index up."""
+    def vectors_after(self, model_id: str, user_id: str, after: int, limit: int | None = None) -> VectorBatch:
+        """Vectors stored after vector id ``after``, the first ``limit`` (None: all), for catching an index up."""
         rows = self._read(
             lambda connection: connection.execute(
                 "SELECT id, turn_seq, embedding FROM turn_vectors WHERE model_id = %s AND user_id = %s AND id > %s"
-                " ORDER BY id",
-                (model_id, user_id, after),
+                " ORDER BY id LIMIT %s",
+                (model_id, user_id, after, limit),
                 binary=True,
             ).fetchall()
         )
@@ -287,6 +287,12 @@ class RetrievalMixin(Connected):
             return VectorBatch(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), after)
         seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
         return VectorBatch(seqs, np.stack([row[2] for row in rows]), int(rows[-1][0]))
+
+    def vector_count(self, model_id: str, user_id: str) -> int:
+        """How many ``model_id`` vectors ``user_id``'s turns have."""
+        statement = "SELECT count(*) FROM turn_vectors WHERE model_id = %s AND user_id = %s"
+        rows = self._read(lambda connection: connection.execute(statement, (model_id, user_id)).fetchall())
+        return int(rows[0][0])
 
     def vectors_for(self, model_id: str, seqs: Sequence[int]) -> dict[int, Vectors]:
         """Stored vectors of these turns, by seq."""

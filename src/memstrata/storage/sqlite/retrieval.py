@@ -133,13 +133,14 @@ class RetrievalMixin:
         rows = self._read(lambda connection: connection.execute(sql, [user_id, *parameters, bound]).fetchall())
         return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
-    def vectors_after(self, model_id: str, user_id: str, after: int) -> VectorBatch:
-        """Vectors stored after vector id ``after``, for catching an index up."""
+    def vectors_after(self, model_id: str, user_id: str, after: int, limit: int | None = None) -> VectorBatch:
+        """Vectors stored after vector id ``after``, the first ``limit`` (None: all), for catching an index up."""
+        bound = -1 if limit is None else limit  # SQLite: a negative LIMIT is no limit
         rows = self._read(
             lambda connection: connection.execute(
                 "SELECT id, turn_seq, vector FROM turn_vectors WHERE model_id = ? AND user_id = ? AND id > ? "
-                "ORDER BY id",
-                (model_id, user_id, after),
+                "ORDER BY id LIMIT ?",
+                (model_id, user_id, after, bound),
             ).fetchall()
         )
         if not rows:
@@ -147,6 +148,11 @@ class RetrievalMixin:
         seqs = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), -1)
         return VectorBatch(seqs, matrix, int(rows[-1][0]))
+
+    def vector_count(self, model_id: str, user_id: str) -> int:
+        """How many ``model_id`` vectors ``user_id``'s turns have."""
+        statement = "SELECT count(*) FROM turn_vectors WHERE model_id = ? AND user_id = ?"
+        return int(self._read(lambda connection: connection.execute(statement, (model_id, user_id)).fetchone()[0]))
 
     def vectors_for(self, model_id: str, seqs: Sequence[int]) -> dict[int, Vectors]:
         """Stored vectors of these turns, by seq."""
