@@ -286,6 +286,26 @@ def test_the_component_config_reopens_the_same_memory(
         asyncio.run(loaded.query("Lisbon"))
 
 
+def test_a_config_made_from_a_relative_encoded_url_opens_the_same_store_from_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, home: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MEMSTRATA_EMBEDDER", "hash")
+    home.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(home)
+    url = "sqlite:///agent%20memory.db"  # relative to the current directory, with a percent-encoded space
+    with Memory(home, background=False, storage_url=url) as opened:
+        ana = MemstrataMemory(opened, user_id="ana")
+        asyncio.run(ana.add(text("I live in Lisbon")))
+        dumped = ana.dump_component()
+    assert dumped.config["path"] == str(home / "agent memory.db")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    loaded = MemstrataMemory.load_component(dumped)
+    assert [item.content for item in asyncio.run(loaded.query("Lisbon")).results] == ["I live in Lisbon"]
+    asyncio.run(loaded.close())
+
+
 class ThreadRecordingMemory(Memory):
     """A real Memory that notes which thread each call of the adapter ran on."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 
 from memstrata import ConfigError, Memory, load_settings
 from memstrata.embeddings.hashing import HashEmbedder
+from memstrata.facade.retention import RetentionKeeper
+from memstrata.tiers.worker import Activity
 from tests.cli.test_cli import run_cli
 
 KEEP_ONE = {"episodic": {"keep_last": 1}}
@@ -102,3 +105,25 @@ def test_the_largest_age_is_bounded_and_still_prunes_nothing(home: Path) -> None
     with Memory(home, embedder=HashEmbedder(), background=False, retention=rules) as memory:
         _fill(memory, user_id="ana")
         assert memory.apply_retention() == {"episodic": 0}
+
+
+class _CountedRetention:
+    """Stands in for ``Retention``: counts passes (the keeper's timing is what is tested)."""
+
+    def __init__(self) -> None:
+        self.passes = threading.Event()
+
+    def apply(self) -> dict[str, int]:
+        self.passes.set()
+        return {}
+
+
+def test_a_background_pass_waits_for_a_quiet_moment_in_the_foreground() -> None:
+    activity = Activity()
+    retention = _CountedRetention()
+    keeper = RetentionKeeper(retention, 3600.0, first_after_seconds=0.01, activity=activity)  # type: ignore[arg-type]
+    with activity:  # a foreground call in progress
+        keeper.start()
+        assert not retention.passes.wait(0.3)
+    assert retention.passes.wait(5.0)  # once the call ends (and the foreground stays quiet)
+    keeper.stop()

@@ -296,7 +296,7 @@ def _build(
     tiers = Tiers(store=store, hierarchy=hierarchy, worker=worker, visits=visits, episodic=episodic, settings=settings)
     retention = Retention(rules=settings.retention, owners=lambda: store.user_ids(""), prune=tiers.prune)
     keeper = (
-        RetentionKeeper(retention, settings.retention_interval_seconds)
+        RetentionKeeper(retention, settings.retention_interval_seconds, activity=activity)
         if settings.retention and settings.background
         else None
     )

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from memstrata.config import RetentionRule
 from memstrata.errors import MemstrataError
+from memstrata.tiers.worker import Activity, yield_to_foreground
 
 logger = logging.getLogger("memstrata.retention")
 
@@ -51,8 +52,16 @@ class Retention:
 class RetentionKeeper:
     """A daemon thread that applies retention every ``interval_seconds`` (the first pass soon after start)."""
 
-    def __init__(self, retention: Retention, interval_seconds: float, *, first_after_seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        retention: Retention,
+        interval_seconds: float,
+        *,
+        first_after_seconds: float = 5.0,
+        activity: Activity | None = None,
+    ) -> None:
         self._retention = retention
+        self._activity = activity  # a pass waits for a quiet moment in the foreground, as tier jobs do
         self._interval = interval_seconds
         self._first_after = min(first_after_seconds, interval_seconds)
         self._stop = threading.Event()
@@ -74,6 +83,9 @@ class RetentionKeeper:
     def _loop(self) -> None:
         wait = self._first_after
         while not self._stop.wait(wait):
+            yield_to_foreground(self._activity, self._stop.is_set)
+            if self._stop.is_set():
+                return
             try:
                 self._retention.apply()
             except MemstrataError as exc:  # a busy or unreachable store: the next pass tries again

@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, Self, TypedDict, TypeVar
 
 from pydantic import BaseModel
@@ -20,6 +21,7 @@ from memstrata.errors import InvalidInput, MissingDependency
 from memstrata.integrations.query import query_from
 from memstrata.memory import Memory
 from memstrata.models import ContextItem, Hit
+from memstrata.storage.sqlite.store import sqlite_path
 from memstrata.validation import check_budget, check_identifier, check_limit, check_user_id
 
 try:
@@ -190,11 +192,14 @@ def _location_of(memory: Memory) -> str:
 
     Another store's URL is left out on purpose: it may hold a password, and the data directory's
     ``memstrata.toml`` or ``MEMSTRATA_STORAGE_URL`` names it for the process that loads the config.
+    Both are absolute and decoded, so a config loaded from another directory opens the same store.
     """
     url = memory.settings.resolved_storage_url
     if url.startswith(_SQLITE_FILE) and "?" not in url:
-        return url.removeprefix(_SQLITE_FILE)
-    return str(memory.settings.data_dir)
+        path = sqlite_path(url)
+        if path is not None:
+            return str(path)
+    return str(Path(memory.settings.data_dir).absolute())
 
 
 async def _run(call: Callable[[], Result], cancellation_token: CancellationToken | None) -> Result:

@@ -62,6 +62,18 @@ class Activity:
             return 0.0 if self._active else time.monotonic() - self._last
 
 
+def yield_to_foreground(activity: Activity | None, stopped: Callable[[], bool]) -> None:
+    """Wait until the foreground has been quiet ``QUIET_SECONDS``, at most ``MAX_DEFER_SECONDS``, or ``stopped()``."""
+    if activity is None:
+        return
+    deferred_since = time.monotonic()
+    while not stopped():
+        quiet = activity.quiet_for()
+        if quiet >= QUIET_SECONDS or time.monotonic() - deferred_since >= MAX_DEFER_SECONDS:
+            return
+        time.sleep(max(QUIET_SECONDS - quiet, 0.01))
+
+
 class Worker:
     """Claims jobs from the store and runs them, in a daemon thread or on demand.
 
@@ -181,14 +193,7 @@ class Worker:
 
     def _yield_to_foreground(self) -> None:
         """Wait for a quiet moment in the foreground, but not forever."""
-        if self._activity is None:
-            return
-        deferred_since = time.monotonic()
-        while not (self._stop.is_set() or self._urgent.is_set()):
-            quiet = self._activity.quiet_for()
-            if quiet >= QUIET_SECONDS or time.monotonic() - deferred_since >= MAX_DEFER_SECONDS:
-                return
-            time.sleep(max(QUIET_SECONDS - quiet, 0.01))
+        yield_to_foreground(self._activity, lambda: self._stop.is_set() or self._urgent.is_set())
 
     def _loop(self) -> None:
         while not self._stop.is_set():
