@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
 import platformdirs
@@ -395,3 +396,18 @@ def load_settings(**overrides: Any) -> Settings:
     except SettingsError as exc:  # a value the environment source could not decode (JSON settings)
         cause = f": {exc.__cause__}" if exc.__cause__ is not None else ""
         raise ConfigError(f"invalid memstrata settings: {exc}{cause}") from exc
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The absolute, decoded file a ``sqlite:///…`` URL (or a bare path) names; None for ``:memory:``.
+
+    Raises ConfigError for a URL that names no file, OSError when a relative path has no
+    current directory to be resolved against.
+    """
+    path = unquote(url.split("://", 1)[1]) if "://" in url else url
+    path = path[1:] if path.startswith("/") else path
+    if not path:
+        raise ConfigError(f"storage URL {url!r} names no file; use sqlite:////absolute/path.db")
+    if path == ":memory:":
+        return None
+    return Path(path).absolute()

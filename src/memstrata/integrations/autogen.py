@@ -17,11 +17,11 @@ from typing import Any, Self, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
+from memstrata.config import sqlite_file
 from memstrata.errors import InvalidInput, MissingDependency
 from memstrata.integrations.query import query_from
 from memstrata.memory import Memory
 from memstrata.models import ContextItem, Hit
-from memstrata.storage.sqlite.store import sqlite_path
 from memstrata.validation import check_budget, check_identifier, check_limit, check_user_id
 
 try:
@@ -196,7 +196,7 @@ def _location_of(memory: Memory) -> str:
     """
     url = memory.settings.resolved_storage_url
     if url.startswith(_SQLITE_FILE) and "?" not in url:
-        path = sqlite_path(url)
+        path = sqlite_file(url)
         if path is not None:
             return str(path)
     return str(Path(memory.settings.data_dir).absolute())

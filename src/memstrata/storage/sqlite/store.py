@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote
 
 from pydantic import SecretStr
 
-from memstrata.errors import ConfigError, DeletedMeanwhile, IdConflict, StorageError
+from memstrata.config import sqlite_file
+from memstrata.errors import DeletedMeanwhile, IdConflict, StorageError
 from memstrata.models import Scope, Turn, format_time, space_of
 from memstrata.storage.base import Vectors
 from memstrata.storage.dialect import record_event
@@ -61,17 +61,11 @@ def open_sqlite(
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The absolute file a ``sqlite:///…`` URL names; None for ``:memory:``."""
-    path = unquote(url.split("://", 1)[1]) if "://" in url else url
-    path = path[1:] if path.startswith("/") else path
-    if not path:
-        raise ConfigError(f"storage URL {url!r} names no file; use sqlite:////absolute/path.db")
-    if path == ":memory:":
-        return None
+    """The absolute file a ``sqlite:///…`` URL names; None for ``:memory:`` (``config.sqlite_file``)."""
     try:  # made absolute now: a process that changes directory later still names (and guards) the same file
-        return Path(path).absolute()
+        return sqlite_file(url)
     except OSError as exc:  # a relative path, and the current directory was deleted
-        raise StorageError(f"cannot open the SQLite store at {path}: {exc.strerror or exc}") from exc
+        raise StorageError(f"cannot open the SQLite store at {url}: {exc.strerror or exc}") from exc
 
 
 class SQLiteStore(
