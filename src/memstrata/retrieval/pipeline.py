@@ -485,12 +485,14 @@ class Pipeline:
         load then holds their vectors once, not a copy read from the store beside them.
         """
         model_id = self._embedder.model_id
-        reserve = self._store.vector_count(model_id, user_id) if self._index.high_water(user_id) is None else 0
-        overtaken = 0
+        first_load = self._index.high_water(user_id) is None
+        reserve = overtaken = 0
         while True:
             generation = self._index.generation(user_id)
             after = self._index.high_water(user_id)
             batch = self._store.vectors_after(model_id, user_id, after or 0, LOAD_CHUNK_ROWS)
+            if first_load and not reserve and len(batch.seqs) == LOAD_CHUNK_ROWS:
+                reserve = self._store.vector_count(model_id, user_id)  # more chunks to come: make room once
             if len(batch.seqs) or after is None:
                 self._index.extend(user_id, batch.seqs, batch.vectors, batch.high_water, generation, reserve=reserve)
             if len(batch.seqs) < LOAD_CHUNK_ROWS:
