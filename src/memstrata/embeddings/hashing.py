@@ -16,6 +16,9 @@ import numpy as np
 from memstrata.embeddings.base import Vectors, normalize_rows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Word vectors kept (about 1.5 KB each at 384 dimensions); past it the oldest are dropped and made again
+#: when met. Unbounded, a million turns with a number in each held 1.7 GB of them.
+MAX_CACHED_WORDS = 50_000
 
 
 class HashEmbedder:
@@ -57,5 +60,7 @@ class HashEmbedder:
                 hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
             )
             vector = np.random.default_rng(seed).standard_normal(self._dimension).astype(np.float32)
+            if len(self._cache) >= MAX_CACHED_WORDS:
+                del self._cache[next(iter(self._cache))]  # the oldest (dicts keep insertion order)
             self._cache[word] = vector
         return vector
