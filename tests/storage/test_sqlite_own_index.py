@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
+from memstrata.models import SearchFilters
 from memstrata.storage.sqlite import own_index
 from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import Population, population, ranked_for_user
@@ -161,3 +162,20 @@ def test_derived_items_are_ranked_in_the_users_own_index_too(tmp_path: Path) -> 
     assert len(found["alone"]) >= 2
     assert [content for content, _ in found["crowded"]] == [content for content, _ in found["alone"]]
     assert [score for _, score in found["crowded"]] == pytest.approx([score for _, score in found["alone"]])
+
+
+def test_a_federated_search_ranks_each_small_owner_as_its_own_search_does(tmp_path: Path) -> None:
+    with Memory(tmp_path, background=False, embedder="hash") as memory:
+        _fill(memory, "ana", ANA)
+        _fill(memory, "bea", ANA[::-1])
+        for index in range(300):
+            _fill(memory, f"user-{index}", [f"lisbon sailing trams number {index}"])
+        memory.flush(None)
+        store = memory.parts.store
+        match = '"lisbon" OR "sailing" OR "sister"'
+        together = store.fulltext_many(match, ["ana", "bea"], SearchFilters(), 10)
+        for owner in ("ana", "bea"):
+            assert together[owner] and together[owner] == store.fulltext(match, owner, SearchFilters(), 10)
+        tiers = ("longterm", "midterm", "scene", "consolidation")
+        derived = store.derived_fulltext_many(match, ["ana", "bea"], 10, tiers)
+        assert derived["ana"] == store.derived_fulltext(match, "ana", 10, tiers)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from memstrata.storage.sqlite.focus import focus, own_columns_only, terms_of
+from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import Population, fts5_idf, population, ranked_for_user
 from memstrata.storage.sqlite.rows import chunks
 
@@ -67,10 +68,13 @@ def ranked_for_owners(
     kept: str,
     kept_parameters: Sequence[object],
     limit: int,
+    own: OwnRows | None = None,
 ) -> Ranked:
     """Each owner's ``limit`` best rows that pass ``kept``, for the terms ``parts_of`` gives it, as (seq, score).
 
-    The same as ``ranked_for_user`` run once per owner, reading each posting list once.
+    The same as ``ranked_for_user`` run once per owner, reading each posting list once; with
+    ``own``, an owner small enough is ranked in an index of its own rows (``own_index.py``),
+    as its search alone would be.
     """
     owners = list(dict.fromkeys(owners))
     postings = Postings(connection, fts, table, owners)
@@ -91,6 +95,17 @@ def ranked_for_owners(
                 kept_parameters=kept_parameters,
                 limit=limit,
                 people=people[owner],
+            )
+        elif own is not None and parts and ranks_in_own_index(people[owner]):
+            found[owner] = ranked_in_own_index(
+                connection,
+                own,
+                table=table,
+                match=" OR ".join(parts),
+                user_id=owner,
+                kept=kept,
+                kept_parameters=kept_parameters,
+                limit=limit,
             )
         elif people[owner].users_rows and parts and limit >= 1:
             wanted[owner] = list(dict.fromkeys(parts))

@@ -89,6 +89,7 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
                     kept=f"x.is_current = 1 AND x.tier IN ({marks})",
                     kept_parameters=list(tiers),
                     limit=limit,
+                    own=OWN_DERIVED,
                 )
 
         result: dict[str, list[tuple[int, float]]] = self._read(work)

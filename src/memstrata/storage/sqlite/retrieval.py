@@ -115,6 +115,7 @@ class RetrievalMixin:
                     kept=f"1{where}",
                     kept_parameters=parameters,
                     limit=limit,
+                    own=OWN_TURNS,
                 )
 
         return self._read(work)
