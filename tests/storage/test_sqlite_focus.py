@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
+import pytest
+
+from memstrata import Memory
 from memstrata.storage.focus import FOCUS_MIN_TURNS
-from memstrata.storage.sqlite.focus import focused_match
+from memstrata.storage.sqlite import focus as sqlite_focus
+from memstrata.storage.sqlite import retrieval as sqlite_retrieval
+from memstrata.storage.sqlite.focus import focus, focused_match
 from memstrata.storage.sqlite.ranking import Population, population
 
 
@@ -62,3 +68,41 @@ def test_what_other_users_say_never_changes_which_of_a_users_terms_are_searched(
     assert population(shared, "turns_fts", "turns", "ana") == Population(4 * FOCUS_MIN_TURNS, FOCUS_MIN_TURNS)
     # Bob's turns are few by his own count: his queries run as they are.
     assert _focused(_index(FOCUS_MIN_TURNS, others=10), '"family"', user="bob") == '"family"'
+
+
+def test_a_budget_keeps_the_rarest_terms_that_fit_it_in_the_querys_order() -> None:
+    counts = {'"a"': 9_000, '"b"': 300, '"c"': 2_000, '"d"': 500}
+    people = Population(indexed=FOCUS_MIN_TURNS * 10, users_rows=FOCUS_MIN_TURNS * 10)
+    match = " OR ".join(counts)
+    assert focus(match, people, counts.__getitem__, counts.__getitem__, budget=2_900) == '"b" OR "c" OR "d"'
+    assert focus(match, people, counts.__getitem__, counts.__getitem__, budget=100) == '"b"'  # the rarest always
+    assert focus(match, people, counts.__getitem__, counts.__getitem__) == match  # no budget: as before
+
+
+def test_one_large_memory_is_focused_from_its_latest_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 1_000)
+    monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 100)
+    connection = _index(FOCUS_MIN_TURNS)
+    people = population(connection, "turns_fts", "turns", "ana")
+    assert sqlite_focus.is_bounded(people)
+    # "lisbon" is in turn 7 only, far from the latest 100: estimated at 0 and kept; "go" is in all of them.
+    assert _focused(connection, '"go" OR "lisbon"') == '"lisbon"'
+    # "family" is in one of eight of the latest turns: about 12% of all, searched in the turn's own text.
+    assert _focused(connection, '"go" OR "family"') == '{content name}: "family"'
+    monkeypatch.setattr(sqlite_focus, "SCORED_ROW_BUDGET", 100)
+    assert _focused(connection, '"go" OR "family" OR "lisbon"') == '"lisbon"'
+    shared = _index(FOCUS_MIN_TURNS, others=10)
+    assert not sqlite_focus.is_bounded(population(shared, "turns_fts", "turns", "ana"))  # not alone in its store
+
+
+def test_a_large_memorys_search_scores_its_latest_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_focus, "FOCUS_MIN_TURNS", 50)
+    monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 100)
+    monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 20)
+    monkeypatch.setattr(sqlite_retrieval, "SCORED_ROW_BUDGET", 5)
+    texts = [f"turn {index} about sailing near lisbon" for index in range(200)]
+    with Memory(tmp_path, background=False, embedder="hash") as memory:
+        memory.add([{"role": "user", "content": text} for text in texts], user_id="ana", session_id="s")
+        hits = memory.search("sailing", user_id="ana", mode="fulltext", limit=10)
+    assert len(hits) == 5  # the window: five matches scored
+    assert {hit.content for hit in hits} == set(texts[-5:])

@@ -86,3 +86,30 @@ def test_the_kept_rows_are_ranked_but_statistics_count_all_the_users_rows() -> N
         max(((seq, score) for seq, score in _ranked(shared, ['"sailing"'])), key=lambda p: p[1])
     ]
     assert _ranked(shared, []) == [] and _ranked(shared, ['"nowhere"']) == []
+
+
+def test_a_window_scores_only_the_most_recent_matches() -> None:
+    # The oldest row says "lisbon" three times (the best score); four later rows once each.
+    rows = [("ana", "lisbon lisbon lisbon")] + [("ana", f"lisbon trip {n}") for n in range(4)] + [("ana", "porto")]
+    connection = _index(rows)
+    people = population(connection, "turns_fts", "turns", "ana")
+
+    def ranked(window: int | None) -> list[int]:
+        found = ranked_for_user(
+            connection,
+            fts="turns_fts",
+            table="turns",
+            rank="-bm25(turns_fts, 1.0, 0.5)",
+            parts=['"lisbon"'],
+            user_id="ana",
+            kept="1",
+            kept_parameters=[],
+            limit=10,
+            people=people,
+            window=window,
+        )
+        return [seq for seq, _ in found]
+
+    assert ranked(None)[0] == 1 and sorted(ranked(None)) == [1, 2, 3, 4, 5]
+    assert sorted(ranked(3)) == [3, 4, 5]  # the three latest matches; the best, oldest one is out of the window
+    assert ranked(100) == ranked(None)  # a window wider than the matches changes nothing

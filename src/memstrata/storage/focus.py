@@ -29,6 +29,15 @@ FIND_ROW_BUDGET = 5_000
 # SQLite: below this many indexed turns scoring is cheap, and a small store's shares say little
 # (one turn of three is a third), so queries are left as they are.
 FOCUS_MIN_TURNS = 10_000
+# SQLite, a store holding one memory of at least this many turns: counting a term's matches
+# reads its whole posting list (about 25 ms for a term in 40% of 1M turns), and FTS5 scores
+# every match of the query (about 1 µs each). There each term's share is estimated from the
+# latest ``SAMPLE_TURNS`` turns; the rarest terms are kept while their estimated matches add
+# up to at most ``SCORED_ROW_BUDGET`` (the rarest always), and of the matches only the
+# ``SCORED_ROW_BUDGET`` most recent are scored. Smaller memories are ranked as before.
+BOUNDED_MIN_TURNS = 200_000
+SAMPLE_TURNS = 50_000
+SCORED_ROW_BUDGET = 10_000
 
 
 def term_reach(matches: int, indexed: int) -> str:

@@ -10,7 +10,13 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-from memstrata.storage.focus import FOCUS_MIN_TURNS, term_reach
+from memstrata.storage.focus import (
+    BOUNDED_MIN_TURNS,
+    FOCUS_MIN_TURNS,
+    SAMPLE_TURNS,
+    SCORED_ROW_BUDGET,
+    term_reach,
+)
 from memstrata.storage.sqlite.ranking import Population
 
 OWN_COLUMNS = "{content name}"
@@ -26,8 +32,11 @@ def focused_match(connection: sqlite3.Connection, match: str, people: Population
     ``FOCUS_MIN_TURNS`` turns, is returned unchanged. Shares are the user's own, so what
     other users said never changes which of the user's words are searched: a term's count
     over the whole index bounds the user's, which is counted only when that bound is not
-    already rare enough.
+    already rare enough. A store holding one memory of ``BOUNDED_MIN_TURNS`` or more is
+    focused from estimates, within a row budget (``bounded_match``).
     """
+    if is_bounded(people):
+        return bounded_match(connection, match, people)
 
     def everywhere(term: str) -> int:
         # Reading a term's posting list costs about a millisecond even at 90% of 100k turns.
@@ -44,8 +53,43 @@ def focused_match(connection: sqlite3.Connection, match: str, people: Population
     return focus(match, people, everywhere, users)
 
 
-def focus(match: str, people: Population, everywhere: Callable[[str], int], users: Callable[[str], int]) -> str:
-    """``focused_match`` with the counts read by ``everywhere`` (a term's matches in the whole index) and ``users``."""
+def is_bounded(people: Population) -> bool:
+    """Whether full text over this memory is estimated and bounded (one memory of ``BOUNDED_MIN_TURNS`` or more)."""
+    return people.is_whole_index and people.users_rows >= BOUNDED_MIN_TURNS
+
+
+def bounded_match(connection: sqlite3.Connection, match: str, people: Population) -> str:
+    """``focused_match`` for a store holding one large memory: shares estimated from its latest turns.
+
+    Each term's matches among the latest ``SAMPLE_TURNS`` turns (an index seek to them, then
+    a read of that part of its posting list) are scaled to the whole; the terms kept add up
+    to at most ``SCORED_ROW_BUDGET`` estimated matches, the rarest always.
+    """
+    sample = min(SAMPLE_TURNS, people.users_rows)
+    row = connection.execute("SELECT seq FROM turns ORDER BY seq DESC LIMIT 1 OFFSET ?", (sample - 1,)).fetchone()
+    floor = int(row[0]) if row is not None else 0
+
+    def estimated(term: str) -> int:
+        statement = "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ? AND rowid >= ?"
+        found = int(connection.execute(statement, [term, floor]).fetchone()[0])
+        return round(found * people.users_rows / sample)
+
+    return focus(match, people, estimated, estimated, budget=SCORED_ROW_BUDGET)
+
+
+def focus(
+    match: str,
+    people: Population,
+    everywhere: Callable[[str], int],
+    users: Callable[[str], int],
+    *,
+    budget: int | None = None,
+) -> str:
+    """``focused_match`` with the counts read by ``everywhere`` (a term's matches in the whole index) and ``users``.
+
+    With a ``budget``, the terms kept are the rarest whose matches add up to at most that
+    (the rarest whatever its count), in the query's order.
+    """
     terms = QUOTED_TERM.findall(match)
     if not terms or people.users_rows < FOCUS_MIN_TURNS:
         return match
@@ -55,17 +99,31 @@ def focus(match: str, people: Population, everywhere: Callable[[str], int], user
         if not people.is_whole_index and term_reach(matches, people.users_rows) != "all":
             matches = users(term)
         counted.append((term, matches))
-    parts: list[str] = []
+    parts: list[tuple[str, int]] = []
     for term, matches in counted:
         reach = term_reach(matches, people.users_rows)
         if reach == "all":
-            parts.append(term)
+            parts.append((term, matches))
         elif reach == "own":
-            parts.append(f"{OWN_COLUMNS}: {term}")
+            parts.append((f"{OWN_COLUMNS}: {term}", matches))
     if not parts:
-        rarest, _ = min(counted, key=lambda pair: pair[1])
-        parts.append(f"{OWN_COLUMNS}: {rarest}")
-    return " OR ".join(parts)
+        rarest, matches = min(counted, key=lambda pair: pair[1])
+        parts.append((f"{OWN_COLUMNS}: {rarest}", matches))
+    if budget is not None:
+        parts = _within(parts, budget)
+    return " OR ".join(part for part, _ in parts)
+
+
+def _within(parts: list[tuple[str, int]], budget: int) -> list[tuple[str, int]]:
+    """The rarest of ``parts`` while their matches add up to at most ``budget`` (the rarest always), in order."""
+    kept: set[int] = set()
+    total = 0
+    for index in sorted(range(len(parts)), key=lambda index: (parts[index][1], index)):
+        if kept and total + parts[index][1] > budget:
+            break
+        kept.add(index)
+        total += parts[index][1]
+    return [part for index, part in enumerate(parts) if index in kept]
 
 
 def terms_of(match: str) -> list[str]:

@@ -105,13 +105,15 @@ def ranked_for_user(
     kept_parameters: Sequence[object],
     limit: int,
     people: Population,
+    window: int | None = None,
 ) -> list[tuple[int, float]]:
     """The ``limit`` best of ``user_id``'s rows that pass ``kept``, for the terms ``parts``, as (seq, score).
 
     ``rank`` is the FTS5 rank expression (``-bm25(...)``, higher is better); each part is one
     term of a match expression, with its column filter if any; ``kept`` is a SQL condition
     over the row's table (alias ``x``). Term statistics count all the user's rows, whatever
-    ``kept`` narrows, as PostgreSQL's do.
+    ``kept`` narrows, as PostgreSQL's do. With a ``window`` (a store holding this user alone),
+    only the ``window`` most recent matches are scored.
     """
     if not parts or limit < 1:
         return []
@@ -119,10 +121,16 @@ def ranked_for_user(
     base = f"FROM {fts} JOIN {table} x ON x.seq = {fts}.rowid WHERE {fts} MATCH ? AND +x.user_id = ?"
     if people.is_whole_index:
         sql = f"SELECT x.seq, {rank} AS score {base} AND ({kept}) ORDER BY score DESC, x.seq LIMIT ?"
+        bounds: list[object] = [limit]
+        if window is not None:
+            # FTS5 walks its posting lists newest first and stops after ``window`` matches.
+            recent = f"SELECT x.seq AS seq, {rank} AS score {base} AND ({kept}) ORDER BY {fts}.rowid DESC LIMIT ?"
+            sql = f"SELECT seq, score FROM ({recent}) ORDER BY score DESC, seq LIMIT ?"
+            bounds = [window, limit]
         match = " OR ".join(parts)
         return [
             (int(seq), float(score))
-            for seq, score in connection.execute(sql, [match, user_id, *kept_parameters, limit])
+            for seq, score in connection.execute(sql, [match, user_id, *kept_parameters, *bounds])
         ]
     scores: dict[int, float] = defaultdict(float)
     for part in dict.fromkeys(parts):

@@ -10,9 +10,10 @@ import numpy as np
 
 from memstrata.models import SearchFilters
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
+from memstrata.storage.focus import SCORED_ROW_BUDGET
 from memstrata.storage.sql_turns import filter_clause
 from memstrata.storage.sqlite.federated import ranked_for_owners, turn_parts
-from memstrata.storage.sqlite.focus import focused_match, own_columns_only, terms_of
+from memstrata.storage.sqlite.focus import focused_match, is_bounded, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
@@ -93,6 +94,7 @@ class RetrievalMixin:
                 kept_parameters=parameters,
                 limit=limit,
                 people=people,
+                window=SCORED_ROW_BUDGET if is_bounded(people) else None,
             )
 
         return self._read(work)
