@@ -16,9 +16,10 @@ from tests.server.conftest import Caller, LiveServer
 from memstrata import Memory, errors
 from memstrata.config import load_settings
 from memstrata.llms.none import NoLLM
+from memstrata.models import KeyRole
 from memstrata.server.app import create_app
 from memstrata.server.errors import STATUSES, status_of
-from memstrata.server.keys import ClosableKeyStore, revoke_key
+from memstrata.server.keys import ClosableKeyStore, create_key, revoke_key
 
 ERROR_CLASSES = [
     value
@@ -280,3 +281,18 @@ def test_an_anonymous_server_gives_an_unkeyed_oversized_body_413_and_a_bad_key_4
             "/v1/memories", content=_body(LIMIT + 1), headers=headers | {"Authorization": "Bearer ms_not-a-key"}
         )
     assert [unkeyed.status_code, bad_key.status_code] == [413, 401]
+
+
+@pytest.mark.parametrize(("path", "status"), [("/v1/memories", 403), ("/v1/search", 413)])
+def test_an_oversized_body_gets_the_403_its_keys_role_would_get_first(
+    small_server: LiveServer, keys: ClosableKeyStore, memory: Memory, path: str, status: int
+) -> None:
+    _, secret = create_key(keys, tenant="acme", name="reader", role=KeyRole.READ)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {secret}"}
+    with httpx.Client(base_url=small_server.url, timeout=30) as http:
+        response = http.post(path, content=_body(LIMIT + 1), headers=headers)
+    assert response.status_code == status  # a read key may search (then the size counts), never add
+    if status == 403:
+        assert response.json()["error"]["code"] == "access_denied"
+        assert "POST /v1/memories needs the write role" in response.json()["error"]["message"]
+    assert memory.info()["counts"]["turns"] == 0

@@ -14,13 +14,16 @@ from memstrata.config import Settings, load_settings
 from memstrata.ids import IdGenerator
 from memstrata.memory import Memory
 from memstrata.server import inspector
-from memstrata.server.auth import without_a_valid_key
 from memstrata.server.dependencies import Services
 from memstrata.server.errors import install_error_handlers
 from memstrata.server.gate import Gate
 from memstrata.server.keys import open_key_store
 from memstrata.server.limits import BodyLimit
-from memstrata.server.roles import check_declared, without_a_valid_key_or_role
+from memstrata.server.roles import (
+    check_declared,
+    without_a_valid_key_or_role,
+    without_a_valid_key_or_role_before_routing,
+)
 from memstrata.server.routes import admin, memories, search, spaces, tiers, users
 
 DESCRIPTION = """Persistent memory for LLM agents over HTTP: `add` what was said, `search` or
@@ -75,8 +78,10 @@ def create_app(
         redirect_slashes=False,  # "/v1/search/" is a JSON 404, not a redirect built from the Host header
     )
     install_error_handlers(app, without_a_valid_key_or_role)
-    # An unauthenticated oversized body gets its 401 (the key is checked first), an authenticated one its 413.
-    app.add_middleware(BodyLimit, max_bytes=chosen.server_max_body_bytes, refuse=without_a_valid_key)
+    # An oversized body gets the 401/403 its key or role would get first, else its 413.
+    app.add_middleware(
+        BodyLimit, max_bytes=chosen.server_max_body_bytes, refuse=without_a_valid_key_or_role_before_routing(app)
+    )
     is_local = chosen.server_allow_anonymous or owner_secret is not None
     app.add_middleware(Gate, anonymous=is_local, host=chosen.server_host)  # outermost: first
     for module in (memories, search, tiers, spaces, admin, users):

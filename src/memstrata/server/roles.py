@@ -11,7 +11,8 @@ added later cannot slip through open. See docs/rest.md#roles.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import fastapi.routing
@@ -19,6 +20,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.routing import compile_path
 
 from memstrata.errors import AccessDenied, ConfigError
 from memstrata.models import KeyRole
@@ -115,6 +117,34 @@ async def without_a_valid_key_or_role(request: Request) -> JSONResponse | None:
         if isinstance(call, RoleCheck) and (refusal := call.refusal(request)) is not None:
             return error_response(*status_of(AccessDenied(refusal)))
     return None
+
+
+def without_a_valid_key_or_role_before_routing(app: FastAPI) -> Callable[[Request], Awaitable[JSONResponse | None]]:
+    """``without_a_valid_key_or_role`` for a request not routed yet (the body-size limit runs before routing).
+
+    The route is found by method and path among ``app``'s keyed routes, read on first use:
+    the routers are included after the middleware is added.
+    """
+    table: list[tuple[str, re.Pattern[str], KeyRole]] = []
+
+    async def refuse(request: Request) -> JSONResponse | None:
+        refused = await without_a_valid_key(request)
+        if refused is not None or not hasattr(request.state, "role"):
+            return refused
+        if not table:
+            table.extend(
+                (method, compile_path(path)[0], role)
+                for (method, path), role in route_roles(app).items()
+                if role is not None
+            )
+        path = request.scope["path"]
+        for method, pattern, role in table:
+            if method == request.method and pattern.match(path):
+                refusal = RoleCheck(role).refusal(request)
+                return None if refusal is None else error_response(*status_of(AccessDenied(refusal)))
+        return None
+
+    return refuse
 
 
 def _every_route(app: FastAPI) -> Iterable[Any]:
