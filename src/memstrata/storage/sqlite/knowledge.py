@@ -14,8 +14,8 @@ from memstrata.storage.patterns import UNSURE_PATTERN_EVIDENCE, pattern_after_fo
 from memstrata.storage.sql_knowledge import USER_TABLES, KnowledgeStatements
 from memstrata.storage.sqlite.federated import every_part, ranked_for_owners
 from memstrata.storage.sqlite.focus import terms_of
-from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
-from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
+from memstrata.storage.sqlite.own_index import OwnRows, ranked_own_or_shared
+from memstrata.storage.sqlite.ranking import one_snapshot, population
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 from memstrata.storage.sqlite.shared import SQLiteRunner
 from memstrata.storage.text import CELL_TEXT_COLUMNS, PROFILE_CELLS, cell_text_of, stale_cell_texts
@@ -38,25 +38,13 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
         With the user's own term statistics, over all their derived items (``ranking.py``).
         """
         marks = ",".join("?" * len(tiers))
-
         kept = f"x.is_current = 1 AND x.tier IN ({marks})"
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
             with one_snapshot(connection):
-                people = population(connection, "derived_fts", "derived", user_id)
-                if ranks_in_own_index(people):
-                    return ranked_in_own_index(
-                        connection,
-                        OWN_DERIVED,
-                        table="derived",
-                        match=" OR ".join(terms_of(match)),
-                        user_id=user_id,
-                        kept=kept,
-                        kept_parameters=list(tiers),
-                        limit=limit,
-                    )
-                return ranked_for_user(
+                return ranked_own_or_shared(
                     connection,
+                    OWN_DERIVED,
                     fts="derived_fts",
                     table="derived",
                     rank="-bm25(derived_fts)",
@@ -65,7 +53,7 @@ class KnowledgeMixin(SQLiteRunner, KnowledgeStatements[sqlite3.Connection]):
                     kept=kept,
                     kept_parameters=list(tiers),
                     limit=limit,
-                    people=people,
+                    people=population(connection, "derived_fts", "derived", user_id),
                 )
 
         result: list[tuple[int, float]] = self._read(work)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memstrata.storage.sqlite.ranking import Population
+from memstrata.storage.sqlite.ranking import Population, ranked_for_user
 
 #: Rank in an index of the user's own rows when they are at most this share of the store's ...
 OWN_INDEX_MAX_SHARE = 0.02
@@ -101,6 +101,48 @@ def ranked_in_own_index(
     finally:
         own.execute("ROLLBACK")
     return [(int(seq), float(score)) for seq, score in ranked]
+
+
+def ranked_own_or_shared(
+    connection: sqlite3.Connection,
+    rows: OwnRows,
+    *,
+    fts: str,
+    table: str,
+    rank: str,
+    parts: Sequence[str],
+    user_id: str,
+    kept: str,
+    kept_parameters: Sequence[object],
+    limit: int,
+    people: Population,
+    window: int | None = None,
+) -> list[tuple[int, float]]:
+    """``ranked_for_user``, or ``ranked_in_own_index`` when ``ranks_in_own_index(people)``: one user's full text."""
+    if ranks_in_own_index(people):
+        return ranked_in_own_index(
+            connection,
+            rows,
+            table=table,
+            match=" OR ".join(parts),
+            user_id=user_id,
+            kept=kept,
+            kept_parameters=kept_parameters,
+            limit=limit,
+        )
+    return ranked_for_user(
+        connection,
+        fts=fts,
+        table=table,
+        rank=rank,
+        parts=parts,
+        user_id=user_id,
+        kept=kept,
+        kept_parameters=kept_parameters,
+        limit=limit,
+        people=people,
+        window=window,
+    )
 
 
 _LOCAL = threading.local()

@@ -15,8 +15,8 @@ from memstrata.storage.sql_turns import filter_clause
 from memstrata.storage.sqlite.federated import ranked_for_owners, turn_parts
 from memstrata.storage.sqlite.focus import focused_match, is_bounded, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
-from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
-from memstrata.storage.sqlite.ranking import one_snapshot, population, ranked_for_user
+from memstrata.storage.sqlite.own_index import OwnRows, ranked_own_or_shared
+from memstrata.storage.sqlite.ranking import one_snapshot, population
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
@@ -72,19 +72,9 @@ class RetrievalMixin:
                 # The neighbour columns hold what other agents said in the session: one agent's
                 # search matches its turns' own text and speaker only.
                 focused = own_columns_only(focused)
-            if ranks_in_own_index(people):
-                return ranked_in_own_index(
-                    connection,
-                    OWN_TURNS,
-                    table="turns",
-                    match=" OR ".join(terms_of(focused)),
-                    user_id=user_id,
-                    kept=f"1{where}",
-                    kept_parameters=parameters,
-                    limit=limit,
-                )
-            return ranked_for_user(
+            return ranked_own_or_shared(
                 connection,
+                OWN_TURNS,
                 fts="turns_fts",
                 table="turns",
                 rank=f"-bm25(turns_fts, {FULLTEXT_WEIGHTS})",
