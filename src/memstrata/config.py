@@ -88,7 +88,8 @@ class Settings(BaseSettings):
     )
     vector_search: Literal["memory", "server"] = Field(
         default="memory",
-        description="memory: exact search in process, with neighbour blending; server: the store's own "
+        description="memory: search in process (exact below vector_approximate_from), with neighbour blending; "
+        "server: the store's own "
         "index (pgvector HNSW), no blending.",
     )
     vector_cache_rows: int = Field(
@@ -96,6 +97,13 @@ class Settings(BaseSettings):
         ge=1,
         description="Most vectors the in-process index holds (all users together); past it the users searched "
         "least recently are unloaded and reloaded from the store when searched again.",
+    )
+    vector_approximate_from: int | None = Field(
+        default=200_000,
+        ge=1,
+        description="A user with this many vectors or more is searched approximately: coded scans of the vectors "
+        "and their blends find candidates that are scored exactly, the vectors held at half precision "
+        "(docs/retrieval.md); None: always exact.",
     )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
     encryption_key: SecretStr | None = Field(

@@ -400,6 +400,8 @@ def test_bench_ingest_search_writes_json(home: Path, tmp_path: Path) -> None:
         (["locomo", "--conversations", "11"], "no conversation 11"),
         (["locomo", "--tiers", "bogus"], "unknown tiers"),
         (["ingest-search", "--source", "foo"], "--source"),
+        (["approximate", "--shares", "a,b"], "--shares"),
+        (["approximate", "--shares", "0"], "--shares"),
     ],
 )
 def test_bad_bench_options_exit_2_before_any_work(home: Path, arguments: list[str], said: str) -> None:

@@ -174,6 +174,47 @@ def scale(
         print_json(result)
 
 
+@app.command("approximate")
+def approximate(
+    data: DataOption = None,
+    texts: Annotated[
+        list[Path] | None, typer.Option("--texts", help="More chats: a text file, one message per line (repeatable).")
+    ] = None,
+    embedder: EmbedderOption = None,
+    shares: Annotated[str, typer.Option(help="Shares of the memory rescored, comma-separated.")] = "0.004,0.02",
+    queries: Annotated[int, typer.Option(min=2, help="Queries per source (halved: chosen-on and held out).")] = 300,
+    json_out: JsonOutOption = None,
+) -> None:
+    """Recall@10 of the approximate vector path against the exact one, on a real embedder.
+
+    Example: memstrata bench approximate --texts chats.txt --json results/approximate.json
+    """
+    from memstrata.bench.approximate import ApproximateOptions, run_approximate
+    from memstrata.errors import InvalidInput
+
+    try:
+        fractions = tuple(float(value) for value in shares.split(",") if value.strip())
+    except ValueError as exc:
+        raise InvalidInput(f"--shares takes fractions, e.g. 0.004,0.02; got {shares!r}") from exc
+    options = ApproximateOptions(
+        data=data, texts=tuple(texts or ()), embedder=embedder, shares=fractions, queries=queries
+    )
+    result = run_approximate(options, console=console)
+    write_json(json_out, result)
+    title = f"approximate ({result['embedder']})"
+    table = Table("source", "half", "share", "rescored", "mode", "recall@10", title=title)
+    for row in result["results"]:
+        table.add_row(
+            row["source"],
+            row["half"].split()[0],
+            f"{row['share']:.1%}",
+            f"{row['rescored_rows']:,}",
+            row["mode"],
+            "-" if row["recall_at_10"] is None else f"{row['recall_at_10']:.3f}",
+        )
+    console.print(table)
+
+
 @app.command("entities")
 def entities(
     data: DataOption = None,

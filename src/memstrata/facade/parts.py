@@ -226,7 +226,10 @@ def _build(
 ) -> Parts:
     """The collaborators over opened adapters; each that must be closed is added to ``closers``."""
     index = VectorIndex(
-        embedder.dimension, neighbour_weights=settings.neighbour_weights, max_rows=settings.vector_cache_rows
+        embedder.dimension,
+        neighbour_weights=settings.neighbour_weights,
+        max_rows=settings.vector_cache_rows,
+        approximate_from=settings.vector_approximate_from,
     )
     ids = IdGenerator()
     activity = Activity()

@@ -1,4 +1,8 @@
-"""Exact in-memory vector search per user, derived from the store and rebuildable from it."""
+"""In-memory vector search per user, derived from the store and rebuildable from it.
+
+Exact, but for users with at least ``approximate_from`` vectors: those are scanned through a
+product-quantized scan and their best candidates rescored exactly (``retrieval/approximate.py``).
+"""
 
 from __future__ import annotations
 
@@ -14,9 +18,25 @@ import numpy as np
 import numpy.typing as npt
 
 from memstrata.embeddings.base import Vectors
+from memstrata.retrieval.approximate import (
+    RESCORED_PER_RESULT,
+    RESCORED_ROWS,
+    CodeScan,
+    from_bfloat16,
+    rescored_count,
+    supports,
+    to_bfloat16,
+    training_rows,
+)
 
 Seqs = npt.NDArray[np.int64]
 BLEND_CHUNK_ROWS = 8192
+#: Rows coded (and blended for coding) at a time.
+CODE_CHUNK_ROWS = 32_768
+#: Fewest rows an approximate block needs before its codes are built (a quantizer trains on them).
+MIN_CODED_ROWS = 1_000
+#: Share of an approximate block's rows whose codes may be stale before they are built again.
+REBUILD_STALE_SHARE = 0.1
 #: How many users unloaded for room the index remembers, to tell a reload (thrashing) from a first load.
 REMEMBERED_UNLOADS = 10_000
 #: At most one thrashing warning per this many seconds.
@@ -36,6 +56,23 @@ class _Block:
     # |v + Σ_d w_d·(v_{-d} + v_{+d})| per row: with it a blend's cosine comes from the rows' own
     # cosines, so search reads the vectors once instead of keeping a blended copy.
     blend_norms: npt.NDArray[np.float32] | None = None
+    # A large user's block: ``vectors`` are bfloat16 bits (half the memory; only candidates are
+    # read whole) and the codes below are scanned first.
+    approximation: _Approximation | None = None
+
+
+@dataclass(kw_only=True)
+class _Approximation:
+    """The coded scans of a large user: of each row's own vector and of its blend."""
+
+    own: CodeScan
+    blend: CodeScan | None
+    # The last seq whose blend is coded: a later row's neighbourhood is not complete yet, so it
+    # is always rescored (at most a few rows, the most recent).
+    blended_through: int = 0
+    # Rows whose codes no longer match them (deleted, replaced, or neighbours of those); past
+    # REBUILD_STALE_SHARE of the rows the codes are built again.
+    stale: int = 0
 
 
 class VectorIndex:
@@ -47,9 +84,23 @@ class VectorIndex:
     ``high_water`` before each search, so a process that died mid-update leaves nothing behind.
     """
 
-    def __init__(self, dimension: int, *, neighbour_weights: Sequence[float] = (), max_rows: int | None = None) -> None:
+    def __init__(
+        self,
+        dimension: int,
+        *,
+        neighbour_weights: Sequence[float] = (),
+        max_rows: int | None = None,
+        approximate_from: int | None = None,
+        rescored_rows: int = RESCORED_ROWS,
+        rescored_per_result: int = RESCORED_PER_RESULT,
+    ) -> None:
         self.dimension = dimension
         self.neighbour_weights = tuple(float(weight) for weight in neighbour_weights)
+        # A user's block reaching this many rows (or loaded with room for them) is searched
+        # approximately from then on, until it is unloaded; None: always exactly.
+        self.approximate_from = approximate_from if supports(dimension) else None
+        # Rows of each coded scan rescored: at least ``rescored_rows``, and this many per result asked.
+        self.rescored = (rescored_rows, rescored_per_result)
         # Users' blocks in the order they were last searched or loaded, least recent first. Past
         # ``max_rows`` rows held in all, the least recent users are unloaded (their next search
         # reloads them from the store); the user being loaded stays, however large.
@@ -135,7 +186,7 @@ class VectorIndex:
             return sum(len(block.seqs) for block in self._blocks.values())
 
     def stats(self) -> dict[str, int | None]:
-        """Rows held, the limit, users loaded, users unloaded for room, and reloads of such users."""
+        """Rows held, the limit, users loaded and unloaded for room, reloads of such users, users coded."""
         with self._lock:
             return {
                 "rows": sum(len(block.seqs) for block in self._blocks.values()),
@@ -143,6 +194,7 @@ class VectorIndex:
                 "users": len(self._blocks),
                 "unloads": self._unloads,
                 "reloads": self._reloads,
+                "approximate_users": sum(block.approximation is not None for block in self._blocks.values()),
             }
 
     def _note_reload_locked(self) -> bool:
@@ -240,13 +292,18 @@ class VectorIndex:
             if block is None or block.size == 0 or limit < 1:
                 return [[] for _ in allowed]
             self._touch_locked(user_id)
-            # A copy: a concurrent delete or re-sort rewrites the block once the lock is released.
-            every_seq = block.seqs[: block.size].copy()
             query = np.asarray(query, np.float32)
-            every_score = block.vectors[: block.size] @ query
-            if block.blend_norms is not None and not own_only:
-                # A turn is found by itself or by its neighbourhood, whichever is closer.
-                every_score = np.maximum(every_score, self._blend_scores(every_score, block.blend_norms[: block.size]))
+            if block.approximation is not None:
+                every_seq, every_score = self._approximate_locked(block, query, limit, allowed, own_only)
+            else:
+                # A copy: a concurrent delete or re-sort rewrites the block once the lock is released.
+                every_seq = block.seqs[: block.size].copy()
+                every_score = self._read(block, slice(0, block.size)) @ query
+                if block.blend_norms is not None and not own_only:
+                    # A turn is found by itself or by its neighbourhood, whichever is closer.
+                    every_score = np.maximum(
+                        every_score, self._blend_scores(every_score, block.blend_norms[: block.size])
+                    )
         found: list[list[tuple[int, float]]] = []
         for subset in allowed:
             seqs, scores = every_seq, every_score
@@ -264,25 +321,170 @@ class VectorIndex:
 
     def _append_locked(self, block: _Block, seqs: Seqs, vectors: Vectors, reserve: int = 0) -> None:
         needed = block.size + len(seqs)
-        if needed > len(block.seqs):
-            # Room for a quarter more: a large user's next turn must not double what the cache holds.
-            capacity = max(needed, reserve, len(block.seqs) + max(64, len(block.seqs) // 4))
-            grown_seqs = np.zeros(capacity, np.int64)
-            grown_vectors = np.zeros((capacity, self.dimension), np.float32)
-            grown_seqs[: block.size] = block.seqs[: block.size]
-            grown_vectors[: block.size] = block.vectors[: block.size]
-            block.seqs, block.vectors = grown_seqs, grown_vectors
+        approximate = block.approximation is not None or (
+            self.approximate_from is not None and max(needed, reserve) >= self.approximate_from
+        )
+        if needed > len(block.seqs) or (approximate and block.vectors.dtype != np.uint16):
+            capacity = len(block.seqs)
+            if needed > capacity:
+                # Room for a quarter more: a large user's next turn must not double what the cache holds.
+                capacity = max(needed, reserve, capacity + max(64, capacity // 4))
+            self._grow_locked(block, capacity, half=approximate)
         start = block.size
         in_order = start == 0 or int(np.min(seqs)) > int(block.seqs[start - 1])
         block.seqs[start:needed] = seqs
-        block.vectors[start:needed] = vectors
+        block.vectors[start:needed] = to_bfloat16(vectors) if block.vectors.dtype == np.uint16 else vectors
         block.size = needed
         if not in_order or not np.all(np.diff(block.seqs[start:needed]) > 0):
+            in_order = False
             order = np.argsort(block.seqs[:needed], kind="stable")
             block.seqs[:needed] = block.seqs[:needed][order]
             block.vectors[:needed] = block.vectors[:needed][order]
             start = 0
         self._blend_locked(block, start)
+        if approximate:
+            self._code_locked(block, seqs, vectors, in_order)
+
+    def _grow_locked(self, block: _Block, capacity: int, *, half: bool) -> None:
+        """Give ``block`` room for ``capacity`` rows, its vectors as float32 or (``half``) bfloat16 bits."""
+        grown_seqs = np.zeros(capacity, np.int64)
+        grown_vectors = np.zeros((capacity, self.dimension), np.uint16 if half else np.float32)
+        grown_seqs[: block.size] = block.seqs[: block.size]
+        held = block.vectors[: block.size]
+        grown_vectors[: block.size] = to_bfloat16(held) if half and held.dtype != np.uint16 else held
+        block.seqs, block.vectors = grown_seqs, grown_vectors
+
+    def _code_locked(self, block: _Block, seqs: Seqs, vectors: Vectors, in_order: bool) -> None:
+        """Code the rows just added to an approximate ``block``, or build its codes once it has enough rows."""
+        approximation = block.approximation
+        if approximation is None or approximation.stale > REBUILD_STALE_SHARE * block.size:
+            if block.size >= MIN_CODED_ROWS:  # a quantizer needs rows to train on; until then, exact
+                block.approximation = self._build_locked(block)
+            return
+        approximation.own.add(np.asarray(seqs, np.int64), vectors)
+        if in_order:
+            self._code_blends_locked(block, approximation)
+        else:  # an old turn's blend and its neighbours' moved: their codes wait for a rebuild
+            approximation.stale += len(seqs) * (1 + 2 * len(self.neighbour_weights))
+
+    def _build_locked(self, block: _Block) -> _Approximation:
+        """Train and fill the coded scans from all of ``block``'s rows."""
+        size = block.size
+        own = CodeScan(self.dimension, self._read(block, training_rows(size)))
+        for low in range(0, size, CODE_CHUNK_ROWS):
+            high = min(size, low + CODE_CHUNK_ROWS)
+            own.add(block.seqs[low:high], self._read(block, slice(low, high)))
+        approximation = _Approximation(own=own, blend=None)
+        if block.blend_norms is not None:
+            sample = self._blended_locked(block, training_rows(size))
+            approximation.blend = CodeScan(self.dimension, sample)
+            self._code_blends_locked(block, approximation)
+        return approximation
+
+    def _code_blends_locked(self, block: _Block, approximation: _Approximation) -> None:
+        """Code the blends of the rows whose neighbourhood is complete and not coded yet."""
+        if approximation.blend is None:
+            return
+        seqs = block.seqs[: block.size]
+        first = int(np.searchsorted(seqs, approximation.blended_through, side="right"))
+        last = block.size - len(self.neighbour_weights)  # the rows after it still wait for neighbours
+        for low in range(first, last, CODE_CHUNK_ROWS):
+            high = min(last, low + CODE_CHUNK_ROWS)
+            approximation.blend.add(seqs[low:high], self._blended_locked(block, np.arange(low, high)))
+        if last > first:
+            approximation.blended_through = int(seqs[last - 1])
+
+    def _approximate_locked(
+        self, block: _Block, query: Vectors, limit: int, allowed: Sequence[Seqs | None], own_only: bool
+    ) -> tuple[Seqs, npt.NDArray[np.float32]]:
+        """The seqs and exact scores of the rows the coded scans rank best for any of ``allowed``.
+
+        Each list takes the best ``rescored_count(limit)`` rows of each scan: those of the scan
+        of own vectors are scored by their own vector, those of the scan of blends (unless
+        ``own_only``) by their own vector or their blend, both exactly. The caller ranks the
+        rows returned as it ranks a whole block. A list allowing few rows scores them all.
+        """
+        assert block.approximation is not None
+        size, seqs = block.size, block.seqs[: block.size]
+        blend = block.blend_norms is not None and not own_only
+        query = np.asarray(query, np.float32)
+        count = rescored_count(limit, *self.rescored)
+        by_own: list[Seqs] = []  # rows scored by their own vector
+        by_both: list[Seqs] = []  # rows scored by the better of their own vector and their blend
+        for subset in allowed:
+            if subset is not None:
+                rows = np.flatnonzero(np.isin(seqs, subset))
+                if len(rows) <= 2 * count:
+                    (by_both if blend else by_own).append(rows)
+                    continue
+                # Scan deep enough that about ``count`` of the best fall inside the subset.
+                wanted = min(size, count * -(-size // len(rows)))
+            else:
+                wanted = count
+            own, blended = self._scanned_locked(block, query, wanted, blend)
+            if subset is not None:
+                own, blended = own[np.isin(seqs[own], subset)], blended[np.isin(seqs[blended], subset)]
+            by_own.append(own)
+            by_both.append(blended)
+        both = np.unique(np.concatenate(by_both))
+        alone = np.setdiff1d(np.concatenate(by_own), both)
+        rows = np.concatenate([alone, both])
+        scores = np.concatenate(
+            [
+                self._read(block, alone) @ query,
+                self._exact_scores_locked(block, both, query, blend) if len(both) else np.zeros(0, np.float32),
+            ]
+        )
+        return seqs[rows].copy(), scores
+
+    def _scanned_locked(self, block: _Block, query: Vectors, wanted: int, blend: bool) -> tuple[Seqs, Seqs]:
+        """The rows (sorted) in the best ``wanted`` of the scan of own vectors, and of the scan of blends.
+
+        With ``blend``, the rows whose blend is not coded yet (the latest few) count as found by it.
+        """
+        approximation = block.approximation
+        assert approximation is not None
+        size, seqs = block.size, block.seqs[: block.size]
+
+        def rows_of(labels: Seqs) -> Seqs:
+            labels = np.sort(labels)  # sorted needles walk the seqs in order: far fewer cache misses
+            rows = np.minimum(np.searchsorted(seqs, labels), size - 1)
+            held: Seqs = rows[seqs[rows] == labels]  # the codes of deleted turns find nothing
+            return held
+
+        own = rows_of(approximation.own.best(query, wanted)[0])
+        if not blend or approximation.blend is None:
+            return own, np.zeros(0, np.int64)
+        waiting = np.arange(int(np.searchsorted(seqs, approximation.blended_through, side="right")), size)
+        return own, np.union1d(rows_of(approximation.blend.best(query, wanted)[0]), waiting)
+
+    def _exact_scores_locked(
+        self, block: _Block, rows: npt.NDArray[np.int64], query: Vectors, blend: bool
+    ) -> npt.NDArray[np.float32]:
+        """The scores the exact path gives ``rows`` (sorted), reading only them and their neighbours."""
+        reach = len(self.neighbour_weights) if blend else 0
+        # Every row a score reads: the rows themselves and, for the blend, those ``reach`` around them.
+        read = np.unique(np.clip(rows[:, None] + np.arange(-reach, reach + 1), 0, block.size - 1).ravel())
+        cosines: npt.NDArray[np.float32] = self._read(block, read) @ np.asarray(query, np.float32)
+        own = cosines[np.searchsorted(read, rows)]
+        if not blend or block.blend_norms is None:
+            return own
+        blended = own.copy()
+        for distance, weight in enumerate(self.neighbour_weights, start=1):
+            before = rows - distance
+            has = before >= 0
+            blended[has] += weight * cosines[np.searchsorted(read, before[has])]
+            after = rows + distance
+            has = after < block.size
+            blended[has] += weight * cosines[np.searchsorted(read, after[has])]
+        best: npt.NDArray[np.float32] = np.maximum(own, blended / block.blend_norms[rows])
+        return best
+
+    @staticmethod
+    def _read(block: _Block, rows: slice | npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """``block``'s vectors at ``rows`` as float32 (decoded when held as bfloat16)."""
+        held = block.vectors[rows]
+        return from_bfloat16(held.view(np.uint16)) if held.dtype == np.uint16 else held
 
     def _blend_scores(self, own: npt.NDArray[np.float32], norms: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Each row's cosine with its blended neighbourhood, from the rows' own cosines."""
@@ -307,22 +509,27 @@ class VectorIndex:
             else:
                 kept = min(len(previous), len(block.blend_norms))
                 block.blend_norms[:kept] = previous[:kept]
-        raw = block.vectors[: block.size]
-        reach = len(weights)
         # In chunks, so loading a large user never holds a second full copy of its vectors.
-        for low in range(max(0, start - reach), block.size, BLEND_CHUNK_ROWS):
+        for low in range(max(0, start - len(weights)), block.size, BLEND_CHUNK_ROWS):
             high = min(block.size, low + BLEND_CHUNK_ROWS)
-            blended = raw[low:high].copy()
-            rows = np.arange(low, high)
-            for distance, weight in enumerate(weights, start=1):
-                before = rows - distance
-                has_before = before >= 0
-                blended[has_before] += weight * raw[before[has_before]]
-                after = rows + distance
-                has_after = after < block.size
-                blended[has_after] += weight * raw[after[has_after]]
-            norms = np.linalg.norm(blended, axis=1)
+            norms = np.linalg.norm(self._blended_locked(block, np.arange(low, high), normalized=False), axis=1)
             block.blend_norms[low:high] = np.where(norms == 0, 1.0, norms)
+
+    def _blended_locked(
+        self, block: _Block, rows: npt.NDArray[np.int64], *, normalized: bool = True
+    ) -> npt.NDArray[np.float32]:
+        """The blends of ``block``'s ``rows`` (unit vectors unless not ``normalized``), as float32."""
+        blended = self._read(block, rows).copy()
+        for distance, weight in enumerate(self.neighbour_weights, start=1):
+            before = rows - distance
+            has_before = before >= 0
+            blended[has_before] += weight * self._read(block, before[has_before])
+            after = rows + distance
+            has_after = after < block.size
+            blended[has_after] += weight * self._read(block, after[has_after])
+        if normalized and block.blend_norms is not None:
+            blended /= block.blend_norms[rows, None]
+        return blended
 
     def _remove_locked(self, block: _Block, seqs: Seqs) -> None:
         if block.size == 0 or len(seqs) == 0:
@@ -335,3 +542,8 @@ class VectorIndex:
         block.vectors[:kept] = block.vectors[: block.size][keep]
         block.size = kept
         self._blend_locked(block, 0)
+        if block.approximation is not None:
+            # The deleted rows' codes stay (their labels find nothing); their neighbours' blends moved.
+            block.approximation.stale += (len(keep) - kept) * (1 + 2 * len(self.neighbour_weights))
+            if block.approximation.stale > REBUILD_STALE_SHARE * block.size:
+                block.approximation = self._build_locked(block) if block.size >= MIN_CODED_ROWS else None

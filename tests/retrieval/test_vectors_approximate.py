@@ -1,0 +1,205 @@
+"""VectorIndex from ``approximate_from`` rows: coded scans rescored exactly, checked against the exact index."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstrata.retrieval import approximate
+from memstrata.retrieval.approximate import CodeScan, from_bfloat16, rescored_count, supports, to_bfloat16
+from memstrata.retrieval.vectors import MIN_CODED_ROWS, VectorIndex
+
+F32 = npt.NDArray[np.float32]
+# bfloat16 storage rounds a cosine by up to about this much.
+HALF = 4e-3
+
+
+def _unit(matrix: npt.NDArray[np.float64]) -> F32:
+    unit: F32 = (matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+def _low_rank(rng: np.random.Generator, rows: int, dim: int, rank: int, noise: float) -> tuple[F32, F32]:
+    """Vectors (and queries) mostly inside a ``rank``-dimensional subspace, as embeddings are."""
+    basis = rng.standard_normal((rank, dim))
+    vectors = _unit(rng.standard_normal((rows, rank)) @ basis + noise * rng.standard_normal((rows, dim)))
+    queries = _unit(rng.standard_normal((40, rank)) @ basis + noise * rng.standard_normal((40, dim)))
+    return vectors, queries
+
+
+def _same_ranking(approximate: list[tuple[int, float]], exact: list[tuple[int, float]]) -> None:
+    """The same turns in the same order, but where bfloat16 rounding can swap near-ties."""
+    assert len(approximate) == len(exact)
+    exact_scores = dict(exact)
+    for (mine, my_score), (theirs, their_score) in zip(approximate, exact, strict=True):
+        assert my_score == pytest.approx(their_score, abs=HALF)
+        if mine != theirs:
+            assert mine not in exact_scores or exact_scores[mine] == pytest.approx(their_score, abs=2 * HALF)
+
+
+def _pair(
+    dim: int, weights: tuple[float, ...] = (0.4, 0.2), *, approximate_from: int = 1, rescored_rows: int = 1
+) -> tuple[VectorIndex, VectorIndex]:
+    exact = VectorIndex(dim, neighbour_weights=weights)
+    approximate = VectorIndex(
+        dim, neighbour_weights=weights, approximate_from=approximate_from, rescored_rows=rescored_rows
+    )
+    return exact, approximate
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    rows=st.integers(min_value=MIN_CODED_ROWS, max_value=1_600),
+    batches=st.integers(min_value=1, max_value=4),
+    weights=st.sampled_from([(), (0.4, 0.2), (0.3,)]),
+    own_only=st.booleans(),
+    limit=st.integers(min_value=1, max_value=30),
+)
+def test_rescoring_every_row_ranks_as_the_exact_index(
+    seed: int, rows: int, batches: int, weights: tuple[float, ...], own_only: bool, limit: int
+) -> None:
+    # With room to rescore every row, only the bookkeeping is checked: batches out of order,
+    # deleted rows whose codes stay, the blend, subsets.
+    rng = np.random.default_rng(seed)
+    vectors = _unit(rng.standard_normal((rows, 16)))
+    seqs = rng.permutation(np.arange(1, rows + 1, dtype=np.int64) * 2)
+    exact, approximate = _pair(16, weights, approximate_from=rows // 2, rescored_rows=rows)
+    for part in np.array_split(np.arange(rows), batches):
+        for index in (exact, approximate):
+            index.extend("u", seqs[part], vectors[part], int(part[-1]) if len(part) else 0)
+    removed = seqs[rng.random(rows) < 0.05]
+    for index in (exact, approximate):
+        index.remove("u", removed)
+    allowed = [None, seqs[rng.random(rows) < 0.5], seqs[:3]]
+    for query in _unit(rng.standard_normal((3, 16))):
+        mine = approximate.search_within("u", query, limit, allowed, own_only=own_only)
+        theirs = exact.search_within("u", query, limit, allowed, own_only=own_only)
+        for found, expected in zip(mine, theirs, strict=True):
+            _same_ranking(found, expected)
+            assert not set(removed) & {seq for seq, _ in found}
+
+
+def test_below_the_size_a_user_is_searched_exactly_and_from_it_through_codes() -> None:
+    rng = np.random.default_rng(3)
+    vectors = _unit(rng.standard_normal((3_000, 16)))
+    index = VectorIndex(16, approximate_from=2_000)
+    index.extend("u", np.arange(1, 2_000, dtype=np.int64), vectors[:1_999], 1_999)
+    assert index._blocks["u"].approximation is None and index._blocks["u"].vectors.dtype == np.float32
+    index.extend("u", np.arange(2_000, 3_001, dtype=np.int64), vectors[1_999:], 3_000)
+    block = index._blocks["u"]
+    assert block.approximation is not None and block.vectors.dtype == np.uint16
+    assert len(block.approximation.own) == 3_000
+    found = index.search("u", vectors[2_500], 1)
+    assert found[0][0] == 2_501 and found[0][1] == pytest.approx(1.0, abs=HALF)
+    assert index.stats()["approximate_users"] == 1
+
+
+def test_a_load_with_room_reserved_past_the_size_is_half_precision_from_its_first_chunk() -> None:
+    rng = np.random.default_rng(4)
+    vectors = _unit(rng.standard_normal((100, 16)))
+    index = VectorIndex(16, approximate_from=1_000)
+    index.extend("u", np.arange(1, 101, dtype=np.int64), vectors, 100, reserve=5_000)
+    block = index._blocks["u"]
+    assert block.vectors.dtype == np.uint16 and len(block.vectors) == 5_000
+    assert block.approximation is None  # too few rows to train on yet: searched exactly meanwhile
+    assert index.search("u", vectors[40], 1)[0][0] == 41
+
+
+def test_small_rescoring_keeps_the_exact_top_ten_of_low_rank_vectors() -> None:
+    # 20,000 rows of 128 dimensions, 200 rescored (1%) per scan.
+    rng = np.random.default_rng(6)
+    vectors, queries = _low_rank(rng, 20_000, 128, 48, 0.3)
+    seqs = np.arange(1, 20_001, dtype=np.int64)
+    exact, approximate = _pair(128, approximate_from=10_000, rescored_rows=200)
+    for index in (exact, approximate):
+        index.extend("u", seqs, vectors, 20_000)
+    for own_only in (False, True):
+        kept = 0
+        for query in queries:
+            mine = {seq for seq, _ in approximate.search("u", query, 5, own_only=own_only)}
+            kept += len(mine & {seq for seq, _ in exact.search("u", query, 5, own_only=own_only)})
+        assert kept / (5 * len(queries)) >= 0.95, own_only
+
+
+def test_a_turn_found_only_by_its_neighbours_is_found_through_the_coded_blends() -> None:
+    rng = np.random.default_rng(8)
+    vectors = _unit(rng.standard_normal((4_000, 64)))
+    query = _unit(rng.standard_normal(64))
+    vectors[1_999] = vectors[2_001] = query  # the turns around 2,000 say what is asked, 2,000 something else
+    vectors[2_000] = _unit((vectors[2_000] - (vectors[2_000] @ query) * query).astype(np.float64))
+    seqs = np.arange(1, 4_001, dtype=np.int64)
+    exact, approximate = _pair(64)  # 120 candidates a scan: only the scan of blends finds it
+    for index in (exact, approximate):
+        index.extend("u", seqs, vectors, 4_000)
+    expected = [seq for seq, _ in exact.search("u", query, 3)]
+    assert expected[2] == 2_001  # row 2,000, by its neighbourhood only
+    assert [seq for seq, _ in approximate.search("u", query, 3)] == expected
+
+
+def test_the_latest_turns_are_found_by_their_blend_before_it_is_coded() -> None:
+    rng = np.random.default_rng(9)
+    vectors = _unit(rng.standard_normal((2_000, 256)))
+    query = _unit(rng.standard_normal(256))
+    vectors[-3] = vectors[-2] = query  # the last turn says something else after two that say what is asked
+    vectors[-1] = _unit((vectors[-1] - (vectors[-1] @ query) * query).astype(np.float64))
+    seqs = np.arange(1, 2_001, dtype=np.int64)
+    exact, approximate = _pair(256)
+    for index in (exact, approximate):
+        index.extend("u", seqs, vectors, 2_000)
+    block = approximate._blocks["u"]
+    assert block.approximation is not None and block.approximation.blended_through == 1_998
+    expected = [seq for seq, _ in exact.search("u", query, 4)]
+    assert 2_000 in expected  # by the turns before it
+    assert [seq for seq, _ in approximate.search("u", query, 4)] == expected
+
+
+def test_deleted_turns_are_never_found_and_many_deletions_rebuild_the_codes() -> None:
+    rng = np.random.default_rng(10)
+    vectors = _unit(rng.standard_normal((2_000, 16)))
+    seqs = np.arange(1, 2_001, dtype=np.int64)
+    index = VectorIndex(16, neighbour_weights=(0.4, 0.2), approximate_from=1, rescored_rows=1)
+    index.extend("u", seqs, vectors, 2_000)
+    index.remove("u", np.asarray([501], np.int64))
+    assert 501 not in {seq for seq, _ in index.search("u", vectors[500], 10)}
+    codes = index._blocks["u"].approximation
+    index.remove("u", seqs[1_000:1_100])  # 100 rows, 500 codes stale: past a tenth of the rows
+    assert index._blocks["u"].approximation is not codes
+    rebuilt = index._blocks["u"].approximation
+    assert rebuilt is not None and len(rebuilt.own) == 1_899 and rebuilt.stale == 0
+
+
+def test_a_replaced_vector_is_found_by_its_new_code() -> None:
+    rng = np.random.default_rng(5)
+    vectors = _unit(rng.standard_normal((2_000, 16)))
+    index = VectorIndex(16, neighbour_weights=(0.4, 0.2), approximate_from=1, rescored_rows=1)
+    index.extend("u", np.arange(1, 2_001, dtype=np.int64), vectors, 2_000)
+    replacement = _unit(rng.standard_normal((1, 16)))
+    index.extend("u", np.asarray([7], np.int64), replacement, 2_000)  # out of order: the block is re-sorted
+    assert index.search("u", replacement[0], 1, own_only=True)[0][0] == 7
+    assert index.search("u", vectors[30], 1, own_only=True)[0][0] == 31
+
+
+def test_code_scans_refuse_what_they_cannot_code() -> None:
+    assert supports(384) and supports(16) and not supports(6)
+    with pytest.raises(ValueError, match="cannot be coded"):
+        CodeScan(6, np.ones((10, 6), np.float32))
+    with pytest.raises(ValueError, match="at least one vector"):
+        CodeScan(16, np.zeros((0, 16), np.float32))
+    assert VectorIndex(6, approximate_from=1).approximate_from is None  # such vectors stay exact
+    assert rescored_count(1) == approximate.RESCORED_ROWS
+    assert rescored_count(10_000, 5) == 10_000 * approximate.RESCORED_PER_RESULT
+
+
+def test_bfloat16_halves_the_memory_and_rounds_to_nearest() -> None:
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng.standard_normal((500, 384)))
+    halves = to_bfloat16(vectors)
+    assert halves.dtype == np.uint16 and halves.nbytes * 2 == vectors.nbytes
+    back = from_bfloat16(halves)
+    assert np.all(np.abs(back - vectors) <= np.abs(vectors) * 2.0**-8)  # half a unit in the last of 8 bits
+    assert np.array_equal(from_bfloat16(to_bfloat16(back)), back)  # what bfloat16 holds comes back exactly
+    assert np.abs(back @ vectors[0] - vectors @ vectors[0]).max() < HALF
