@@ -15,12 +15,12 @@ from memstrata.storage.sqlite.focus import focus, focused_match
 from memstrata.storage.sqlite.ranking import Population, population
 
 
-def _index(turns: int, others: int = 0) -> sqlite3.Connection:
+def _index(turns: int, others: int = 0, path: Path | None = None) -> sqlite3.Connection:
     """An in-memory turns_fts like migration 4's: every one of ana's turns says "go", one in eight "family".
 
     ``others`` more turns are bob's, and every one of them says "family".
     """
-    connection = sqlite3.connect(":memory:")
+    connection = sqlite3.connect(":memory:" if path is None else path)
     connection.execute("CREATE TABLE turns (seq INTEGER PRIMARY KEY, user_id TEXT NOT NULL)")
     connection.execute("CREATE INDEX turns_by_user ON turns (user_id)")
     connection.execute("CREATE VIRTUAL TABLE turns_fts USING fts5 (content, name, near, far)")
@@ -106,3 +106,26 @@ def test_a_large_memorys_search_scores_its_latest_matches(tmp_path: Path, monkey
         hits = memory.search("sailing", user_id="ana", mode="fulltext", limit=10)
     assert len(hits) == 5  # the window: five matches scored
     assert {hit.content for hit in hits} == set(texts[-5:])
+
+
+def test_a_large_memorys_term_counts_are_read_again_only_once_its_latest_turns_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 1_000)
+    monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 100)
+    connection = _index(FOCUS_MIN_TURNS, path=tmp_path / "store.db")
+    counted: list[str] = []
+    connection.set_trace_callback(lambda sql: counted.append(sql) if "count(*)" in sql else None)
+    assert _focused(connection, '"go" OR "family"') == '{content name}: "family"'
+    assert len(counted) == 2  # one count per term
+    assert _focused(connection, '"go" OR "family"') == '{content name}: "family"'
+    assert len(counted) == 2  # the same latest turns: the counts are reused
+    more = range(FOCUS_MIN_TURNS + 1, FOCUS_MIN_TURNS + 11)  # a tenth of the sample, all saying "family"
+    connection.executemany("INSERT INTO turns (seq, user_id) VALUES (?, 'ana')", [(seq,) for seq in more])
+    connection.executemany(
+        "INSERT INTO turns_fts (rowid, content, name, near, far) VALUES (?, 'we go with family', 'ana', '', '')",
+        [(seq,) for seq in more],
+    )
+    connection.commit()
+    _focused(connection, '"go" OR "family"')
+    assert len(counted) == 4  # the sample moved by a tenth of its turns: counted again

@@ -93,16 +93,17 @@ class CodeScan:
         self._labels[self._count : self._count + len(seqs)] = seqs
         self._count += len(seqs)
 
-    def best(self, query: Vectors, count: int) -> tuple[Seqs, Floats]:
-        """The labels of the ``count`` rows whose codes score best with ``query``, and those estimates."""
+    def best(self, query: Vectors, count: int) -> tuple[Seqs, Seqs]:
+        """The ``count`` rows whose codes score best with ``query`` (fewer if it holds fewer), unordered.
+
+        Each as its position among the codes (the order they were added in) and its label.
+        """
         count = min(count, self._count)
         if count < 1:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        estimates, found = self._index.search(np.asarray(query, np.float32).reshape(1, -1), count)
-        kept = found[0] >= 0
-        labels: Seqs = self._labels[found[0][kept]]
-        scores: Floats = estimates[0][kept]
-        return labels, scores
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        _, found = self._index.search(np.asarray(query, np.float32).reshape(1, -1), count)
+        positions: Seqs = found[0][found[0] >= 0]
+        return positions, self._labels[positions]
 
 
 def to_bfloat16(vectors: Vectors) -> npt.NDArray[np.uint16]:

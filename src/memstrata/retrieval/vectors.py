@@ -446,38 +446,47 @@ class VectorIndex:
         assert approximation is not None
         size, seqs = block.size, block.seqs[: block.size]
 
-        def rows_of(labels: Seqs) -> Seqs:
+        def rows_of(found: tuple[Seqs, Seqs]) -> Seqs:
+            positions, labels = found
+            if not approximation.stale:
+                # Codes were added in row order and no row has moved since: a code's position is its row.
+                return np.sort(positions)
             labels = np.sort(labels)  # sorted needles walk the seqs in order: far fewer cache misses
             rows = np.minimum(np.searchsorted(seqs, labels), size - 1)
             held: Seqs = rows[seqs[rows] == labels]  # the codes of deleted turns find nothing
             return held
 
-        own = rows_of(approximation.own.best(query, wanted)[0])
+        own = rows_of(approximation.own.best(query, wanted))
         if not blend or approximation.blend is None:
             return own, np.zeros(0, np.int64)
         waiting = np.arange(int(np.searchsorted(seqs, approximation.blended_through, side="right")), size)
-        return own, np.union1d(rows_of(approximation.blend.best(query, wanted)[0]), waiting)
+        return own, np.union1d(rows_of(approximation.blend.best(query, wanted)), waiting)
 
     def _exact_scores_locked(
         self, block: _Block, rows: npt.NDArray[np.int64], query: Vectors, blend: bool
     ) -> npt.NDArray[np.float32]:
-        """The scores the exact path gives ``rows`` (sorted), reading only them and their neighbours."""
-        reach = len(self.neighbour_weights) if blend else 0
-        # Every row a score reads: the rows themselves and, for the blend, those ``reach`` around them.
-        read = np.unique(np.clip(rows[:, None] + np.arange(-reach, reach + 1), 0, block.size - 1).ravel())
-        cosines: npt.NDArray[np.float32] = self._read(block, read) @ np.asarray(query, np.float32)
-        own = cosines[np.searchsorted(read, rows)]
+        """The scores the exact path gives ``rows``, reading only them and their neighbours."""
+        query = np.asarray(query, np.float32)
         if not blend or block.blend_norms is None:
+            own: npt.NDArray[np.float32] = self._read(block, rows) @ query
             return own
-        blended = own.copy()
+        # Every row a score reads: the rows themselves and those ``reach`` around them, marked in a
+        # mask and their cosines scattered into a block-long array (cheaper than looking each up).
+        around = np.arange(-len(self.neighbour_weights), len(self.neighbour_weights) + 1)
+        read = np.zeros(block.size, np.bool_)
+        read[np.clip(rows[:, None] + around, 0, block.size - 1)] = True
+        wanted = np.flatnonzero(read)
+        cosines = np.empty(block.size, np.float32)
+        cosines[wanted] = self._read(block, wanted) @ query
+        blended = cosines[rows]
         for distance, weight in enumerate(self.neighbour_weights, start=1):
             before = rows - distance
             has = before >= 0
-            blended[has] += weight * cosines[np.searchsorted(read, before[has])]
+            blended[has] += weight * cosines[before[has]]
             after = rows + distance
             has = after < block.size
-            blended[has] += weight * cosines[np.searchsorted(read, after[has])]
-        best: npt.NDArray[np.float32] = np.maximum(own, blended / block.blend_norms[rows])
+            blended[has] += weight * cosines[after[has]]
+        best: npt.NDArray[np.float32] = np.maximum(cosines[rows], blended / block.blend_norms[rows])
         return best
 
     @staticmethod

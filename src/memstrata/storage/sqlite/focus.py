@@ -24,6 +24,14 @@ QUOTED_TERM = re.compile(r'"(?:[^"]|"")*"')  # one term of an fts_query expressi
 _PART = re.compile(r'(?:\{[a-z ]+\}: )?"(?:[^"]|"")*"')  # a quoted term with its column filter, if any
 
 
+#: A term's count in the sampled latest turns is reused until the sample has moved by this
+#: fraction (1 / it) of its turns: each count reads a stretch of the term's posting list.
+ESTIMATE_REUSE_SHARE = 10
+MAX_ESTIMATES = 4_096
+# (database file, term) -> (the sample's first seq, the term's matches in it); shared by threads.
+_ESTIMATES: dict[tuple[str, str], tuple[int, int]] = {}
+
+
 def focused_match(connection: sqlite3.Connection, match: str, people: Population, user_id: str) -> str:
     """``match`` (as made by ``fts_query``) with each term searched as ``term_reach`` says, by ``user_id``'s counts.
 
@@ -68,10 +76,19 @@ def bounded_match(connection: sqlite3.Connection, match: str, people: Population
     sample = min(SAMPLE_TURNS, people.users_rows)
     row = connection.execute("SELECT seq FROM turns ORDER BY seq DESC LIMIT 1 OFFSET ?", (sample - 1,)).fetchone()
     floor = int(row[0]) if row is not None else 0
+    store = str(connection.execute("PRAGMA database_list").fetchone()[2])
 
     def estimated(term: str) -> int:
-        statement = "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ? AND rowid >= ?"
-        found = int(connection.execute(statement, [term, floor]).fetchone()[0])
+        known = _ESTIMATES.get((store, term)) if store else None  # an in-memory store has no name to key by
+        if known is not None and 0 <= floor - known[0] < sample // ESTIMATE_REUSE_SHARE:
+            found = known[1]  # the sample has hardly moved since: its count still estimates the share
+        else:
+            statement = "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ? AND rowid >= ?"
+            found = int(connection.execute(statement, [term, floor]).fetchone()[0])
+            if store:
+                if len(_ESTIMATES) >= MAX_ESTIMATES:
+                    _ESTIMATES.clear()
+                _ESTIMATES[(store, term)] = (floor, found)
         return round(found * people.users_rows / sample)
 
     return focus(match, people, estimated, estimated, budget=SCORED_ROW_BUDGET)
