@@ -98,12 +98,12 @@ class Settings(BaseSettings):
         description="Most vectors the in-process index holds (all users together); past it the users searched "
         "least recently are unloaded and reloaded from the store when searched again.",
     )
-    vector_approximate_from: int | None = Field(
+    vector_approximate_from: int = Field(
         default=200_000,
-        ge=1,
+        ge=0,
         description="A user with this many vectors or more is searched approximately: coded scans of the vectors "
         "and their blends find candidates that are scored exactly, the vectors held at half precision "
-        "(docs/retrieval.md); None: always exact.",
+        "(docs/retrieval.md); 0: always exact.",
     )
     busy_timeout_seconds: float = Field(default=30.0, gt=0, description="Wait for other writers this long.")
     encryption_key: SecretStr | None = Field(

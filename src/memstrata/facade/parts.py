@@ -229,7 +229,7 @@ def _build(
         embedder.dimension,
         neighbour_weights=settings.neighbour_weights,
         max_rows=settings.vector_cache_rows,
-        approximate_from=settings.vector_approximate_from,
+        approximate_from=settings.vector_approximate_from or None,  # 0: always exact
     )
     ids = IdGenerator()
     activity = Activity()
