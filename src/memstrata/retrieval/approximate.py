@@ -24,6 +24,8 @@ SUBVECTOR_DIMENSIONS = 2
 RESCORED_ROWS = 4_000
 #: ... and at least this many per result asked for.
 RESCORED_PER_RESULT = 40
+#: faiss's fast-scan implementation (result collector) used for the scans.
+FAST_SCAN_COLLECTOR = 15
 #: Rows encoded at a time, so a large load never holds a float32 copy of all vectors.
 ENCODE_CHUNK_ROWS = 32_768
 
@@ -68,6 +70,9 @@ class CodeScan:
             raise ValueError("a quantizer needs at least one vector to train on")
         faiss = _faiss()
         self._index = faiss.IndexPQFastScan(dimension, dimension // SUBVECTOR_DIMENSIONS, 4, faiss.METRIC_INNER_PRODUCT)
+        # The reservoir-and-sort collector: the same rows as the default heap, about a third
+        # faster for the thousands of candidates asked for here.
+        self._index.implem = FAST_SCAN_COLLECTOR
         self._index.train(np.ascontiguousarray(sample, dtype=np.float32))
         self._labels = np.zeros(0, np.int64)
         self._count = 0
