@@ -86,6 +86,7 @@ def run_approximate(options: ApproximateOptions, console: Console) -> dict[str, 
     exact = VectorIndex(embedder.dimension, neighbour_weights=weights)
     exact.extend("memory", seqs, memory, len(memory))
     results = []
+    asked = {name: [embedder.embed_query(query) for query in queries] for name, _, queries in sources}
     for share in options.shares:
         rescored = max(1, round(share * len(memory)))
         index = VectorIndex(
@@ -96,8 +97,7 @@ def run_approximate(options: ApproximateOptions, console: Console) -> dict[str, 
             rescored_per_result=0,
         )
         index.extend("memory", seqs, memory, len(memory))
-        for name, _, queries in sources:
-            vectors = [embedder.embed_query(query) for query in queries]
+        for name, vectors in asked.items():
             for half in (0, 1):
                 for own_only in (False, True):
                     kept = [
