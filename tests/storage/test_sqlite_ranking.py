@@ -113,3 +113,32 @@ def test_a_window_scores_only_the_most_recent_matches() -> None:
     assert ranked(None)[0] == 1 and sorted(ranked(None)) == [1, 2, 3, 4, 5]
     assert sorted(ranked(3)) == [3, 4, 5]  # the three latest matches; the best, oldest one is out of the window
     assert ranked(100) == ranked(None)  # a window wider than the matches changes nothing
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_an_unfiltered_lone_user_ranks_without_the_table_as_with_it(window: int | None) -> None:
+    connection = _index([("ana", text) for text in [*ANA, "lisbon sailing", "go go lisbon", "trams near lisbon"]])
+    people = population(connection, "turns_fts", "turns", "ana")
+
+    def ranked(kept: str) -> list[tuple[int, float]]:
+        return ranked_for_user(
+            connection,
+            fts="turns_fts",
+            table="turns",
+            rank="-bm25(turns_fts, 1.0, 0.5)",
+            parts=['"lisbon"', '"go"'],
+            user_id="ana",
+            kept=kept,
+            kept_parameters=[],
+            limit=10,
+            people=people,
+            window=window,
+        )
+
+    unfiltered = ranked("1")
+    assert unfiltered == ranked("1 AND 1")  # the same condition spelt otherwise: joined to the table
+    assert ranked("x.seq <> 6") == ranked("1 AND x.seq <> 6") != unfiltered
+    # Only the index is read: a row the table lacks (never so in a store, whose triggers keep
+    # the two in step) is still found, and a query through the table drops it.
+    connection.execute("DELETE FROM turns WHERE seq = 6")
+    assert 6 in {seq for seq, _ in ranked("1")} and 6 not in {seq for seq, _ in ranked("1 AND 1")}
