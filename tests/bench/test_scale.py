@@ -23,6 +23,10 @@ def test_a_tiny_scale_run_writes_both_scenarios_with_their_targets(tmp_path: Pat
     result = json.loads(target.read_text())
     assert result["benchmark"] == "scale" and result["store"] == "sqlite"
     assert {"machine", "settings", "notes"} <= set(result)
+    for moment in ("before", "after"):  # the machine's speed, for comparing runs of different days
+        speed = result["machine_speed"][moment]
+        assert speed["scan_gb_per_s"] > 0 and speed["python_loop_ms"] > 0
+    assert "machine speed" in output
     one, many = result["one_user"], result["many_users"]
     assert one["embedder"] == many["embedder"] == "hash-bow-384" and one["dimension"] == 384
     assert one["summary"]["turns"] == 300 and one["counts"]["users"] == 1

@@ -7,9 +7,12 @@ store fast and costs ~0.1 ms a query, so nearly every millisecond measured is me
 
 from __future__ import annotations
 
+import json
 import random
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
@@ -99,7 +103,11 @@ def run_scale(options: ScaleOptions, console: Console | None = None) -> dict[str
             "tier_work": options.tier_work,
             "seed": options.seed,
         },
+        "machine_speed": {"before": machine_speed_apart()},
         "notes": {
+            "machine_speed": "the same fixed work timed before and after the run (best of five): a "
+            "memory-bound scan of 256 MB of float32 and a pure-Python loop. Shared cores and memory "
+            "bandwidth vary between days; compare figures only between runs whose speeds agree",
             "peak_rss_mb": "ru_maxrss of the whole benchmark process, highest so far: it includes the embedder, "
             "the generated texts and, when both scenarios run, the one before",
             "cold": "cold_search: the first search after the Memory is reopened on the store (none of the user's "
@@ -114,7 +122,32 @@ def run_scale(options: ScaleOptions, console: Console | None = None) -> dict[str
             result["one_user"] = _one_user(home / "one-user", overrides, options, console)
         if options.users is not None:
             result["many_users"] = _many_users(home / "many-users", overrides, options, console)
+    result["machine_speed"]["after"] = machine_speed_apart()
     return result
+
+
+def machine_speed_apart() -> dict[str, float]:
+    """``machine_speed`` measured in a child process, so its scan never counts in this one's peak RSS."""
+    code = "import json; from memstrata.bench.scale import machine_speed; print(json.dumps(machine_speed()))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    speed: dict[str, float] = json.loads(done.stdout)
+    return speed
+
+
+def machine_speed(megabytes: int = 256, rounds: int = 5) -> dict[str, float]:
+    """How fast this machine is right now: a memory-bound scan's GB/s and a pure-Python loop's ms (best of ``rounds``).
+
+    The scan is a matrix-vector product over ``megabytes`` of float32 rows of 384 (what an exact
+    vector search does); the loop sums a million integers (what interpreted code does).
+    """
+    rows = megabytes * 2**20 // (384 * 4)
+    matrix = np.random.default_rng(0).random((rows, 384), dtype=np.float32)
+    query = np.ones(384, np.float32)
+    scans, loops = [], []
+    for _ in range(rounds):
+        scans.append(timed(partial(np.dot, matrix, query)))
+        loops.append(timed(partial(sum, range(1_000_000))))
+    return {"scan_gb_per_s": matrix.nbytes / 1e9 / (min(scans) / 1000), "python_loop_ms": min(loops)}
 
 
 def _peak_rss_mb() -> float:

@@ -170,6 +170,13 @@ def scale(
                 ("yes" if target["met"] else "no") if target else "",
             )
         console.print(table)
+    speed = result["machine_speed"]
+    console.print(
+        "machine speed (before / after): "
+        + " / ".join(f"{speed[moment]['scan_gb_per_s']:.1f} GB/s scan" for moment in ("before", "after"))
+        + ", "
+        + " / ".join(f"{speed[moment]['python_loop_ms']:.1f} ms loop" for moment in ("before", "after"))
+    )
     if json_out is None:
         print_json(result)
 
