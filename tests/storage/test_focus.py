@@ -9,11 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstrata.storage.focus import (
+    BOUNDED_MIN_TURNS,
     DROP_TERM_SHARE,
     FIND_ROW_BUDGET,
     OWN_TEXT_TERM_SHARE,
     bm25_idf,
     plan_terms,
+    recent_turns,
     term_reach,
 )
 
@@ -81,3 +83,15 @@ def test_some_term_always_finds_and_every_term_is_kept_in_order(matches: list[in
     finding = [count for count, step in zip(matches, plan, strict=True) if step.finds]
     scoring = [count for count, step in zip(matches, plan, strict=True) if not step.finds]
     assert not scoring or max(finding) <= min(scoring)
+
+
+def test_only_a_very_large_memory_with_common_finding_terms_is_searched_in_its_latest_turns() -> None:
+    matches = [4 * FIND_ROW_BUDGET, 9 * FIND_ROW_BUDGET]
+    plan = plan_terms(["go", "we"], matches, BOUNDED_MIN_TURNS * 5, limit=10)  # "go" finds, alone
+    # As many latest turns as hold about the budget's matches, if "go" is spread evenly.
+    assert recent_turns(BOUNDED_MIN_TURNS * 5, plan, matches) == BOUNDED_MIN_TURNS * 5 // 4
+    assert recent_turns(BOUNDED_MIN_TURNS - 1, plan, matches) is None  # a smaller memory: all of it
+    rare = [FIND_ROW_BUDGET, 9 * FIND_ROW_BUDGET]
+    assert recent_turns(BOUNDED_MIN_TURNS * 5, plan_terms(["go", "we"], rare, BOUNDED_MIN_TURNS * 5, 10), rare) is None
+    with pytest.raises(ValueError, match="one match count per term"):
+        recent_turns(BOUNDED_MIN_TURNS, plan, [1])

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -315,6 +315,46 @@ def test_full_text_reads_the_rare_terms_rows_within_a_budget_and_scores_them_by_
     assert store.fulltext(query, "ana", SearchFilters(session_id="s2"), 5) == [
         (seq, score) for seq, score in exact if seq == seqs[2]
     ]
+
+
+def test_a_very_large_memory_whose_terms_are_all_common_is_searched_in_its_latest_turns(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40 turns a minute apart, each its own session: "go" in every second, "family" in every fifth.
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    said = (("go", 2), ("family", 5), ("hi", 1))
+    texts = [" ".join(word for word, every in said if n % every == 0) for n in range(40)]
+    seqs = store.insert_turns(
+        [
+            Turn(
+                id=f"t{n}",
+                user_id="ana",
+                role=Role.USER,
+                content=text,
+                created_at=start + timedelta(minutes=n),
+                session_id=f"s{n}",
+            )
+            for n, text in enumerate(texts)
+        ],
+        None,
+        MODEL,
+    )
+    query = '"family" OR "go"'
+    exact = store.fulltext(query, "ana", SearchFilters(), 40)
+    family = [(seq, score) for seq, score in exact if "family" in texts[seqs.index(seq)]]
+    monkeypatch.setattr(focus, "FIND_ROW_BUDGET", 4)
+    assert store.fulltext(query, "ana", SearchFilters(), 4) == family[:4]  # "family" (8 turns) finds alone
+    monkeypatch.setattr(focus, "BOUNDED_MIN_TURNS", 40)
+    # Now a memory this size reads only its latest 40 * 4 // 8 = 20 turns, where "family" is in four;
+    # each keeps the score it had.
+    recent = store.fulltext(query, "ana", SearchFilters(), 4)
+    assert recent == [(seq, score) for seq, score in family if seqs.index(seq) >= 20]
+    assert len(recent) == 4
+    # The other filters still apply inside the latest turns.
+    assert store.fulltext(query, "ana", SearchFilters(session_id="s25"), 4) == [
+        (seq, score) for seq, score in exact if seq == seqs[25]
+    ]
+    assert store.fulltext(query, "ana", SearchFilters(session_id="s5"), 4) == []  # older than the latest 20
 
 
 def test_a_phrase_term_is_weighed_by_its_own_count(store: PostgresStore) -> None:

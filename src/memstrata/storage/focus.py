@@ -86,3 +86,19 @@ def plan_terms(terms: Sequence[str], matches: Sequence[int], indexed: int, limit
         TermPlan(term, bm25_idf(count, indexed), index in finding)
         for index, (term, count) in enumerate(zip(terms, matches, strict=True))
     ]
+
+
+def recent_turns(indexed: int, plan: Sequence[TermPlan], matches: Sequence[int]) -> int | None:
+    """How many of a memory's latest turns its terms should find candidates in; None: all of them.
+
+    A memory of ``BOUNDED_MIN_TURNS`` or more whose finding terms match more than
+    ``FIND_ROW_BUDGET`` turns in all is searched only in its latest turns, as many as hold
+    about that many matches if the terms are spread evenly (SQLite's bounded full text
+    scores its latest matches likewise). Smaller memories, or rarer terms, are searched whole.
+    """
+    if len(plan) != len(matches):
+        raise ValueError("recent_turns needs one match count per term")
+    found = sum(count for step, count in zip(plan, matches, strict=True) if step.finds)
+    if indexed < BOUNDED_MIN_TURNS or found <= FIND_ROW_BUDGET:
+        return None
+    return max(1, indexed * FIND_ROW_BUDGET // found)

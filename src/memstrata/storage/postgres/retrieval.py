@@ -12,7 +12,7 @@ from psycopg import sql
 
 from memstrata.models import SearchFilters
 from memstrata.storage.base import Seqs, VectorBatch, Vectors
-from memstrata.storage.focus import TermPlan, plan_terms
+from memstrata.storage.focus import TermPlan, plan_terms, recent_turns
 from memstrata.storage.postgres.connection import Connected, take_user_locks
 from memstrata.storage.postgres.knowledge import rederive_cell_texts
 from memstrata.storage.postgres.neighbours import FAR, NEAR
@@ -94,6 +94,9 @@ _IN_ROW = (
     " THEN t.search ELSE t.search || ''::tsvector END"
 )
 _COPIED = "t.search || ''::tsvector"
+#: When the ``%s``-th latest of a user's turns was said (``storage/focus.py``, ``recent_turns``): a walk
+#: down ``turns_by_user_time``, so the ranking's range on it combines with the terms' index.
+_RECENT_FLOOR = "SELECT created_at FROM turns WHERE user_id = %s ORDER BY created_at DESC, seq DESC OFFSET %s LIMIT 1"
 #: A turn's tsvector without its neighbours' words: labels A and B are its own text and speaker.
 _OWN_LABELS = "ts_filter({vector}, '{{a,b}}')"
 #: Derived items are far fewer than turns, and whether they count changes with ``is_current``: counted.
@@ -162,15 +165,26 @@ class RetrievalMixin(Connected):
         self, connection: Connection, terms: list[str], user_id: str, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
         """``fulltext`` on a connection already in a repeatable-read transaction."""
+        counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
+        row = connection.execute(counting, (user_id, user_id, user_id, terms)).fetchone()
+        indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
+        if indexed == 0:
+            return []
+        plan = plan_terms(terms, matches, indexed, limit)
         where, filter_parameters = filter_clause(POSTGRES, filters)
         kept = f"TRUE{where}"
-        counting = _TERM_COUNTS.format(config=TEXT_SEARCH_CONFIG)
         vector = _IN_ROW if self._column_compression else _COPIED
         if filters.agent_id is not None:
             # The neighbour labels hold what other agents said in the session: one agent's search
             # matches and ranks its turns by their own text and speaker only.
             kept += f" AND {_OWN_LABELS.format(vector='t.search')} @@ finder.query"
             vector = _OWN_LABELS.format(vector=vector)
+        recent = recent_turns(indexed, plan, matches)
+        floor = connection.execute(_RECENT_FLOOR, (user_id, recent - 1)).fetchone() if recent is not None else None
+        if floor is not None:
+            # A very large memory whose finding terms are all common: only its latest turns are read.
+            kept += " AND t.created_at >= %s"
+            filter_parameters = [*filter_parameters, floor[0]]
         statement = _FOCUSED_RANKING.format(
             config=TEXT_SEARCH_CONFIG, kept=kept, weights=f"{_TURN_WEIGHTS}, ", vector=vector
         )
@@ -186,11 +200,6 @@ class RetrievalMixin(Connected):
             ]
             return connection.execute(statement, parameters).fetchall()
 
-        row = connection.execute(counting, (user_id, user_id, user_id, terms)).fetchone()
-        indexed, matches = (int(row[0]), [int(count) for count in row[1]]) if row else (0, [])
-        if indexed == 0:
-            return []
-        plan = plan_terms(terms, matches, indexed, limit)
         rows = rank(connection, plan)
         if len(rows) < limit and not all(step.finds for step in plan):
             # Too few: the finders' matches (counted over all the user's turns) fell outside
