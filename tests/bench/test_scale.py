@@ -30,6 +30,7 @@ def test_a_tiny_scale_run_writes_both_scenarios_with_their_targets(tmp_path: Pat
     one, many = result["one_user"], result["many_users"]
     assert one["embedder"] == many["embedder"] == "hash-bow-384" and one["dimension"] == 384
     assert one["summary"]["turns"] == 300 and one["counts"]["users"] == 1
+    assert 0 < one["summary"]["first_search_s"] < 60  # the user's vectors loaded by their first search
     assert len(one["raw_ms"]["search"]) == 5 and len(one["raw_ms"]["add"]) == 3
     assert many["summary"]["users"] == 6 and many["summary"]["turns_per_user"] == 4
     assert len(many["raw_ms"]["crowded"]["cold"]) == 3 and len(many["raw_ms"]["alone"]["cold"]) == 3

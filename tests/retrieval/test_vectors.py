@@ -346,6 +346,33 @@ def test_blended_scores_equal_the_explicit_blend(seed: int, rows: int, weights: 
     assert [found[int(seq)] for seq in seqs] == pytest.approx(expected.tolist(), abs=1e-5)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    rows=st.integers(min_value=1, max_value=30),
+    weights=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=3),
+    half=st.booleans(),
+    data=st.data(),
+)
+def test_a_run_of_rows_blends_as_the_rows_gathered_one_by_one(
+    seed: int, rows: int, weights: list[float], half: bool, data: st.DataObject
+) -> None:
+    """Loading and coding blend runs of rows from one read; any other set of rows is gathered row by row."""
+    index = VectorIndex(DIM, neighbour_weights=weights, approximate_from=1 if half else None)
+    index.extend("ana", _seqs(range(1, rows + 1)), _unit(np.random.default_rng(seed), rows), rows)
+    block = index._blocks["ana"]
+    assert block.vectors.dtype == (np.uint16 if half else np.float32)  # bfloat16 bits when coded
+    low = data.draw(st.integers(min_value=0, max_value=rows - 1))
+    high = data.draw(st.integers(min_value=low + 1, max_value=rows))
+    run = np.arange(low, high)
+    gathered = index._blended_locked(block, run[::-1])[::-1]  # reversed: not a run, so gathered
+    for normalized in (False, True):
+        assert index._blended_locked(block, run, normalized=normalized) == pytest.approx(
+            index._blended_locked(block, run[::-1], normalized=normalized)[::-1], abs=1e-6
+        )
+    assert index._blended_locked(block, run) == pytest.approx(gathered, abs=1e-6)
+
+
 def test_names_without_vectors_take_no_room_and_removals_still_overtake_loads() -> None:
     index = VectorIndex(DIM)
     for n in range(1000):  # searches and forgets of users who have nothing here

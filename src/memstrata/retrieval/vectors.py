@@ -542,6 +542,11 @@ class VectorIndex:
         self, block: _Block, rows: npt.NDArray[np.int64], *, normalized: bool = True
     ) -> npt.NDArray[np.float32]:
         """The blends of ``block``'s ``rows`` (unit vectors unless not ``normalized``), as float32."""
+        if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+            blended = self._blended_run_locked(block, int(rows[0]), int(rows[-1]) + 1)
+            if normalized and block.blend_norms is not None:
+                blended /= block.blend_norms[rows, None]
+            return blended
         blended = self._read(block, rows).copy()
         for distance, weight in enumerate(self.neighbour_weights, start=1):
             before = rows - distance
@@ -552,6 +557,24 @@ class VectorIndex:
             blended[has_after] += weight * self._read(block, after[has_after])
         if normalized and block.blend_norms is not None:
             blended /= block.blend_norms[rows, None]
+        return blended
+
+    def _blended_run_locked(self, block: _Block, low: int, high: int) -> npt.NDArray[np.float32]:
+        """The unnormalized blends of the rows ``low`` to ``high`` (a run, as loading and coding read them).
+
+        The run and the rows within reach around it are read and decoded once; each neighbour's
+        term is then a shifted slice of them, not a gather of its own.
+        """
+        first, last = max(0, low - len(self.neighbour_weights)), min(block.size, high + len(self.neighbour_weights))
+        window = self._read(block, slice(first, last))
+        blended: npt.NDArray[np.float32] = window[low - first : high - first].copy()
+        for distance, weight in enumerate(self.neighbour_weights, start=1):
+            start = max(low, distance)  # rows with a row ``distance`` before them
+            if start < high:
+                blended[start - low :] += weight * window[start - distance - first : high - distance - first]
+            end = min(high, block.size - distance)  # rows with a row ``distance`` after them
+            if end > low:
+                blended[: end - low] += weight * window[low + distance - first : end + distance - first]
         return blended
 
     def _remove_locked(self, block: _Block, seqs: Seqs) -> None:
