@@ -108,18 +108,23 @@ def test_a_large_memorys_search_scores_its_latest_matches(tmp_path: Path, monkey
     assert {hit.content for hit in hits} == set(texts[-5:])
 
 
-def test_a_large_memorys_term_counts_are_read_again_only_once_its_latest_turns_moved(
+def test_a_large_memorys_term_counts_and_sample_are_read_again_only_once_its_latest_turns_moved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 1_000)
     monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 100)
     connection = _index(FOCUS_MIN_TURNS, path=tmp_path / "store.db")
     counted: list[str] = []
-    connection.set_trace_callback(lambda sql: counted.append(sql) if "count(*)" in sql else None)
+    walks: list[str] = []  # reads of the sample's first turn, a walk down SAMPLE_TURNS index entries
+
+    def trace(sql: str) -> None:
+        (counted if "count(*)" in sql else walks if "OFFSET" in sql else []).append(sql)
+
+    connection.set_trace_callback(trace)
     assert _focused(connection, '"go" OR "family"') == '{content name}: "family"'
-    assert len(counted) == 2  # one count per term
+    assert len(counted) == 2 and len(walks) == 1  # one count per term
     assert _focused(connection, '"go" OR "family"') == '{content name}: "family"'
-    assert len(counted) == 2  # the same latest turns: the counts are reused
+    assert len(counted) == 2 and len(walks) == 1  # the same latest turns: the counts and the sample are reused
     more = range(FOCUS_MIN_TURNS + 1, FOCUS_MIN_TURNS + 11)  # a tenth of the sample, all saying "family"
     connection.executemany("INSERT INTO turns (seq, user_id) VALUES (?, 'ana')", [(seq,) for seq in more])
     connection.executemany(
@@ -128,4 +133,4 @@ def test_a_large_memorys_term_counts_are_read_again_only_once_its_latest_turns_m
     )
     connection.commit()
     _focused(connection, '"go" OR "family"')
-    assert len(counted) == 4  # the sample moved by a tenth of its turns: counted again
+    assert len(counted) == 4 and len(walks) == 2  # the sample moved by a tenth of its turns: counted again

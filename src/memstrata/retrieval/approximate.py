@@ -1,14 +1,16 @@
 """The approximate half of a large user's vector search: product-quantized codes scanned by faiss.
 
 From ``vector_approximate_from`` rows a user's vectors are also kept as 4-bit product-quantized
-codes (one code per two dimensions) in a faiss fast-scan index, which estimates every row's
-cosine with a query in a few milliseconds per million rows. Only the best candidates of that
-scan are scored exactly (docs/retrieval.md, "Vectors"). The codes are a cache like the
-vectors: built from them on load, never stored.
+codes (one code per two dimensions) in a faiss inverted-file fast-scan index: the codes are
+filed under the nearest of about √n centroids, and a search scans the lists nearest the query,
+about ``PROBED_PER_CANDIDATE`` codes for each candidate it asks for, estimating their cosines in
+SIMD registers. Only the best candidates of that scan are scored exactly (docs/retrieval.md,
+"Vectors"). The codes are a cache like the vectors: built from them on load, never stored.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,13 @@ SUBVECTOR_DIMENSIONS = 2
 RESCORED_ROWS = 4_000
 #: ... and at least this many per result asked for.
 RESCORED_PER_RESULT = 40
-#: faiss's fast-scan implementation (result collector) used for the scans.
-FAST_SCAN_COLLECTOR = 15
+#: A scan asked for c of n codes reads the lists holding about this many times c codes (all from n / this).
+PROBED_PER_CANDIDATE = 64
+#: Lists of a scan: √(rows / this), so a list holds about twice as many codes as there are lists
+#: (fewer lists: cheaper to file codes under, as fast to search).
+ROWS_PER_LIST_SQUARE = 4
+#: Training rows per list, at least: fewer leave k-means centroids poorly placed (faiss warns below 39).
+TRAIN_ROWS_PER_LIST = 40
 #: Rows encoded at a time, so a large load never holds a float32 copy of all vectors.
 ENCODE_CHUNK_ROWS = 32_768
 
@@ -58,21 +65,29 @@ class CodeScan:
     the rows it holds and drops the rest, and rebuilds once too many are stale.
     """
 
-    def __init__(self, dimension: int, sample: Vectors) -> None:
-        """Train the quantizer on ``sample`` (float32 rows).
+    def __init__(self, dimension: int, sample: Vectors, rows: int | None = None) -> None:
+        """Train the centroids and the quantizer on ``sample`` (float32 rows) for about ``rows`` codes.
+
+        ``rows`` (default: the sample's size) sets the number of lists, about its square root.
 
         Raises:
-            ValueError: ``dimension`` cannot be coded (see ``supports``), or ``sample`` is empty.
+            ValueError: ``dimension`` cannot be coded (see ``supports``), or ``sample`` has fewer
+                rows than a 4-bit quantizer has centroids (16).
         """
         if not supports(dimension):
             raise ValueError(f"vectors of {dimension} dimensions cannot be coded in pairs of pairs")
-        if not len(sample):
-            raise ValueError("a quantizer needs at least one vector to train on")
-        faiss = _faiss()
-        self._index = faiss.IndexPQFastScan(dimension, dimension // SUBVECTOR_DIMENSIONS, 4, faiss.METRIC_INNER_PRODUCT)
-        # The reservoir-and-sort collector: the same rows as the default heap, about a third
-        # faster for the thousands of candidates asked for here.
-        self._index.implem = FAST_SCAN_COLLECTOR
+        if len(sample) < 16:
+            raise ValueError(f"a quantizer needs at least 16 vectors to train on, got {len(sample)}")
+        self._faiss = faiss = _faiss()
+        self.lists = max(
+            1, min(math.isqrt((rows or len(sample)) // ROWS_PER_LIST_SQUARE), len(sample) // TRAIN_ROWS_PER_LIST)
+        )
+        self._centroids = faiss.IndexFlatIP(dimension)  # kept referenced: the index does not own it
+        self._index = faiss.IndexIVFPQFastScan(
+            self._centroids, dimension, self.lists, dimension // SUBVECTOR_DIMENSIONS, 4, faiss.METRIC_INNER_PRODUCT
+        )
+        # Codes of each row's residual from its centroid: finer estimates than codes of the row.
+        self._index.by_residual = True
         self._index.train(np.ascontiguousarray(sample, dtype=np.float32))
         self._labels = np.zeros(0, np.int64)
         self._count = 0
@@ -94,19 +109,24 @@ class CodeScan:
             self._labels = grown
         for low in range(0, len(seqs), ENCODE_CHUNK_ROWS):
             chunk = np.ascontiguousarray(vectors[low : low + ENCODE_CHUNK_ROWS], dtype=np.float32)
-            self._index.add(chunk)
+            first = self._count + low  # each code's id is its position, in the order added
+            self._index.add_with_ids(chunk, np.arange(first, first + len(chunk), dtype=np.int64))
         self._labels[self._count : self._count + len(seqs)] = seqs
         self._count += len(seqs)
 
     def best(self, query: Vectors, count: int) -> tuple[Seqs, Seqs]:
-        """The ``count`` rows whose codes score best with ``query`` (fewer if it holds fewer), unordered.
+        """The ``count`` rows whose codes score best with ``query``, unordered, from the lists nearest it.
 
-        Each as its position among the codes (the order they were added in) and its label.
+        Each as its position among the codes (the order they were added in) and its label. Fewer
+        when the lists probed hold fewer.
         """
         count = min(count, self._count)
         if count < 1:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        _, found = self._index.search(np.asarray(query, np.float32).reshape(1, -1), count)
+        probed = min(self.lists, math.ceil(self.lists * PROBED_PER_CANDIDATE * count / self._count))
+        _, found = self._index.search(
+            np.asarray(query, np.float32).reshape(1, -1), count, params=self._faiss.SearchParametersIVF(nprobe=probed)
+        )
         positions: Seqs = found[0][found[0] >= 0]
         return positions, self._labels[positions]
 

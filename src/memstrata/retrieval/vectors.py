@@ -372,14 +372,14 @@ class VectorIndex:
     def _build_locked(self, block: _Block) -> _Approximation:
         """Train and fill the coded scans from all of ``block``'s rows."""
         size = block.size
-        own = CodeScan(self.dimension, self._read(block, training_rows(size)))
+        own = CodeScan(self.dimension, self._read(block, training_rows(size)), size)
         for low in range(0, size, CODE_CHUNK_ROWS):
             high = min(size, low + CODE_CHUNK_ROWS)
             own.add(block.seqs[low:high], self._read(block, slice(low, high)))
         approximation = _Approximation(own=own, blend=None)
         if block.blend_norms is not None:
             sample = self._blended_locked(block, training_rows(size))
-            approximation.blend = CodeScan(self.dimension, sample)
+            approximation.blend = CodeScan(self.dimension, sample, size)
             self._code_blends_locked(block, approximation)
         return approximation
 
