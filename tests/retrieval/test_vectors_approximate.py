@@ -109,6 +109,22 @@ def test_a_load_with_room_reserved_past_the_size_is_half_precision_from_its_firs
     assert index.search("u", vectors[40], 1)[0][0] == 41
 
 
+def test_a_load_in_chunks_codes_its_rows_once_all_have_come() -> None:
+    rng = np.random.default_rng(5)
+    vectors = _unit(rng.standard_normal((12_000, 16)))
+    seqs = np.arange(1, 12_001, dtype=np.int64)
+    index = VectorIndex(16, approximate_from=1_000)
+    for low in (0, 4_000):
+        index.extend("u", seqs[low : low + 4_000], vectors[low : low + 4_000], low + 4_000, reserve=12_000)
+        assert index._blocks["u"].approximation is None  # searched exactly meanwhile
+    assert index.search("u", vectors[10], 1)[0][0] == 11
+    index.extend("u", seqs[8_000:], vectors[8_000:], 12_000, reserve=12_000)
+    approximation = index._blocks["u"].approximation
+    assert approximation is not None and len(approximation.own) == 12_000
+    assert approximation.own.lists == 54  # √(12,000 / 4): sized for every row, not the first chunk's 4,000
+    assert index.search("u", vectors[11_000], 1)[0][0] == 11_001
+
+
 def test_small_rescoring_keeps_the_exact_top_ten_of_low_rank_vectors() -> None:
     # 20,000 rows of 128 dimensions, 200 rescored (1%) per scan.
     rng = np.random.default_rng(6)

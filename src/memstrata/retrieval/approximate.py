@@ -2,7 +2,7 @@
 
 From ``vector_approximate_from`` rows a user's vectors are also kept as 4-bit product-quantized
 codes (one code per two dimensions) in a faiss inverted-file fast-scan index: the codes are
-filed under the nearest of about √n centroids, and a search scans the lists nearest the query,
+filed under the nearest of about √(n / 4) centroids, and a search scans the lists nearest the query,
 about ``PROBED_PER_CANDIDATE`` codes for each candidate it asks for, estimating their cosines in
 SIMD registers. Only the best candidates of that scan are scored exactly (docs/retrieval.md,
 "Vectors"). The codes are a cache like the vectors: built from them on load, never stored.
@@ -28,7 +28,7 @@ RESCORED_ROWS = 4_000
 RESCORED_PER_RESULT = 40
 #: A scan asked for c of n codes reads the lists holding about this many times c codes (all from n / this).
 PROBED_PER_CANDIDATE = 64
-#: Lists of a scan: √(rows / this), so a list holds about twice as many codes as there are lists
+#: Lists of a scan: √(rows / this), so a list holds about four times as many codes as there are lists
 #: (fewer lists: cheaper to file codes under, as fast to search).
 ROWS_PER_LIST_SQUARE = 4
 #: Training rows per list, at least: fewer leave k-means centroids poorly placed (faiss warns below 39).

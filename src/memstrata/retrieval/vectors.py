@@ -345,7 +345,7 @@ class VectorIndex:
             start = 0
         self._blend_locked(block, start)
         if approximate:
-            self._code_locked(block, seqs, vectors, in_order)
+            self._code_locked(block, seqs, vectors, in_order, reserve)
 
     def _grow_locked(self, block: _Block, capacity: int, *, half: bool) -> None:
         """Give ``block`` room for ``capacity`` rows, its vectors as float32 or (``half``) bfloat16 bits."""
@@ -356,9 +356,15 @@ class VectorIndex:
         grown_vectors[: block.size] = to_bfloat16(held) if half and held.dtype != np.uint16 else held
         block.seqs, block.vectors = grown_seqs, grown_vectors
 
-    def _code_locked(self, block: _Block, seqs: Seqs, vectors: Vectors, in_order: bool) -> None:
-        """Code the rows just added to an approximate ``block``, or build its codes once it has enough rows."""
+    def _code_locked(self, block: _Block, seqs: Seqs, vectors: Vectors, in_order: bool, reserve: int = 0) -> None:
+        """Code the rows just added to an approximate ``block``, or build its codes once it has enough rows.
+
+        A load in chunks announces its rows in ``reserve``: the codes wait for the last chunk, so
+        their lists are trained on a sample of all the rows and sized for them, not the oldest few.
+        """
         approximation = block.approximation
+        if approximation is None and block.size < reserve:
+            return
         if approximation is None or approximation.stale > REBUILD_STALE_SHARE * block.size:
             if block.size >= MIN_CODED_ROWS:  # a quantizer needs rows to train on; until then, exact
                 block.approximation = self._build_locked(block)
