@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstrata.storage.focus import (
-    BOUNDED_MIN_TURNS,
     DROP_TERM_SHARE,
     FIND_ROW_BUDGET,
     OWN_TEXT_TERM_SHARE,
+    SCORE_CHECKS,
     bm25_idf,
     plan_terms,
     recent_turns,
@@ -85,13 +85,30 @@ def test_some_term_always_finds_and_every_term_is_kept_in_order(matches: list[in
     assert not scoring or max(finding) <= min(scoring)
 
 
-def test_only_a_very_large_memory_with_common_finding_terms_is_searched_in_its_latest_turns() -> None:
-    matches = [4 * FIND_ROW_BUDGET, 9 * FIND_ROW_BUDGET]
-    plan = plan_terms(["go", "we"], matches, BOUNDED_MIN_TURNS * 5, limit=10)  # "go" finds, alone
+def test_a_memory_whose_finding_terms_are_common_is_searched_in_its_latest_turns_where_cheaper() -> None:
+    large = 1_000_000
+    matches = [80 * FIND_ROW_BUDGET, 90 * FIND_ROW_BUDGET]  # in 40% and 45% of the turns
+    plan = plan_terms(["go", "we"], matches, large, limit=10)  # "go" finds, alone
     # As many latest turns as hold about the budget's matches, if "go" is spread evenly.
-    assert recent_turns(BOUNDED_MIN_TURNS * 5, plan, matches) == BOUNDED_MIN_TURNS * 5 // 4
-    assert recent_turns(BOUNDED_MIN_TURNS - 1, plan, matches) is None  # a smaller memory: all of it
-    rare = [FIND_ROW_BUDGET, 9 * FIND_ROW_BUDGET]
-    assert recent_turns(BOUNDED_MIN_TURNS * 5, plan_terms(["go", "we"], rare, BOUNDED_MIN_TURNS * 5, 10), rare) is None
+    assert recent_turns(large, plan, matches) == large // 80
+    # Four times the budget: in a memory of 100k turns the quarter holding the budget's matches is
+    # cheaper to check than scoring them all; in one of 1M, checking its quarter would not be.
+    four = [4 * FIND_ROW_BUDGET, 9 * FIND_ROW_BUDGET]
+    assert recent_turns(100_000, plan_terms(["go", "we"], four, 100_000, 10), four) == 100_000 // 4
+    assert recent_turns(large, plan_terms(["go", "we"], four, large, 10), four) is None
+    rare = [FIND_ROW_BUDGET, 9 * FIND_ROW_BUDGET]  # within the budget: every match is read
+    assert recent_turns(large, plan_terms(["go", "we"], rare, large, 10), rare) is None
     with pytest.raises(ValueError, match="one match count per term"):
-        recent_turns(BOUNDED_MIN_TURNS, plan, [1])
+        recent_turns(large, plan, [1])
+
+
+@given(st.integers(1, 10**7), st.integers(0, 10**7))
+def test_the_latest_turns_are_read_only_when_that_costs_less(indexed: int, found: int) -> None:
+    found = min(found, indexed)
+    plan = plan_terms(["go"], [found], indexed, limit=10)
+    latest = recent_turns(indexed, plan, [found])
+    if latest is None:
+        return
+    assert found > FIND_ROW_BUDGET
+    assert 1 <= latest < indexed
+    assert latest + SCORE_CHECKS * FIND_ROW_BUDGET < (1 + SCORE_CHECKS) * found

@@ -344,9 +344,9 @@ def test_a_very_large_memory_whose_terms_are_all_common_is_searched_in_its_lates
     family = [(seq, score) for seq, score in exact if "family" in texts[seqs.index(seq)]]
     monkeypatch.setattr(focus, "FIND_ROW_BUDGET", 4)
     assert store.fulltext(query, "ana", SearchFilters(), 4) == family[:4]  # "family" (8 turns) finds alone
-    monkeypatch.setattr(focus, "BOUNDED_MIN_TURNS", 40)
-    # Now a memory this size reads only its latest 40 * 4 // 8 = 20 turns, where "family" is in four;
-    # each keeps the score it had.
+    monkeypatch.setattr(focus, "SCORE_CHECKS", 10)
+    # With scoring that dear, checking the latest 40 * 4 // 8 = 20 turns (where "family" is in four)
+    # costs less than scoring its eight matches: only those are read, each keeping the score it had.
     recent = store.fulltext(query, "ana", SearchFilters(), 4)
     assert recent == [(seq, score) for seq, score in family if seqs.index(seq) >= 20]
     assert len(recent) == 4
