@@ -10,7 +10,7 @@ import pytest
 from memstrata import Memory
 from memstrata.models import SearchFilters
 from memstrata.storage.sqlite import own_index
-from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
+from memstrata.storage.sqlite.own_index import OwnIndexCache, OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import Population, population, ranked_for_user
 
 ANA = [
@@ -179,3 +179,104 @@ def test_a_federated_search_ranks_each_small_owner_as_its_own_search_does(tmp_pa
         tiers = ("longterm", "midterm", "scene", "consolidation")
         derived = store.derived_fulltext_many(match, ["ana", "bea"], 10, tiers)
         assert derived["ana"] == store.derived_fulltext(match, "ana", 10, tiers)
+
+
+def _cached(
+    connection: sqlite3.Connection, cache: OwnIndexCache, match: str, user: str = "ana", kept: str = "1"
+) -> list[tuple[int, float]]:
+    return ranked_in_own_index(
+        connection, OWN, table="turns", match=match, user_id=user, kept=kept, kept_parameters=[], limit=10, cache=cache
+    )
+
+
+def _add(connection: sqlite3.Connection, user: str, text: str) -> int:
+    seq = int(connection.execute("SELECT coalesce(max(seq), 0) + 1 FROM turns").fetchone()[0])
+    connection.execute("INSERT INTO turns (seq, user_id, kind) VALUES (?, ?, 'odd')", (seq, user))
+    connection.execute("INSERT INTO turns_fts (rowid, content, name) VALUES (?, ?, ?)", (seq, text, user))
+    return seq
+
+
+def _counting_copies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    copies: list[str] = []
+    copied = own_index._copied
+
+    def counted(connection: sqlite3.Connection, rows: OwnRows, table: str, user_id: str, **kept: object) -> object:
+        copies.append(user_id)
+        return copied(connection, rows, table, user_id, **kept)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(own_index, "_copied", counted)
+    return copies
+
+
+def test_a_kept_own_index_ranks_as_a_fresh_one_until_the_users_rows_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = _index([("bob", "lisbon sailing")] * 30 + [("ana", t) for t in ANA])
+    match = '"lisbon" OR "sailing" OR "porto"'
+    fresh, sister = _own(shared, match), _own(shared, '"sister"')
+    copies = _counting_copies(monkeypatch)
+    cache = OwnIndexCache()
+    first = _cached(shared, cache, match)
+    assert first == fresh and len(first) == 5
+    assert _cached(shared, cache, '"sister"') == sister
+    assert copies == ["ana"]  # the second search ranked in the kept index
+    _add(shared, "bob", "porto porto porto")  # another user's write changes nothing of ana's
+    assert _cached(shared, cache, match) == first and copies == ["ana"]
+    added = _add(shared, "ana", "porto again, from lisbon")
+    after = _cached(shared, cache, match)
+    assert added in [seq for seq, _ in after] and len(copies) == 2
+    assert after == _own(shared, match)
+    shared.execute("DELETE FROM turns WHERE seq = ?", (added,))
+    shared.execute("DELETE FROM turns_fts WHERE rowid = ?", (added,))
+    copies.clear()
+    assert _cached(shared, cache, match) == first and copies == ["ana"]
+    # A filtered search is not kept: it copies, ranks and leaves nothing, as without a cache.
+    odd = _cached(shared, cache, match, kept="x.kind = 'odd'")
+    assert odd == _own(shared, match, kept="x.kind = 'odd'") and len(odd) < len(first)
+    assert _cached(shared, cache, match, user="nobody") == []
+    cache.close()
+
+
+def test_the_kept_indexes_hold_at_most_their_rows_and_forget_drops_a_user() -> None:
+    shared = _index([(user, f"lisbon {user} {n}") for user in ("ana", "bea", "cid") for n in range(4)])
+    cache = OwnIndexCache(max_rows=8)
+    for user in ("ana", "bea", "cid"):
+        assert _cached(shared, cache, '"lisbon"', user=user)
+    assert [user for _, user in cache._kept] == ["bea", "cid"]  # ana, searched least recently, was dropped
+    tables = {row[0] for row in cache._connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {kept.table for kept in cache._kept.values()} <= tables
+    assert not any(name.startswith("own_test_0") for name in tables)  # ana's table went with her
+    assert OwnIndexCache(max_rows=3).ranked(shared, OWN, table="turns", match='"lisbon"', user_id="ana", limit=2)
+    cache.forget("bea")
+    assert [user for _, user in cache._kept] == ["cid"]
+    cache.forget()
+    assert not cache._kept and cache._rows == 0
+    cache.close()
+
+
+def test_a_store_keeps_a_small_users_index_and_forgets_it_with_the_user(tmp_path: Path) -> None:
+    with Memory(tmp_path, background=False, embedder="hash") as memory:
+        _fill(memory, "ana", ANA)
+        for index in range(300):
+            _fill(memory, f"user-{index}", [f"lisbon sailing trams number {index}"])
+        store = memory.parts.store
+        assert memory.search("sailing", user_id="ana", mode="fulltext")
+        assert ("own_turns", "ana") in store._own_cache._kept  # type: ignore[attr-defined]
+        _fill(memory, "ana", ["we bought a red kayak"])
+        found = [hit.content for hit in memory.search("kayak", user_id="ana", mode="fulltext")]
+        # The new turn, then the two before it, whose neighbour columns took its words: both re-read.
+        assert found == ["we bought a red kayak", *ANA[-1:-3:-1]]
+        memory.forget(user_id="ana")
+        assert ("own_turns", "ana") not in store._own_cache._kept  # type: ignore[attr-defined]
+        assert memory.search("kayak", user_id="ana", mode="fulltext") == []
+
+
+def test_a_malformed_match_leaves_no_table_behind_the_kept_ones() -> None:
+    shared = _index([("bob", "lisbon")] * 10 + [("ana", t) for t in ANA])
+    cache = OwnIndexCache()
+    with pytest.raises(sqlite3.OperationalError):
+        _cached(shared, cache, '"lisbon" AND')
+    assert _cached(shared, cache, '"lisbon"') == _own(shared, '"lisbon"')
+    tables = {row[0] for row in cache._connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {name for name in tables if name.startswith("own_test_") and "_" not in name[9:]} == {
+        kept.table for kept in cache._kept.values()
+    }
+    cache.close()

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from memstrata.storage.sqlite.focus import focus, own_columns_only, terms_of
-from memstrata.storage.sqlite.own_index import OwnRows, ranked_in_own_index, ranks_in_own_index
+from memstrata.storage.sqlite.own_index import OwnIndexCache, OwnRows, ranked_in_own_index, ranks_in_own_index
 from memstrata.storage.sqlite.ranking import Population, fts5_idf, population, ranked_for_user
 from memstrata.storage.sqlite.rows import chunks
 
@@ -69,6 +69,7 @@ def ranked_for_owners(
     kept_parameters: Sequence[object],
     limit: int,
     own: OwnRows | None = None,
+    cache: OwnIndexCache | None = None,
 ) -> Ranked:
     """Each owner's ``limit`` best rows that pass ``kept``, for the terms ``parts_of`` gives it, as (seq, score).
 
@@ -106,6 +107,7 @@ def ranked_for_owners(
                 kept=kept,
                 kept_parameters=kept_parameters,
                 limit=limit,
+                cache=cache,
             )
         elif people[owner].users_rows and parts and limit >= 1:
             wanted[owner] = list(dict.fromkeys(parts))

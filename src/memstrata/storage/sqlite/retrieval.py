@@ -15,7 +15,7 @@ from memstrata.storage.sql_turns import filter_clause
 from memstrata.storage.sqlite.federated import ranked_for_owners, turn_parts
 from memstrata.storage.sqlite.focus import focused_match, is_bounded, own_columns_only, terms_of
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
-from memstrata.storage.sqlite.own_index import OwnRows, ranked_own_or_shared
+from memstrata.storage.sqlite.own_index import OwnIndexCache, OwnRows, ranked_own_or_shared
 from memstrata.storage.sqlite.ranking import one_snapshot, population
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 
@@ -50,6 +50,7 @@ class RetrievalMixin:
     """Methods retrieval calls; mixed into SQLiteStore, which provides ``_read``, ``_write`` and ``_fetch_all``."""
 
     if TYPE_CHECKING:
+        _own_cache: OwnIndexCache
 
         def _read(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
 
@@ -85,6 +86,7 @@ class RetrievalMixin:
                 limit=limit,
                 people=people,
                 window=SCORED_ROW_BUDGET if is_bounded(people) else None,
+                cache=self._own_cache,
             )
 
         return self._read(work)
@@ -108,6 +110,7 @@ class RetrievalMixin:
                     kept_parameters=parameters,
                     limit=limit,
                     own=OWN_TURNS,
+                    cache=self._own_cache,
                 )
 
         return self._read(work)

@@ -30,6 +30,7 @@ from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
 from memstrata.storage.sqlite.migrations import migrate, refuse_if_too_new, stored_version
+from memstrata.storage.sqlite.own_index import OwnIndexCache
 from memstrata.storage.sqlite.queue import QueueMixin
 from memstrata.storage.sqlite.retrieval import RetrievalMixin, insert_vector, merge_fulltext
 from memstrata.storage.sqlite.rows import CHUNK, SQLITE, TURN_COLUMNS, chunks, turn_row
@@ -86,6 +87,8 @@ class SQLiteStore(
         self.location = str(path) if path else ":memory:"
         self.is_encrypted = encryption_key is not None
         self._lock = threading.RLock()
+        # Small users' full-text indexes between searches (``own_index.py``); dropped on forget.
+        self._own_cache = OwnIndexCache()
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +154,7 @@ class SQLiteStore(
         """Close the connection."""
         with self._lock:
             self._connection.close()
+            self._own_cache.close()
 
     def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
@@ -266,7 +270,9 @@ class SQLiteStore(
             record_event(connection, SQLITE, "delete", user_id, {"turn_id": turn_id})
             return int(row[0])
 
-        return self._write(work)
+        deleted = self._write(work)
+        self._own_cache.forget(user_id)
+        return deleted
 
     def forget(self, scope: Scope) -> int:
         """Hard-delete a scope; the full-text indexes are merged and the WAL checkpointed so no copy remains.
@@ -296,6 +302,7 @@ class SQLiteStore(
             return count
 
         count = self._write(work)
+        self._own_cache.forget(scope.user_id)
         [(busy, _, _)] = self._read(self._checkpoint_without_waiting)
         if busy:
             log.warning(
@@ -385,6 +392,7 @@ class SQLiteStore(
 
         count = self._write(work)
         if count:
+            self._own_cache.forget(user_id)
             self._read(self._checkpoint_without_waiting)
         return count
 
