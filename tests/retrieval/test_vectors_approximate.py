@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -9,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstrata.retrieval import approximate
+from memstrata.retrieval import vectors as vectors_module
 from memstrata.retrieval.approximate import CodeScan, from_bfloat16, rescored_count, supports, to_bfloat16
 from memstrata.retrieval.vectors import MIN_CODED_ROWS, VectorIndex
 
@@ -241,3 +245,138 @@ def test_bfloat16_halves_the_memory_and_rounds_to_nearest() -> None:
     assert np.all(np.abs(back - vectors) <= np.abs(vectors) * 2.0**-8)  # half a unit in the last of 8 bits
     assert np.array_equal(from_bfloat16(to_bfloat16(back)), back)  # what bfloat16 holds comes back exactly
     assert np.abs(back @ vectors[0] - vectors @ vectors[0]).max() < HALF
+
+
+class _GatedScan(CodeScan):
+    """A CodeScan whose first ``add`` waits for ``release``, after saying so through ``entered``."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def add(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        if not _GatedScan.entered.is_set():
+            _GatedScan.entered.set()
+            assert _GatedScan.release.wait(30), "the test never released the build"
+        super().add(seqs, vectors)
+
+
+def _gated(monkeypatch: pytest.MonkeyPatch) -> type[_GatedScan]:
+    monkeypatch.setattr(_GatedScan, "entered", threading.Event())
+    monkeypatch.setattr(_GatedScan, "release", threading.Event())
+    monkeypatch.setattr(vectors_module, "CodeScan", _GatedScan)
+    return _GatedScan
+
+
+def _in_thread(work: Callable[[], object]) -> threading.Thread:
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_codes_are_built_outside_the_lock_and_rows_added_meanwhile_are_coded(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng.standard_normal((3_100, 16)))
+    seqs = np.arange(1, 3_101, dtype=np.int64)
+    exact = VectorIndex(16, neighbour_weights=(0.4, 0.2))
+    index = VectorIndex(16, neighbour_weights=(0.4, 0.2), approximate_from=1_000)
+    index.extend("small", seqs[:10], vectors[:10], 10)
+    gate = _gated(monkeypatch)
+    builder = _in_thread(lambda: index.extend("big", seqs[:3_000], vectors[:3_000], 3_000))
+    assert gate.entered.wait(30)
+    # While the codes are built: another user's search and an add go on; this user's search waits.
+    other = _in_thread(lambda: index.search("small", vectors[3], 1))
+    other.join(10)
+    assert not other.is_alive(), "a search of another user waited for the build"
+    found: list[list[tuple[int, float]]] = []
+    waiting = _in_thread(lambda: found.append(index.search("big", vectors[5], 5)))
+    added = _in_thread(lambda: index.extend("big", seqs[3_000:], vectors[3_000:], 3_100))
+    added.join(10)
+    assert not added.is_alive(), "an add of the user being coded waited for the build"
+    waiting.join(0.3)
+    assert waiting.is_alive() and index._blocks["big"].approximation is None
+    gate.release.set()
+    builder.join(30)
+    waiting.join(30)
+    exact.extend("big", seqs, vectors, 3_100)
+    _same_ranking(found[0], exact.search("big", vectors[5], 5))
+    block = index._blocks["big"]
+    assert block.approximation is not None and len(block.approximation.own) == 3_100
+    assert not block.building and not block.wants_codes
+    assert block.approximation.blended_through == 3_098  # the last two wait for their neighbours
+    assert index.search("big", vectors[3_050], 1, own_only=True)[0][0] == 3_051
+
+
+def test_rows_removed_while_codes_are_built_leave_their_codes_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(12)
+    vectors = _unit(rng.standard_normal((3_000, 16)))
+    seqs = np.arange(1, 3_001, dtype=np.int64)
+    index = VectorIndex(16, neighbour_weights=(0.4, 0.2), approximate_from=1_000, rescored_rows=1)
+    gate = _gated(monkeypatch)
+    builder = _in_thread(lambda: index.extend("u", seqs, vectors, 3_000))
+    assert gate.entered.wait(30)
+    removed = seqs[::60]  # 50 rows, 250 codes stale: copied in seq order, the build goes on
+    index.remove("u", removed)
+    gate.release.set()
+    builder.join(30)
+    block = index._blocks["u"]
+    copied = vectors_module.BUILD_CHUNK_ROWS  # the first chunk was copied before the removal, the rest after
+    assert block.approximation is not None
+    assert len(block.approximation.own) == 3_000 - int(np.sum(removed > copied))  # one build
+    assert block.approximation.stale == 250 and not block.wants_codes  # under a tenth of 2,950
+    found = {seq for seq, _ in index.search("u", vectors[2], 20)}
+    assert 3 in found and not found & set(removed.tolist())  # row 2 is turn 3
+    index.remove("u", seqs[1::60])  # 50 more: past a tenth of the rows, built again
+    assert block.approximation.stale == 0 and len(block.approximation.own) == 2_900
+
+
+def test_a_turn_out_of_order_while_codes_are_built_starts_the_build_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(14)
+    vectors = _unit(rng.standard_normal((3_001, 16)))
+    seqs = np.arange(2, 6_002, 2, dtype=np.int64)
+    index = VectorIndex(16, approximate_from=1_000, rescored_rows=1)
+    gate = _gated(monkeypatch)
+    builder = _in_thread(lambda: index.extend("u", seqs[:3_000], vectors[:3_000], 3_000))
+    assert gate.entered.wait(30)
+    index.extend("u", np.asarray([1_001], np.int64), vectors[3_000:], 3_001)  # between two rows: a re-sort
+    gate.release.set()
+    builder.join(30)
+    block = index._blocks["u"]
+    assert block.approximation is not None and block.approximation.stale == 0
+    assert len(block.approximation.own) == 3_001
+    assert index.search("u", vectors[3_000], 1, own_only=True)[0][0] == 1_001
+
+
+def test_a_user_unloaded_while_codes_are_built_is_not_coded(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(15)
+    vectors = _unit(rng.standard_normal((2_000, 16)))
+    index = VectorIndex(16, approximate_from=1_000)
+    gate = _gated(monkeypatch)
+    builder = _in_thread(lambda: index.extend("u", np.arange(1, 2_001, dtype=np.int64), vectors, 2_000))
+    assert gate.entered.wait(30)
+    index.drop("u")
+    gate.release.set()
+    builder.join(30)
+    assert not builder.is_alive() and "u" not in index._blocks and index.stats()["approximate_users"] == 0
+
+
+def test_a_failed_build_leaves_the_block_searchable_and_the_next_change_builds_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(13)
+    vectors = _unit(rng.standard_normal((1_200, 16)))
+    seqs = np.arange(1, 1_201, dtype=np.int64)
+    index = VectorIndex(16, approximate_from=1_000)
+
+    class Broken(CodeScan):
+        def add(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+            raise MemoryError("no room for codes")
+
+    monkeypatch.setattr(vectors_module, "CodeScan", Broken)
+    with pytest.raises(MemoryError):
+        index.extend("u", seqs[:1_100], vectors[:1_100], 1_100)
+    block = index._blocks["u"]
+    assert block.approximation is None and not block.building and block.wants_codes
+    assert index.search("u", vectors[7], 1)[0][0] == 8  # exactly meanwhile
+    monkeypatch.setattr(vectors_module, "CodeScan", CodeScan)
+    index.extend("u", seqs[1_100:], vectors[1_100:], 1_200)
+    assert block.approximation is not None and len(block.approximation.own) == 1_200

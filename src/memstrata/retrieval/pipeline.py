@@ -43,8 +43,9 @@ MAX_SPEAKERS_STRIPPED = 200
 
 #: Query vectors kept for searches of the same text (the spaces of one federated search, a retry).
 QUERY_VECTORS_KEPT = 64
-#: Vectors read from the store at a time when loading a user (about 77 MB at 384 dimensions).
-LOAD_CHUNK_ROWS = 50_000
+#: Vectors read from the store at a time when loading a user (about 15 MB at 384 dimensions): the
+#: index is locked while each chunk is added (about 40 ms), so other users wait at most that.
+LOAD_CHUNK_ROWS = 10_000
 #: Chunks a load re-reads because deletes overtook them, before it leaves the rest to the next search.
 MAX_OVERTAKEN_LOADS = 10
 

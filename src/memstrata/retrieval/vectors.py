@@ -2,6 +2,8 @@
 
 Exact, but for users with at least ``approximate_from`` vectors: those are scanned through a
 product-quantized scan and their best candidates rescored exactly (``retrieval/approximate.py``).
+Codes are built outside the index's lock (about a minute at a million rows), so other users'
+searches and writes go on meanwhile.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ REBUILD_STALE_SHARE = 0.1
 REMEMBERED_UNLOADS = 10_000
 #: At most one thrashing warning per this many seconds.
 WARN_EVERY_SECONDS = 600.0
+#: Rows copied out of a block at a time while its codes are built: the lock is held about 30 ms
+#: each for rows spread over the block (a training sample), a few ms for a run of rows.
+BUILD_CHUNK_ROWS = 2_048
+#: Times a build starts again when the block's rows move under it (a delete, a turn out of order).
+BUILD_TRIES = 3
 
 log = logging.getLogger("memstrata.vectors")
 
@@ -61,6 +68,14 @@ class _Block:
     # A large user's block: ``vectors`` are bfloat16 bits (half the memory; only candidates are
     # read whole) and the codes below are scanned first.
     approximation: _Approximation | None = None
+    # Codes are wanted (none yet, or too many stale), and whether a build is running: it runs
+    # outside the lock, copying rows in seq order. A re-sort (a turn out of order) bumps
+    # ``resorts``, which starts it again; rows removed meanwhile (``removed``, all so far)
+    # leave their codes stale, as removals after a build do.
+    wants_codes: bool = False
+    building: bool = False
+    resorts: int = 0
+    removed: int = 0
 
 
 @dataclass(kw_only=True)
@@ -110,6 +125,8 @@ class VectorIndex:
         self._blocks: dict[str, _Block] = {}
         self._pins: dict[str, int] = {}
         self._lock = threading.Lock()
+        # Notified when a build of codes ends: a search of that user waits for it (``search_within``).
+        self._coded = threading.Condition(self._lock)
         # Bumped by every removal, so a batch read from the store before a delete or forget
         # committed cannot put the deleted vectors back (see ``extend``).
         self._epoch = 0
@@ -166,8 +183,11 @@ class VectorIndex:
             block.high_water = max(block.high_water, high_water)
             self._touch_locked(user_id)
             self._evict_locked(keep=user_id)
+            build = block.wants_codes and not block.building
         if warn:
             self._warn_of_reloads()
+        if build:
+            self._build_codes(user_id)
 
     @contextmanager
     def pinned(self, user_id: str) -> Iterator[None]:
@@ -246,8 +266,12 @@ class VectorIndex:
         with self._lock:
             self._overtake_locked(user_id)
             block = self._blocks.get(user_id)
-            if block is not None:
-                self._remove_locked(block, np.asarray(seqs, np.int64))
+            if block is None:
+                return
+            self._remove_locked(block, np.asarray(seqs, np.int64))
+            build = block.wants_codes and not block.building
+        if build:
+            self._build_codes(user_id)
 
     def drop(self, user_id: str | None = None) -> None:
         """Unload one user's vectors, or everyone's; the next search reloads from the store."""
@@ -291,6 +315,10 @@ class VectorIndex:
         """``search`` once per entry of ``allowed`` (None: every turn), scoring the vectors once for all."""
         with self._lock:
             block = self._blocks.get(user_id)
+            while block is not None and block.building and block.approximation is None:
+                # Its first codes are being built: a search of every row would hold the lock for long.
+                self._coded.wait()
+                block = self._blocks.get(user_id)
             if block is None or block.size == 0 or limit < 1:
                 return [[] for _ in allowed]
             self._touch_locked(user_id)
@@ -300,7 +328,7 @@ class VectorIndex:
             else:
                 # A copy: a concurrent delete or re-sort rewrites the block once the lock is released.
                 every_seq = block.seqs[: block.size].copy()
-                every_score = self._read(block, slice(0, block.size)) @ query
+                every_score = self._all_cosines(block, query)
                 if block.blend_norms is not None and not own_only:
                     # A turn is found by itself or by its neighbourhood, whichever is closer.
                     every_score = np.maximum(
@@ -339,6 +367,7 @@ class VectorIndex:
         block.size = needed
         if not in_order or not np.all(np.diff(block.seqs[start:needed]) > 0):
             in_order = False
+            block.resorts += 1
             order = np.argsort(block.seqs[:needed], kind="stable")
             block.seqs[:needed] = block.seqs[:needed][order]
             block.vectors[:needed] = block.vectors[:needed][order]
@@ -357,37 +386,125 @@ class VectorIndex:
         block.seqs, block.vectors = grown_seqs, grown_vectors
 
     def _code_locked(self, block: _Block, seqs: Seqs, vectors: Vectors, in_order: bool, reserve: int = 0) -> None:
-        """Code the rows just added to an approximate ``block``, or build its codes once it has enough rows.
+        """Code the rows just added to an approximate ``block``, and ask for codes built anew when due.
 
-        A load in chunks announces its rows in ``reserve``: the codes wait for the last chunk, so
-        their lists are trained on a sample of all the rows and sized for them, not the oldest few.
+        Codes are due once the block has enough rows to train on and has none, or too many
+        stale; the caller builds them once the lock is released (``_build_codes``), the old ones
+        serving meanwhile. A load in chunks announces its rows in ``reserve``: the codes wait for
+        the last chunk, so their lists are trained on a sample of all the rows, not the oldest few.
         """
         approximation = block.approximation
         if approximation is None and block.size < reserve:
             return
-        if approximation is None or approximation.stale > REBUILD_STALE_SHARE * block.size:
-            if block.size >= MIN_CODED_ROWS:  # a quantizer needs rows to train on; until then, exact
-                block.approximation = self._build_locked(block)
-            return
-        approximation.own.add(np.asarray(seqs, np.int64), vectors)
-        if in_order:
-            self._code_blends_locked(block, approximation)
-        else:  # an old turn's blend and its neighbours' moved: their codes wait for a rebuild
-            approximation.stale += len(seqs) * (1 + 2 * len(self.neighbour_weights))
+        if approximation is not None:
+            approximation.own.add(np.asarray(seqs, np.int64), vectors)
+            if in_order:
+                self._code_blends_locked(block, approximation)
+            else:  # an old turn's blend and its neighbours' moved: their codes wait for a rebuild
+                approximation.stale += len(seqs) * (1 + 2 * len(self.neighbour_weights))
+        self._want_codes_locked(block)
 
-    def _build_locked(self, block: _Block) -> _Approximation:
-        """Train and fill the coded scans from all of ``block``'s rows."""
-        size = block.size
-        own = CodeScan(self.dimension, self._read(block, training_rows(size)), size)
-        for low in range(0, size, CODE_CHUNK_ROWS):
-            high = min(size, low + CODE_CHUNK_ROWS)
-            own.add(block.seqs[low:high], self._read(block, slice(low, high)))
-        approximation = _Approximation(own=own, blend=None)
-        if block.blend_norms is not None:
-            sample = self._blended_locked(block, training_rows(size))
-            approximation.blend = CodeScan(self.dimension, sample, size)
-            self._code_blends_locked(block, approximation)
-        return approximation
+    def _want_codes_locked(self, block: _Block) -> None:
+        """Ask for codes when ``block`` has none or too many stale; too few rows to train on: searched exactly."""
+        approximation = block.approximation
+        if block.building or (approximation is not None and approximation.stale <= REBUILD_STALE_SHARE * block.size):
+            return  # a build running codes the rows added meanwhile, and starts again if rows moved
+        block.wants_codes = block.size >= MIN_CODED_ROWS
+        if not block.wants_codes:
+            block.approximation = None
+
+    def _build_codes(self, user_id: str) -> None:
+        """Build the codes ``user_id``'s block wants, holding the lock only to copy rows out of it.
+
+        Rows appended meanwhile are coded when the codes are put in place, and rows removed
+        meanwhile count as stale; if a turn came out of order (a re-sort), the build starts
+        again, up to ``BUILD_TRIES`` times, then waits for the next change to the block.
+        """
+        for _ in range(BUILD_TRIES):
+            with self._lock:
+                block = self._blocks.get(user_id)
+                if block is None or block.building or not block.wants_codes:
+                    return
+                block.building, block.wants_codes = True, False
+                resorts, removed, size = block.resorts, block.removed, block.size
+                last, blend = int(block.seqs[size - 1]), block.blend_norms is not None
+            try:
+                built = self._built(user_id, block, resorts=resorts, size=size, last=last, blend=blend)
+            except BaseException:
+                with self._lock:
+                    block.building = False
+                    self._want_codes_locked(block)  # the next change to the block tries again
+                    self._coded.notify_all()
+                raise
+            with self._lock:
+                block.building = False
+                self._coded.notify_all()
+                if self._blocks.get(user_id) is not block:
+                    return  # unloaded meanwhile: its next load builds anew
+                if built is not None and block.resorts == resorts:
+                    approximation, through = built
+                    tail = int(np.searchsorted(block.seqs[: block.size], through, side="right"))
+                    if tail < block.size:  # appended meanwhile
+                        approximation.own.add(block.seqs[tail : block.size], self._read(block, slice(tail, block.size)))
+                    approximation.stale = (block.removed - removed) * (1 + 2 * len(self.neighbour_weights))
+                    self._code_blends_locked(block, approximation)
+                    block.approximation = approximation
+                    self._want_codes_locked(block)  # so many removed meanwhile that they are due again
+                    return
+                self._want_codes_locked(block)  # a re-sort meanwhile: again, if codes are still due
+
+    def _current(self, user_id: str, block: _Block, resorts: int) -> bool:
+        """Whether ``block`` is still ``user_id``'s and not re-sorted since ``resorts`` (called locked)."""
+        return self._blocks.get(user_id) is block and block.resorts == resorts
+
+    def _built(
+        self, user_id: str, block: _Block, *, resorts: int, size: int, last: int, blend: bool
+    ) -> tuple[_Approximation, int] | None:
+        """Codes of ``block``'s rows up to seq ``last``, and the last seq coded; None if it moved on meanwhile.
+
+        The scans train on a sample of the ``size`` rows; rows are then copied a chunk at a time
+        in seq order, each chunk under the lock, and coded outside it. Blends are coded for the
+        rows whose neighbours were all there (``_code_blends_locked`` codes the rest when the
+        codes are put in place).
+        """
+        weights = len(self.neighbour_weights)
+        sample = training_rows(size)
+        own_sample: list[npt.NDArray[np.float32]] = []
+        blend_sample: list[npt.NDArray[np.float32]] = []
+        for low in range(0, len(sample), BUILD_CHUNK_ROWS):
+            with self._lock:
+                if not self._current(user_id, block, resorts):
+                    return None
+                piece = np.minimum(sample[low : low + BUILD_CHUNK_ROWS], block.size - 1)  # rows removed: nearby ones
+                own_sample.append(self._read(block, piece))
+                if blend:
+                    blend_sample.append(self._blended_locked(block, piece))
+            time.sleep(0)  # the lock is not fair: let a search waiting for it take it before the next piece
+        approximation = _Approximation(
+            own=CodeScan(self.dimension, np.concatenate(own_sample), size),
+            blend=CodeScan(self.dimension, np.concatenate(blend_sample), size) if blend else None,
+        )
+        del own_sample, blend_sample
+        through = int(np.iinfo(np.int64).min)  # the last seq coded
+        while True:
+            with self._lock:
+                if not self._current(user_id, block, resorts):
+                    return None
+                seqs = block.seqs[: block.size]
+                start = int(np.searchsorted(seqs, through, side="right"))
+                stop = min(start + BUILD_CHUNK_ROWS, int(np.searchsorted(seqs, last, side="right")))
+                if start >= stop:
+                    return approximation, through
+                copied = seqs[start:stop].copy()
+                vectors = self._read(block, np.arange(start, stop))
+                complete = max(0, min(stop, block.size - weights) - start)  # rows whose neighbours are all there
+                blends = self._blended_locked(block, np.arange(start, start + complete)) if blend and complete else None
+            time.sleep(0)
+            approximation.own.add(copied, vectors)
+            if blends is not None and approximation.blend is not None:
+                approximation.blend.add(copied[:complete], blends)
+                approximation.blended_through = int(copied[complete - 1])
+            through = int(copied[-1])
 
     def _code_blends_locked(self, block: _Block, approximation: _Approximation) -> None:
         """Code the blends of the rows whose neighbourhood is complete and not coded yet."""
@@ -497,6 +614,18 @@ class VectorIndex:
         return best
 
     @classmethod
+    def _all_cosines(cls, block: _Block, query: Vectors) -> npt.NDArray[np.float32]:
+        """The cosines of all ``block``'s rows with ``query`` (bfloat16 rows decoded a chunk at a time)."""
+        if block.vectors.dtype != np.uint16:
+            every: npt.NDArray[np.float32] = block.vectors[: block.size] @ query
+            return every
+        cosines = np.empty(block.size, np.float32)
+        for low in range(0, block.size, COSINE_CHUNK_ROWS):
+            high = min(block.size, low + COSINE_CHUNK_ROWS)
+            cosines[low:high] = cls._read(block, slice(low, high)) @ query
+        return cosines
+
+    @classmethod
     def _cosines(cls, block: _Block, rows: npt.NDArray[np.int64], query: Vectors) -> npt.NDArray[np.float32]:
         """The cosines of ``block``'s vectors at ``rows`` with ``query``, a few rows at a time.
 
@@ -584,18 +713,18 @@ class VectorIndex:
         return blended
 
     def _remove_locked(self, block: _Block, seqs: Seqs) -> None:
-        if block.size == 0 or len(seqs) == 0:
-            return
+        if block.size == 0 or len(seqs) == 0 or int(np.min(seqs)) > int(block.seqs[block.size - 1]):
+            return  # none held (the rows are in seq order): a load's next chunk need not look
         keep = ~np.isin(block.seqs[: block.size], seqs)
         if keep.all():
             return
         kept = int(keep.sum())
         block.seqs[:kept] = block.seqs[: block.size][keep]
         block.vectors[:kept] = block.vectors[: block.size][keep]
+        block.removed += block.size - kept
         block.size = kept
         self._blend_locked(block, 0)
         if block.approximation is not None:
             # The deleted rows' codes stay (their labels find nothing); their neighbours' blends moved.
             block.approximation.stale += (len(keep) - kept) * (1 + 2 * len(self.neighbour_weights))
-            if block.approximation.stale > REBUILD_STALE_SHARE * block.size:
-                block.approximation = self._build_locked(block) if block.size >= MIN_CODED_ROWS else None
+            self._want_codes_locked(block)
