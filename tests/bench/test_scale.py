@@ -31,6 +31,8 @@ def test_a_tiny_scale_run_writes_both_scenarios_with_their_targets(tmp_path: Pat
     assert one["embedder"] == many["embedder"] == "hash-bow-384" and one["dimension"] == 384
     assert one["summary"]["turns"] == 300 and one["counts"]["users"] == 1
     assert 0 < one["summary"]["first_search_s"] < 60  # the user's vectors loaded by their first search
+    beside = one["raw_ms"]["beside_first_search"]  # another user's searches while it ran
+    assert beside and one["summary"]["beside_first_search_max_ms"] == max(beside)
     assert len(one["raw_ms"]["search"]) == 5 and len(one["raw_ms"]["add"]) == 3
     assert many["summary"]["users"] == 6 and many["summary"]["turns_per_user"] == 4
     assert len(many["raw_ms"]["crowded"]["cold"]) == 3 and len(many["raw_ms"]["alone"]["cold"]) == 3
@@ -55,6 +57,7 @@ def test_help_shows_an_example(tmp_path: Path) -> None:
         ([], "--turns N"),
         (["--users", "3", "--storage-url", "postgresql://nowhere/db", "--turns", "5"], "one scenario at a time"),
         (["--turns", "5", "--queries", "10"], "--queries"),
+        (["--users", "3", "--others", "2"], "give --turns too"),
     ],
 )
 def test_bad_options_exit_2_before_any_work(tmp_path: Path, arguments: list[str], said: str) -> None:
@@ -86,3 +89,14 @@ def test_without_tier_work_nothing_is_drained_or_reported(tmp_path: Path) -> Non
     summary = result["many_users"]["summary"]
     assert result["settings"]["tier_work"] is False and "one_user" not in result
     assert "tier_work_seconds" not in summary and summary["warm_search_p50_ms"] > 0
+
+
+def test_others_joining_the_one_users_store_time_its_searches_again(tmp_path: Path) -> None:
+    options = ScaleOptions(turns=120, others=3, turns_per_user=4, batch=60, queries=4, singles=2, tier_work=False)
+    one = run_scale(replace(options, home=tmp_path / "home"))["one_user"]
+    assert one["counts"]["users"] == 1  # counted before the others joined
+    assert one["summary"]["others_joined"] == 3
+    assert len(one["raw_ms"]["shared_search"]) == len(one["raw_ms"]["shared_context"]) == 4
+    assert one["summary"]["shared_search_overhead_p50_ms"] > 0
+    with pytest.raises(InvalidInput, match="--others"):
+        ScaleOptions(turns=10, queries=5, others=-1).check()

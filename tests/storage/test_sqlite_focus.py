@@ -91,8 +91,13 @@ def test_one_large_memory_is_focused_from_its_latest_turns(monkeypatch: pytest.M
     assert _focused(connection, '"go" OR "family"') == '{content name}: "family"'
     monkeypatch.setattr(sqlite_focus, "SCORED_ROW_BUDGET", 100)
     assert _focused(connection, '"go" OR "family" OR "lisbon"') == '"lisbon"'
-    shared = _index(FOCUS_MIN_TURNS, others=10)
-    assert not sqlite_focus.is_bounded(population(shared, "turns_fts", "turns", "ana"))  # not alone in its store
+
+    # Beside another user, who says "family" in all of the latest turns of the store: the sample is ana's own.
+    shared = _index(FOCUS_MIN_TURNS, others=FOCUS_MIN_TURNS)
+    assert sqlite_focus.is_bounded(population(shared, "turns_fts", "turns", "ana"))
+    assert _focused(shared, '"go" OR "family" OR "lisbon"') == '"lisbon"'
+    monkeypatch.setattr(sqlite_focus, "SCORED_ROW_BUDGET", 10_000)
+    assert _focused(shared, '"go" OR "family"') == '{content name}: "family"'
 
 
 def test_a_large_memorys_search_scores_its_latest_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
+import random
 import sqlite3
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from memstrata import Memory, SearchFilters
+from memstrata.storage.sqlite import focus as sqlite_focus
+from memstrata.storage.sqlite import retrieval as sqlite_retrieval
 from memstrata.storage.sqlite.ranking import IDF_FLOOR, fts5_idf, indexed_rows, population, ranked_for_user
 
 ANA = ["we go to lisbon", "lisbon trams are yellow", "we go sailing often", "sailing near cascais today"]
@@ -142,3 +148,108 @@ def test_an_unfiltered_lone_user_ranks_without_the_table_as_with_it(window: int 
     # the two in step) is still found, and a query through the table drops it.
     connection.execute("DELETE FROM turns WHERE seq = 6")
     assert 6 in {seq for seq, _ in ranked("1")} and 6 not in {seq for seq, _ in ranked("1 AND 1")}
+
+
+def _exact_count(connection: sqlite3.Connection, user: str) -> Callable[[str], int]:
+    def count(part: str) -> int:
+        statement = (
+            "SELECT count(*) FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
+            " WHERE turns_fts MATCH ? AND t.user_id = ?"
+        )
+        return int(connection.execute(statement, (part, user)).fetchone()[0])
+
+    return count
+
+
+def _windowed(
+    connection: sqlite3.Connection, terms: list[str], window: int | None, estimate: Callable[[str], int] | None
+) -> list[tuple[int, float]]:
+    return ranked_for_user(
+        connection,
+        fts="turns_fts",
+        table="turns",
+        rank="-bm25(turns_fts, 1.0, 0.5)",
+        parts=terms,
+        user_id="ana",
+        kept="1",
+        kept_parameters=[],
+        limit=20,
+        people=population(connection, "turns_fts", "turns", "ana"),
+        window=window,
+        estimate=estimate,
+    )
+
+
+def test_beside_another_user_a_window_wider_than_the_matches_ranks_as_every_match_does() -> None:
+    ana = [f"lisbon {'sailing ' * (n % 3)}trip {n}" for n in range(12)] + ["go go lisbon", "porto"]
+    rows = [
+        ("bob", "lisbon lisbon"),
+        *(("ana", text) for text in ana[:7]),
+        ("bob", "sailing"),
+        *(("ana", t) for t in ana[7:]),
+    ]
+    shared = _index(rows)
+    terms = ['"lisbon"', '"sailing"', '"go"']
+    exact = _windowed(shared, terms, None, None)
+    found = _windowed(shared, terms, 100, _exact_count(shared, "ana"))
+    assert [seq for seq, _ in found] == [seq for seq, _ in exact]
+    assert [score for _, score in found] == pytest.approx([score for _, score in exact])
+
+
+def test_beside_another_user_each_term_scores_the_same_latest_rows() -> None:
+    # Ana's rows 1-10 say "lisbon", and every third "sailing" too; bob's rows between say both.
+    ana = [f"lisbon {'sailing' if n % 3 == 0 else 'trip'} {n}" for n in range(10)]
+    rows = [(user, text) for text in ana for user in ("ana", "bob")]
+    shared = _index([(user, text if user == "ana" else "lisbon sailing") for user, text in rows])
+    ana_seqs = [seq for seq, (user, _) in enumerate(rows, start=1) if user == "ana"]
+    found = _windowed(shared, ['"lisbon"', '"sailing"'], 4, _exact_count(shared, "ana"))
+    # "lisbon"'s latest four of ana's matches start at her seventh row; "sailing" (rows 1, 4, 7, 10)
+    # fills its window too, from her first: only rows from the seventh on are scored, by both terms.
+    assert sorted(seq for seq, _ in found) == ana_seqs[6:]
+    scores = dict(found)
+    assert scores[ana_seqs[6]] > scores[ana_seqs[7]]  # "sailing" counted for row 7: it is in both windows
+    assert all(seq in ana_seqs for seq in scores)  # never bob's
+
+
+def test_a_large_memory_beside_another_is_searched_by_its_latest_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_focus, "FOCUS_MIN_TURNS", 50)
+    monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 100)
+    monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 20)
+    monkeypatch.setattr(sqlite_retrieval, "SCORED_ROW_BUDGET", 5)
+    texts = [f"turn {index} about sailing near lisbon" for index in range(200)]
+    with Memory(tmp_path, background=False, embedder="hash") as memory:
+        memory.add([{"role": "user", "content": text} for text in texts[:150]], user_id="ana", session_id="s")
+        memory.add([{"role": "user", "content": "sailing sailing sailing"}] * 30, user_id="bob", session_id="s")
+        memory.add([{"role": "user", "content": text} for text in texts[150:]], user_id="ana", session_id="s")
+        hits = memory.search("sailing", user_id="ana", mode="fulltext", limit=10)
+        assert memory.search("sailing", user_id="bob", mode="fulltext", limit=50)  # bob's few turns: as before
+    assert {hit.content for hit in hits} == set(texts[-5:])  # the window: ana's five latest matches
+
+
+def test_a_large_memory_searched_with_others_gets_the_list_it_gets_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_focus, "FOCUS_MIN_TURNS", 50)
+    monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 100)
+    monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 20)
+    monkeypatch.setattr(sqlite_retrieval, "SCORED_ROW_BUDGET", 5)
+    rng = random.Random(3)
+    words = ["sailing", "lisbon", "trams", "porto", "budget", "garden"]
+    with Memory(tmp_path, background=False, embedder="hash") as memory:
+        for user, turns in (("ana", 150), ("bob", 30), ("ana", 50)):
+            said = [" ".join(rng.choices(words, k=4)) for _ in range(turns)]
+            memory.add([{"role": "user", "content": text} for text in said], user_id=user, session_id="s")
+        store = memory.parts.store
+        latest = {
+            row[0]
+            for row in store._fetch_all("SELECT seq FROM turns WHERE user_id = 'ana' ORDER BY seq DESC LIMIT 30", [])
+        }
+        for match in ['"sailing"', '"lisbon" OR "garden"', '"porto" OR "trams" OR "budget"']:
+            for filters in (SearchFilters(), SearchFilters(session_id="s")):
+                together = store.fulltext_many(match, ["ana", "bob", "nobody"], filters, 10)
+                alone = {owner: store.fulltext(match, owner, filters, 10) for owner in ["ana", "bob", "nobody"]}
+                assert together == alone
+                # Ana's is the bounded search: each term's five latest matches, all among her latest turns.
+                assert alone["ana"] and {seq for seq, _ in alone["ana"]} <= latest

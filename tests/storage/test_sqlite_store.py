@@ -703,8 +703,8 @@ def test_full_text_reads_its_counts_and_rows_in_one_snapshot(db_path: Path, monk
     expected = store.fulltext(match, "ana", SearchFilters(), 10)
     counted = retrieval.population
 
-    def then_bob_says_lisbon(*args: Any) -> Any:
-        found = counted(*args)
+    def then_bob_says_lisbon(*args: Any, **kwargs: Any) -> Any:
+        found = counted(*args, **kwargs)
         # Another process commits between the counts and the rows: neither may see it.
         other.insert_turns([_turn(f"b{n}", "lisbon lisbon", user_id="bob") for n in range(1, 5)], None, MODEL)
         return found
@@ -730,3 +730,45 @@ def test_novelty_reads_a_user_s_last_vectors_through_their_own_index(tmp_path: P
     finally:
         store.close()
     assert "turn_vectors_by_user_turn" in " ".join(str(row[-1]) for row in plan)
+
+
+def _counts(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Each user's turns as the triggers kept them, and as counted."""
+    with _raw(path) as connection:
+        kept = dict(connection.execute("SELECT user_id, turns FROM user_turn_counts").fetchall())
+        counted = dict(connection.execute("SELECT user_id, count(*) FROM turns GROUP BY user_id").fetchall())
+    return kept, counted
+
+
+def test_each_users_turns_are_counted_by_triggers_and_a_forgotten_user_leaves_no_count(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    rng = random.Random(4)
+    ids: list[tuple[str, str]] = []
+    for batch in range(12):
+        user = rng.choice(["ana", "bob", "cy"])
+        turns = [_turn(f"{user}-{batch}-{n}", f"turn {n}", user_id=user) for n in range(rng.randint(1, 5))]
+        store.insert_turns(turns, None, MODEL)
+        ids.extend((turn.id, user) for turn in turns)
+    for turn_id, user in rng.sample(ids, 8):
+        store.delete(turn_id, user)
+    kept, counted = _counts(db_path)
+    assert kept == counted and sum(kept.values()) == len(ids) - 8
+    store.forget(Scope(user_id="bob"))
+    store.close()
+    kept, counted = _counts(db_path)
+    assert kept == counted and "bob" not in kept
+
+
+def test_the_upgrade_counts_the_turns_stored_before_it(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.insert_turns([_turn(f"a{n}", "hello", user_id="ana") for n in range(3)], None, MODEL)
+    store.insert_turns([_turn("b0", "hello", user_id="bob")], None, MODEL)
+    store.close()
+    with _raw(db_path) as connection:  # the store as version 19 left it
+        for trigger in ("insert", "delete", "move"):
+            connection.execute(f"DROP TRIGGER user_turn_counts_{trigger}")
+        connection.execute("DROP TABLE user_turn_counts")
+        connection.execute("DROP INDEX turns_by_user")
+        connection.execute("DELETE FROM schema_migrations WHERE version > 19")
+    SQLiteStore(db_path).close()
+    assert _counts(db_path)[0] == {"ana": 3, "bob": 1}

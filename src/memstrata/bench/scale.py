@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ MANY_USERS_TARGETS = (
     ("cold_vs_alone_p50", 2.0, "a user's search within 2x of the same user alone in a store"),
 )
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
+#: A user with no memories, searched beside the first search: every ms of theirs beyond a few is waiting.
+OTHER_USER = "bench-other-user"
+#: Pause between those searches, so they sample the first search rather than crowd it.
+BESIDE_PAUSE_S = 0.05
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -50,6 +55,9 @@ class ScaleOptions:
     """Which scenarios and at what size; ``turns`` None skips the one-user scenario, ``users`` None the other."""
 
     turns: int | None = None
+    #: After the one user is measured alone, this many users of ``turns_per_user`` turns join its store
+    #: and its searches are timed again (0: alone only).
+    others: int = 0
     users: int | None = None
     turns_per_user: int = 20
     batch: int = 500
@@ -75,6 +83,10 @@ class ScaleOptions:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise InvalidInput(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+        if self.others < 0:
+            raise InvalidInput(f"--others must be at least 0, not {self.others}")
+        if self.others and self.turns is None:
+            raise InvalidInput("--others joins the one user's store: give --turns too")
         if self.turns is not None and self.turns < self.queries:
             raise InvalidInput(f"--turns ({self.turns}) must be at least --queries ({self.queries})")
         if self.users is not None and self.users < 2:
@@ -114,6 +126,8 @@ def run_scale(options: ScaleOptions, console: Console | None = None) -> dict[str
             "vectors in the process; the OS file cache stays warm). new_user_first_search: a user's first search "
             "in an open Memory that has served others. The first reopening of each phase pays imports and is "
             "not counted",
+            "beside_first_search": "searches of a user with no memories, one every 50 ms in another thread while "
+            "the first search loads and codes the vectors: how long the rest of the process waits for it",
         },
     }
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as scratch:
@@ -235,11 +249,21 @@ def _one_user(home: Path, overrides: dict[str, Any], options: ScaleOptions, cons
 
         queries = _queries(texts, options.queries, rng)
         # The first search loads the user's vectors (and, from ``vector_approximate_from``, codes them).
-        first_search_s = timed(partial(memory.search, queries[0], user_id=user)) / 1000
+        first_search_s, beside_ms = _beside(memory, partial(memory.search, queries[0], user_id=user), queries[1])
         search_ms = [timed(partial(memory.search, query, user_id=user, limit=10)) for query in queries]
         context_ms = [timed(partial(memory.context, query, user_id=user, token_budget=1000)) for query in queries]
         embed_ms = [timed(partial(memory.embedder.embed_query, query)) for query in queries]
         info = memory.info()
+        shared: dict[str, list[float]] = {}
+        if options.others:
+            # Others join the store (as on a server): the user's full text then skips their rows.
+            others = list(synthetic_texts(options.others * options.turns_per_user, seed=options.seed + 1))
+            for index in range(options.others):
+                part = others[index * options.turns_per_user : (index + 1) * options.turns_per_user]
+                _add_user(memory, f"other-{index:06d}", part, options.batch)
+            shared["search"] = [timed(partial(memory.search, query, user_id=user, limit=10)) for query in queries]
+            context = partial(memory.context, user_id=user, token_budget=1000)
+            shared["context"] = [timed(partial(context, query)) for query in queries]
     embed_p50, embed_p95 = statistics.median(embed_ms), percentile(embed_ms, 0.95)
     summary = {
         "turns": len(texts),
@@ -247,18 +271,62 @@ def _one_user(home: Path, overrides: dict[str, Any], options: ScaleOptions, cons
         **drained,
         "add_exchange_p50_ms": statistics.median(add_ms),
         "first_search_s": first_search_s,
+        "beside_first_search_p50_ms": statistics.median(beside_ms),
+        "beside_first_search_max_ms": max(beside_ms),
         "query_embed_p50_ms": embed_p50,
         "search_overhead_p50_ms": statistics.median(search_ms) - embed_p50,
         "search_overhead_p95_ms": percentile(search_ms, 0.95) - embed_p95,
         "context_overhead_p50_ms": statistics.median(context_ms) - embed_p50,
         "context_overhead_p95_ms": percentile(context_ms, 0.95) - embed_p95,
     }
+    if shared:
+        summary |= {
+            "others_joined": options.others,
+            "shared_search_overhead_p50_ms": statistics.median(shared["search"]) - embed_p50,
+            "shared_search_overhead_p95_ms": percentile(shared["search"], 0.95) - embed_p95,
+            "shared_context_overhead_p50_ms": statistics.median(shared["context"]) - embed_p50,
+            "shared_context_overhead_p95_ms": percentile(shared["context"], 0.95) - embed_p95,
+        }
     return {
         **_measured(info, summary, ONE_USER_TARGETS, f"{len(texts):,} turns, one user"),
         "ingest_seconds": ingest_seconds,
         "counts": info["counts"],
-        "raw_ms": {"add": add_ms, "search": search_ms, "context": context_ms, "query_embed": embed_ms},
+        "raw_ms": {
+            "add": add_ms,
+            "search": search_ms,
+            "context": context_ms,
+            "query_embed": embed_ms,
+            "beside_first_search": beside_ms,
+            **{f"shared_{name}": values for name, values in shared.items()},
+        },
     }
+
+
+def _beside(memory: Memory, first: Callable[[], object], query: str) -> tuple[float, list[float]]:
+    """Seconds ``first`` took, and the ms of another user's searches run beside it (at least one)."""
+    done = threading.Event()
+    beside: list[float] = []
+    failed: list[BaseException] = []
+
+    def others() -> None:
+        try:
+            while True:
+                beside.append(timed(partial(memory.search, query, user_id=OTHER_USER)))
+                if done.wait(BESIDE_PAUSE_S):
+                    return
+        except BaseException as exc:  # raised in the caller's thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=others, name="bench-beside", daemon=True)
+    thread.start()
+    try:
+        seconds = timed(first) / 1000
+    finally:
+        done.set()
+        thread.join()
+    if failed:
+        raise failed[0]
+    return seconds, beside
 
 
 def _many_users(home: Path, overrides: dict[str, Any], options: ScaleOptions, console: Console) -> dict[str, Any]:

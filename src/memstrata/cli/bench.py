@@ -118,6 +118,9 @@ def federation(
 @app.command("scale")
 def scale(
     turns: Annotated[int | None, typer.Option(min=1, help="One user with this many turns (issue target: 1M).")] = None,
+    others: Annotated[
+        int, typer.Option(min=0, help="Then this many small users join that user's store, and it is searched again.")
+    ] = 0,
     users: Annotated[int | None, typer.Option(min=2, help="This many small users (issue target: 10,000).")] = None,
     turns_per_user: Annotated[int, typer.Option(min=1, help="Turns of each small user.")] = 20,
     batch: Annotated[int, typer.Option(min=1, help="Messages per add() call during bulk ingest.")] = 500,
@@ -140,6 +143,7 @@ def scale(
 
     options = ScaleOptions(
         turns=turns,
+        others=others,
         users=users,
         turns_per_user=turns_per_user,
         batch=batch,

@@ -70,16 +70,18 @@ def ranked_for_owners(
     limit: int,
     own: OwnRows | None = None,
     cache: OwnIndexCache | None = None,
+    people: dict[str, Population] | None = None,
 ) -> Ranked:
     """Each owner's ``limit`` best rows that pass ``kept``, for the terms ``parts_of`` gives it, as (seq, score).
 
     The same as ``ranked_for_user`` run once per owner, reading each posting list once; with
     ``own``, an owner small enough is ranked in an index of its own rows (``own_index.py``),
-    as its search alone would be.
+    as its search alone would be. ``people``: each owner's, when the caller has read them.
     """
     owners = list(dict.fromkeys(owners))
     postings = Postings(connection, fts, table, owners)
-    people = {owner: population(connection, fts, table, owner) for owner in owners}
+    if people is None:
+        people = {owner: population(connection, fts, table, owner) for owner in owners}
     found: Ranked = {owner: [] for owner in owners}
     wanted: dict[str, list[str]] = {}
     for owner in owners:

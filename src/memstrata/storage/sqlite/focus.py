@@ -28,14 +28,20 @@ _PART = re.compile(r'(?:\{[a-z ]+\}: )?"(?:[^"]|"")*"')  # a quoted term with it
 #: fraction (1 / it) of its turns: each count reads a stretch of the term's posting list.
 ESTIMATE_REUSE_SHARE = 10
 MAX_ESTIMATES = 4_096
-# (database file, term) -> (the sample's first seq, the term's matches in it); shared by threads.
-_ESTIMATES: dict[tuple[str, str], tuple[int, int]] = {}
-# database file -> (its latest seq, the sample's first seq) when the sample was last found: finding
-# it walks SAMPLE_TURNS index entries (about 5 ms), so it is reused like the counts.
-_FLOORS: dict[str, tuple[int, int]] = {}
+# (database file, user, term) -> (the sample's first seq, the term's matches in it); shared by threads.
+_ESTIMATES: dict[tuple[str, str, str], tuple[int, int]] = {}
+# (database file, user) -> (the user's latest seq, the sample's first seq) when the sample was last
+# found: finding it walks SAMPLE_TURNS index entries (about 5 ms), so it is reused like the counts.
+_FLOORS: dict[tuple[str, str], tuple[int, int]] = {}
 
 
-def focused_match(connection: sqlite3.Connection, match: str, people: Population, user_id: str) -> str:
+def focused_match(
+    connection: sqlite3.Connection,
+    match: str,
+    people: Population,
+    user_id: str,
+    estimated: Callable[[str], int] | None = None,
+) -> str:
     """``match`` (as made by ``fts_query``) with each term searched as ``term_reach`` says, by ``user_id``'s counts.
 
     When every term is common, the rarest is kept (in the turn's own text) so the query
@@ -43,11 +49,12 @@ def focused_match(connection: sqlite3.Connection, match: str, people: Population
     ``FOCUS_MIN_TURNS`` turns, is returned unchanged. Shares are the user's own, so what
     other users said never changes which of the user's words are searched: a term's count
     over the whole index bounds the user's, which is counted only when that bound is not
-    already rare enough. A store holding one memory of ``BOUNDED_MIN_TURNS`` or more is
-    focused from estimates, within a row budget (``bounded_match``).
+    already rare enough. A memory of ``BOUNDED_MIN_TURNS`` or more is focused from
+    estimates, within a row budget (``bounded_match``; ``estimated``: its ``estimated_matches``
+    when the caller has them).
     """
     if is_bounded(people):
-        return bounded_match(connection, match, people)
+        return bounded_match(connection, match, people, user_id, estimated)
 
     def everywhere(term: str) -> int:
         # Reading a term's posting list costs about a millisecond even at 90% of 100k turns.
@@ -65,45 +72,76 @@ def focused_match(connection: sqlite3.Connection, match: str, people: Population
 
 
 def is_bounded(people: Population) -> bool:
-    """Whether full text over this memory is estimated and bounded (one memory of ``BOUNDED_MIN_TURNS`` or more)."""
-    return people.is_whole_index and people.users_rows >= BOUNDED_MIN_TURNS
+    """Whether full text over this memory is estimated and bounded (a memory of ``BOUNDED_MIN_TURNS`` or more)."""
+    return people.users_rows >= BOUNDED_MIN_TURNS
 
 
-def bounded_match(connection: sqlite3.Connection, match: str, people: Population) -> str:
-    """``focused_match`` for a store holding one large memory: shares estimated from its latest turns.
+def bounded_match(
+    connection: sqlite3.Connection,
+    match: str,
+    people: Population,
+    user_id: str,
+    estimated: Callable[[str], int] | None = None,
+) -> str:
+    """``focused_match`` for a large memory: shares estimated from its latest turns (``estimated_matches``).
 
-    Each term's matches among the latest ``SAMPLE_TURNS`` turns (an index seek to them, then
-    a read of that part of its posting list) are scaled to the whole; the terms kept add up
-    to at most ``SCORED_ROW_BUDGET`` estimated matches, the rarest always.
+    The terms kept add up to at most ``SCORED_ROW_BUDGET`` estimated matches, the rarest always.
+    """
+    estimated = estimated or estimated_matches(connection, people, user_id)
+    return focus(match, people, estimated, estimated, budget=SCORED_ROW_BUDGET)
+
+
+def estimated_matches(connection: sqlite3.Connection, people: Population, user_id: str) -> Callable[[str], int]:
+    """How many of ``user_id``'s turns a term (or a term with its column filter) matches, estimated.
+
+    Each term's matches among the user's latest ``SAMPLE_TURNS`` turns (an index seek to the
+    first of them, then a read of that part of its posting list) are scaled to all the user's
+    turns. Counts and the sample's first turn are reused until the sample has moved by a tenth.
     """
     sample = min(SAMPLE_TURNS, people.users_rows)
+    alone = people.is_whole_index
     store = str(connection.execute("PRAGMA database_list").fetchone()[2])
-    latest = int(connection.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0])
-    known_floor = _FLOORS.get(store) if store else None
+    if alone:
+        latest = int(connection.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0])
+    else:
+        statement = "SELECT coalesce(max(seq), 0) FROM turns WHERE user_id = ?"
+        latest = int(connection.execute(statement, (user_id,)).fetchone()[0])
+    known_floor = _FLOORS.get((store, user_id)) if store else None
     if known_floor is not None and 0 <= latest - known_floor[0] < sample // ESTIMATE_REUSE_SHARE:
         floor = known_floor[1]  # fewer turns than that came since: the sample has hardly moved
     else:
-        row = connection.execute("SELECT seq FROM turns ORDER BY seq DESC LIMIT 1 OFFSET ?", (sample - 1,)).fetchone()
+        # Another user's turns may lie among this one's: walk this user's (``turns_by_user`` holds them in seq order).
+        mine = "" if alone else "WHERE user_id = ? "
+        statement = f"SELECT seq FROM turns {mine}ORDER BY seq DESC LIMIT 1 OFFSET ?"
+        row = connection.execute(statement, (sample - 1,) if alone else (user_id, sample - 1)).fetchone()
         floor = int(row[0]) if row is not None else 0
         if store:
             if len(_FLOORS) >= MAX_ESTIMATES:
                 _FLOORS.clear()
-            _FLOORS[store] = (latest, floor)
+            _FLOORS[(store, user_id)] = (latest, floor)
 
     def estimated(term: str) -> int:
-        known = _ESTIMATES.get((store, term)) if store else None  # an in-memory store has no name to key by
+        known = _ESTIMATES.get((store, user_id, term)) if store else None  # an in-memory store has no name to key by
         if known is not None and 0 <= floor - known[0] < sample // ESTIMATE_REUSE_SHARE:
             found = known[1]  # the sample has hardly moved since: its count still estimates the share
         else:
-            statement = "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ? AND rowid >= ?"
-            found = int(connection.execute(statement, [term, floor]).fetchone()[0])
+            if alone:
+                statement = "SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ? AND rowid >= ?"
+                arguments: list[object] = [term, floor]
+            else:
+                statement = (
+                    "SELECT count(*) FROM turns_fts JOIN turns t ON t.seq = turns_fts.rowid"
+                    " WHERE turns_fts MATCH ? AND turns_fts.rowid >= ? AND +t.user_id = ?"
+                )
+                arguments = [term, floor, user_id]
+            found = int(connection.execute(statement, arguments).fetchone()[0])
             if store:
                 if len(_ESTIMATES) >= MAX_ESTIMATES:
                     _ESTIMATES.clear()
-                _ESTIMATES[(store, term)] = (floor, found)
-        return round(found * people.users_rows / sample)
+                _ESTIMATES[(store, user_id, term)] = (floor, found)
+        return round(found * people.users_rows / sample) if sample else 0
 
-    return focus(match, people, estimated, estimated, budget=SCORED_ROW_BUDGET)
+    return estimated
 
 
 def focus(

@@ -19,7 +19,7 @@ import re
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memstrata.storage.sqlite.ranking import Population, ranked_for_user
@@ -243,6 +243,7 @@ def ranked_own_or_shared(
     limit: int,
     people: Population,
     window: int | None = None,
+    estimate: Callable[[str], int] | None = None,
     cache: OwnIndexCache | None = None,
 ) -> list[tuple[int, float]]:
     """``ranked_for_user``, or ``ranked_in_own_index`` when ``ranks_in_own_index(people)``: one user's full text."""
@@ -270,6 +271,7 @@ def ranked_own_or_shared(
         limit=limit,
         people=people,
         window=window,
+        estimate=estimate,
     )
 
 

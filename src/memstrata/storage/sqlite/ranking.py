@@ -22,7 +22,7 @@ import math
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -48,9 +48,15 @@ class Population:
         return self.users_rows >= self.indexed
 
 
-def population(connection: sqlite3.Connection, fts: str, table: str, user_id: str) -> Population:
-    """The rows of ``fts`` in all and those of ``user_id`` (``table`` holds the rows, keyed by ``seq``)."""
-    for name in (fts, table):
+def population(
+    connection: sqlite3.Connection, fts: str, table: str, user_id: str, *, counts: str | None = None
+) -> Population:
+    """The rows of ``fts`` in all and those of ``user_id`` (``table`` holds the rows, keyed by ``seq``).
+
+    ``counts``: a table of each user's rows (``user_id``, ``turns``) kept by triggers, read
+    instead of counting the user's rows.
+    """
+    for name in (fts, table, counts or table):
         if not _TABLE_NAME.fullmatch(name):
             raise ValueError(f"not a table name: {name!r}")
     indexed = indexed_rows(connection, fts)
@@ -62,6 +68,10 @@ def population(connection: sqlite3.Connection, fts: str, table: str, user_id: st
     ).fetchone()[0]
     if not others:
         return Population(indexed, indexed)
+    if counts is not None:
+        row = connection.execute(f"SELECT turns FROM {counts} WHERE user_id = ?", (user_id,)).fetchone()
+        # Others have rows: never taken for the whole index (whose rows a search would not check).
+        return Population(indexed, min(0 if row is None else int(row[0]), max(0, indexed - 1)))
     users = connection.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?", (user_id,)).fetchone()[0]
     return Population(indexed, int(users))
 
@@ -108,14 +118,16 @@ def ranked_for_user(
     limit: int,
     people: Population,
     window: int | None = None,
+    estimate: Callable[[str], int] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``limit`` best of ``user_id``'s rows that pass ``kept``, for the terms ``parts``, as (seq, score).
 
     ``rank`` is the FTS5 rank expression (``-bm25(...)``, higher is better); each part is one
     term of a match expression, with its column filter if any; ``kept`` is a SQL condition
     over the row's table (alias ``x``). Term statistics count all the user's rows, whatever
-    ``kept`` narrows, as PostgreSQL's do. With a ``window`` (a store holding this user alone),
-    only the ``window`` most recent matches are scored.
+    ``kept`` narrows, as PostgreSQL's do. With a ``window``, only about the ``window`` most
+    recent matches are scored; in a store holding other users too, the user's matches of a
+    term are then not counted but taken from ``estimate`` (``_ranked_recent``).
     """
     if not parts or limit < 1:
         return []
@@ -136,6 +148,21 @@ def ranked_for_user(
             sql = f"SELECT seq, score FROM ({recent}) ORDER BY score DESC, seq LIMIT ?"
             bounds = [window, limit]
         return [(int(seq), float(score)) for seq, score in connection.execute(sql, [*arguments, *bounds])]
+    if window is not None and estimate is not None:
+        return _ranked_recent(
+            connection,
+            fts=fts,
+            rank=rank,
+            base=base,
+            parts=parts,
+            user_id=user_id,
+            kept=kept,
+            kept_parameters=kept_parameters,
+            limit=limit,
+            people=people,
+            window=window,
+            estimate=estimate,
+        )
     scores: dict[int, float] = defaultdict(float)
     for part in dict.fromkeys(parts):
         everywhere = connection.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (part,)).fetchone()[0]
@@ -145,6 +172,48 @@ def ranked_for_user(
         factor = fts5_idf(people.users_rows, len(rows)) / fts5_idf(people.indexed, int(everywhere))
         for seq, score, is_kept in rows:
             if is_kept:
+                scores[int(seq)] += float(score) * factor
+    best = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    return best[:limit]
+
+
+def _ranked_recent(
+    connection: sqlite3.Connection,
+    *,
+    fts: str,
+    rank: str,
+    base: str,
+    parts: Sequence[str],
+    user_id: str,
+    kept: str,
+    kept_parameters: Sequence[object],
+    limit: int,
+    people: Population,
+    window: int,
+    estimate: Callable[[str], int],
+) -> list[tuple[int, float]]:
+    """``ranked_for_user`` of a large memory beside others: each term's latest ``window`` matches, scored alike.
+
+    Each term's posting list is walked newest first for its latest ``window`` matches among
+    the user's rows that pass ``kept``. A row is scored only if it is newer than the oldest
+    match of every term that filled its window, so each row scored has every term's share.
+    A term's idf is the user's, from its estimated matches; the index's is divided out exactly.
+    """
+    found: list[tuple[str, list[tuple[int, float]]]] = []
+    floor = 0
+    for part in dict.fromkeys(parts):
+        sql = f"SELECT {fts}.rowid, {rank} {base} AND ({kept}) ORDER BY {fts}.rowid DESC LIMIT ?"
+        rows = connection.execute(sql, [part, user_id, *kept_parameters, window]).fetchall()
+        if len(rows) == window:
+            floor = max(floor, int(rows[-1][0]))
+        found.append((part, rows))
+    scores: dict[int, float] = defaultdict(float)
+    for part, rows in found:
+        # Even a lone term's factor counts: a federated search merges memories' lists by score.
+        everywhere = connection.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (part,)).fetchone()[0]
+        factor = fts5_idf(people.users_rows, estimate(part)) / fts5_idf(people.indexed, int(everywhere))
+        for seq, score in rows:
+            if seq >= floor:
                 scores[int(seq)] += float(score) * factor
     best = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
     return best[:limit]

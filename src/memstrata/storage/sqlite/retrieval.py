@@ -13,10 +13,16 @@ from memstrata.storage.base import Seqs, VectorBatch, Vectors
 from memstrata.storage.focus import SCORED_ROW_BUDGET
 from memstrata.storage.sql_turns import filter_clause
 from memstrata.storage.sqlite.federated import ranked_for_owners, turn_parts
-from memstrata.storage.sqlite.focus import focused_match, is_bounded, own_columns_only, terms_of
+from memstrata.storage.sqlite.focus import (
+    estimated_matches,
+    focused_match,
+    is_bounded,
+    own_columns_only,
+    terms_of,
+)
 from memstrata.storage.sqlite.knowledge import rederive_cell_texts
 from memstrata.storage.sqlite.own_index import OwnIndexCache, OwnRows, ranked_own_or_shared
-from memstrata.storage.sqlite.ranking import one_snapshot, population
+from memstrata.storage.sqlite.ranking import Population, one_snapshot, population
 from memstrata.storage.sqlite.rows import SQLITE, chunks
 
 # BM25 column weights: content, speaker name, the turns ±1 and ±2 away in the session.
@@ -43,6 +49,8 @@ OWN_TURNS = OwnRows(
     joins="CROSS JOIN turns_fts f ON f.rowid = x.seq",
     weights=FULLTEXT_WEIGHTS,
 )
+#: Each user's turns, kept by triggers (migration 20): read instead of counting them.
+TURN_COUNTS = "user_turn_counts"
 T = TypeVar("T")
 
 
@@ -60,58 +68,89 @@ class RetrievalMixin:
 
     def fulltext(self, match: str, user_id: str, filters: SearchFilters, limit: int) -> list[tuple[int, float]]:
         """BM25 candidates, with the user's own term statistics (``ranking.py``); higher is better."""
-        where, parameters = filter_clause(SQLITE, filters, alias="x")
 
         def work(connection: sqlite3.Connection) -> list[tuple[int, float]]:
             with one_snapshot(connection):
-                return ranked(connection)
-
-        def ranked(connection: sqlite3.Connection) -> list[tuple[int, float]]:
-            people = population(connection, "turns_fts", "turns", user_id)
-            focused = focused_match(connection, match, people, user_id)
-            if filters.agent_id is not None:
-                # The neighbour columns hold what other agents said in the session: one agent's
-                # search matches its turns' own text and speaker only.
-                focused = own_columns_only(focused)
-            return ranked_own_or_shared(
-                connection,
-                OWN_TURNS,
-                fts="turns_fts",
-                table="turns",
-                rank=f"-bm25(turns_fts, {FULLTEXT_WEIGHTS})",
-                parts=terms_of(focused),
-                user_id=user_id,
-                kept=f"1{where}",
-                kept_parameters=parameters,
-                limit=limit,
-                people=people,
-                window=SCORED_ROW_BUDGET if is_bounded(people) else None,
-                cache=self._own_cache,
-            )
+                people = population(connection, "turns_fts", "turns", user_id, counts=TURN_COUNTS)
+                return self._ranked_turns(
+                    connection, match=match, user_id=user_id, people=people, filters=filters, limit=limit
+                )
 
         return self._read(work)
+
+    def _ranked_turns(
+        self,
+        connection: sqlite3.Connection,
+        *,
+        match: str,
+        user_id: str,
+        people: Population,
+        filters: SearchFilters,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """``fulltext`` inside a read transaction, the user's ``people`` read in it."""
+        where, parameters = filter_clause(SQLITE, filters, alias="x")
+        bounded = is_bounded(people)
+        estimate = estimated_matches(connection, people, user_id) if bounded else None
+        focused = focused_match(connection, match, people, user_id, estimate)
+        if filters.agent_id is not None:
+            # The neighbour columns hold what other agents said in the session: one agent's
+            # search matches its turns' own text and speaker only.
+            focused = own_columns_only(focused)
+        return ranked_own_or_shared(
+            connection,
+            OWN_TURNS,
+            fts="turns_fts",
+            table="turns",
+            rank=f"-bm25(turns_fts, {FULLTEXT_WEIGHTS})",
+            parts=terms_of(focused),
+            user_id=user_id,
+            kept=f"1{where}",
+            kept_parameters=parameters,
+            limit=limit,
+            people=people,
+            window=SCORED_ROW_BUDGET if bounded else None,
+            # Beside other users, a large memory's matches of a term are estimated, not counted.
+            estimate=None if people.is_whole_index else estimate,
+            cache=self._own_cache,
+        )
 
     def fulltext_many(
         self, match: str, user_ids: Sequence[str], filters: SearchFilters, limit: int
     ) -> dict[str, list[tuple[int, float]]]:
-        """``fulltext`` for each of ``user_ids``, reading each term's posting list once for all (``federated.py``)."""
+        """``fulltext`` for each of ``user_ids``, reading each term's posting list once for all (``federated.py``).
+
+        A large memory (``is_bounded``) is ranked on its own, as its search alone is: reading
+        every match of a term for all owners at once is what its bounded search avoids.
+        """
         where, parameters = filter_clause(SQLITE, filters, alias="x")
 
         def work(connection: sqlite3.Connection) -> dict[str, list[tuple[int, float]]]:
             with one_snapshot(connection):
-                return ranked_for_owners(
+                owners = list(dict.fromkeys(user_ids))
+                people = {
+                    owner: population(connection, "turns_fts", "turns", owner, counts=TURN_COUNTS) for owner in owners
+                }
+                large = {owner for owner in owners if is_bounded(people[owner])}
+                found = ranked_for_owners(
                     connection,
                     fts="turns_fts",
                     table="turns",
                     rank=f"-bm25(turns_fts, {FULLTEXT_WEIGHTS})",
-                    owners=user_ids,
+                    owners=[owner for owner in owners if owner not in large],
                     parts_of=turn_parts(match, own_only=filters.agent_id is not None),
                     kept=f"1{where}",
                     kept_parameters=parameters,
                     limit=limit,
                     own=OWN_TURNS,
                     cache=self._own_cache,
+                    people={owner: people[owner] for owner in owners if owner not in large},
                 )
+                for owner in large:
+                    found[owner] = self._ranked_turns(
+                        connection, match=match, user_id=owner, people=people[owner], filters=filters, limit=limit
+                    )
+                return {owner: found[owner] for owner in owners}
 
         return self._read(work)
 
@@ -181,13 +220,17 @@ class RetrievalMixin:
         self._write(work)
 
     def rebuild_fulltext(self) -> None:
-        """Recreate both FTS5 indexes: the turns' from the turns table, the derived items' from theirs.
+        """Recreate both FTS5 indexes (turns' from the turns table, derived items' from theirs) and turn counts.
 
         Cells' search text is derived from the cells first, so text an older version wrote
         reads as ``cell_text`` does now.
         """
 
         def rebuild(connection: sqlite3.Connection) -> None:
+            connection.execute(f"DELETE FROM {TURN_COUNTS}")  # counted again too: what full text reads first
+            connection.execute(
+                f"INSERT INTO {TURN_COUNTS} (user_id, turns) SELECT user_id, count(*) FROM turns GROUP BY user_id"
+            )
             connection.execute("DELETE FROM turns_fts")
             connection.execute(
                 "INSERT INTO turns_fts (rowid, content, name, near, far) "
