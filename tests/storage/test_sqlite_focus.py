@@ -139,3 +139,18 @@ def test_a_large_memorys_term_counts_and_sample_are_read_again_only_once_its_lat
     connection.commit()
     _focused(connection, '"go" OR "family"')
     assert len(counted) == 4 and len(walks) == 2  # the sample moved by a tenth of its turns: counted again
+
+
+def test_forget_drops_the_counts_kept_for_the_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_focus, "FOCUS_MIN_TURNS", 50)
+    monkeypatch.setattr(sqlite_focus, "BOUNDED_MIN_TURNS", 100)
+    monkeypatch.setattr(sqlite_focus, "SAMPLE_TURNS", 20)
+    with Memory(tmp_path, background=False, embedder="hash") as memory:
+        for user in ("ana@example.com", "bob"):
+            memory.add([{"role": "user", "content": f"sailing {n}"} for n in range(120)], user_id=user, session_id="s")
+            memory.search("sailing", user_id=user, mode="fulltext")
+        kept = [key for key in (*sqlite_focus._ESTIMATES, *sqlite_focus._FLOORS) if key[1] == "ana@example.com"]
+        assert kept  # her large memory's counts were kept between searches
+        memory.forget(user_id="ana@example.com")
+        assert not [key for key in (*sqlite_focus._ESTIMATES, *sqlite_focus._FLOORS) if "ana@example.com" in key]
+        assert [key for key in sqlite_focus._FLOORS if key[1] == "bob"]  # others' stay

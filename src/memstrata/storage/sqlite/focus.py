@@ -144,6 +144,14 @@ def estimated_matches(connection: sqlite3.Connection, people: Population, user_i
     return estimated
 
 
+def forget_estimates(user_id: str) -> None:
+    """Drop the term counts and sample kept for ``user_id`` (in every store): a forgotten id stays nowhere."""
+    for key in [key for key in _ESTIMATES if key[1] == user_id]:
+        _ESTIMATES.pop(key, None)
+    for floor in [floor for floor in _FLOORS if floor[1] == user_id]:
+        _FLOORS.pop(floor, None)
+
+
 def focus(
     match: str,
     people: Population,

@@ -26,6 +26,7 @@ from memstrata.storage.sql_turns import TurnStatements, prunable, scope_clause, 
 if TYPE_CHECKING:
     from memstrata.storage.base import KeyStore, TierStore
 from memstrata.storage.sqlite import cipher, queue
+from memstrata.storage.sqlite.focus import forget_estimates
 from memstrata.storage.sqlite.graph import GraphMixin
 from memstrata.storage.sqlite.keys import KeysMixin
 from memstrata.storage.sqlite.knowledge import KnowledgeMixin, purge_derived
@@ -303,6 +304,7 @@ class SQLiteStore(
 
         count = self._write(work)
         self._own_cache.forget(scope.user_id)
+        forget_estimates(scope.user_id)
         [(busy, _, _)] = self._read(self._checkpoint_without_waiting)
         if busy:
             log.warning(
