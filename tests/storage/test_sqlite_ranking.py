@@ -32,7 +32,13 @@ def _index(rows: list[tuple[str, str]]) -> sqlite3.Connection:
 
 
 def _ranked(
-    connection: sqlite3.Connection, terms: list[str], kept: str = "1", limit: int = 10
+    connection: sqlite3.Connection,
+    terms: list[str],
+    kept: str = "1",
+    limit: int = 10,
+    *,
+    window: int | None = None,
+    estimate: Callable[[str], int] | None = None,
 ) -> list[tuple[int, float]]:
     return ranked_for_user(
         connection,
@@ -45,6 +51,8 @@ def _ranked(
         kept_parameters=[],
         limit=limit,
         people=population(connection, "turns_fts", "turns", "ana"),
+        window=window,
+        estimate=estimate,
     )
 
 
@@ -161,25 +169,6 @@ def _exact_count(connection: sqlite3.Connection, user: str) -> Callable[[str], i
     return count
 
 
-def _windowed(
-    connection: sqlite3.Connection, terms: list[str], window: int | None, estimate: Callable[[str], int] | None
-) -> list[tuple[int, float]]:
-    return ranked_for_user(
-        connection,
-        fts="turns_fts",
-        table="turns",
-        rank="-bm25(turns_fts, 1.0, 0.5)",
-        parts=terms,
-        user_id="ana",
-        kept="1",
-        kept_parameters=[],
-        limit=20,
-        people=population(connection, "turns_fts", "turns", "ana"),
-        window=window,
-        estimate=estimate,
-    )
-
-
 def test_beside_another_user_a_window_wider_than_the_matches_ranks_as_every_match_does() -> None:
     ana = [f"lisbon {'sailing ' * (n % 3)}trip {n}" for n in range(12)] + ["go go lisbon", "porto"]
     rows = [
@@ -190,8 +179,8 @@ def test_beside_another_user_a_window_wider_than_the_matches_ranks_as_every_matc
     ]
     shared = _index(rows)
     terms = ['"lisbon"', '"sailing"', '"go"']
-    exact = _windowed(shared, terms, None, None)
-    found = _windowed(shared, terms, 100, _exact_count(shared, "ana"))
+    exact = _ranked(shared, terms, limit=20)
+    found = _ranked(shared, terms, limit=20, window=100, estimate=_exact_count(shared, "ana"))
     assert [seq for seq, _ in found] == [seq for seq, _ in exact]
     assert [score for _, score in found] == pytest.approx([score for _, score in exact])
 
@@ -202,7 +191,7 @@ def test_beside_another_user_each_term_scores_the_same_latest_rows() -> None:
     rows = [(user, text) for text in ana for user in ("ana", "bob")]
     shared = _index([(user, text if user == "ana" else "lisbon sailing") for user, text in rows])
     ana_seqs = [seq for seq, (user, _) in enumerate(rows, start=1) if user == "ana"]
-    found = _windowed(shared, ['"lisbon"', '"sailing"'], 4, _exact_count(shared, "ana"))
+    found = _ranked(shared, ['"lisbon"', '"sailing"'], limit=20, window=4, estimate=_exact_count(shared, "ana"))
     # "lisbon"'s latest four of ana's matches start at her seventh row; "sailing" (rows 1, 4, 7, 10)
     # fills its window too, from her first: only rows from the seventh on are scored, by both terms.
     assert sorted(seq for seq, _ in found) == ana_seqs[6:]
